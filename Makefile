@@ -1,0 +1,48 @@
+# Convenience targets; each installs what it needs first, so both work on a fresh Debian 12 clone.
+#   make demo   build and run `gpudoctor status` on a bundled capture through the stand-in NVML
+#   make test   build release and sanitizer (ASan+UBSan) configurations and run every test in both
+PRESET ?= release
+DEMO_CAPTURE ?= tests/data/captures/demo-4gpu.json
+JOBS ?= $(shell nproc)
+
+.PHONY: deps build demo watch-demo test test-release test-asan bench format clean
+
+deps:
+	@bash scripts/install-deps.sh
+
+build: deps
+	@cmake --preset $(PRESET) >/dev/null
+	@cmake --build --preset $(PRESET) -j $(JOBS)
+
+demo: build
+	@echo "== gpudoctor status on $(DEMO_CAPTURE), replayed by the stand-in NVML library (no GPU here) =="
+	@GPUDOCTOR_NVML_LIB=$(CURDIR)/build/$(PRESET)/tests/fake_nvml/libnvidia-ml.so.1 \
+	  GPUDOCTOR_FAKE_NVML_CAPTURE=$(CURDIR)/$(DEMO_CAPTURE) \
+	  ./build/$(PRESET)/src/gpudoctor status
+
+watch-demo: build
+	@GPUDOCTOR_NVML_LIB=$(CURDIR)/build/$(PRESET)/tests/fake_nvml/libnvidia-ml.so.1 \
+	  GPUDOCTOR_FAKE_NVML_CAPTURE=$(CURDIR)/$(DEMO_CAPTURE) \
+	  ./build/$(PRESET)/src/gpudoctor watch -i 1s -c 10
+
+test-release: deps
+	@cmake --preset release >/dev/null
+	@cmake --build --preset release -j $(JOBS)
+	@ctest --preset release -j $(JOBS)
+
+test-asan: deps
+	@cmake --preset asan >/dev/null
+	@cmake --build --preset asan -j $(JOBS)
+	@ctest --preset asan -j $(JOBS)
+
+test: test-release test-asan
+
+bench: PRESET=release
+bench: build
+	@./build/release/bench/gpudoctor_bench
+
+format:
+	@clang-format -i $$(git ls-files '*.cpp' '*.hpp')
+
+clean:
+	@rm -rf build

@@ -1,0 +1,56 @@
+// Cost of sampling: one NvmlSource::sample() of 8 stand-in GPUs (busy-8gpu capture), and the
+// snapshot assessment and rendering that `watch` adds per frame. The stand-in library's own work
+// (JSON lookups) is included, so the figure is an upper bound on gpudoctor's own cost.
+#include <benchmark/benchmark.h>
+
+#include <cstdlib>
+
+#include "analysis/snapshot.hpp"
+#include "report/watch_report.hpp"
+#include "sources/source.hpp"
+
+namespace {
+
+using namespace gpudoctor;
+
+std::unique_ptr<Source> open_fake(const char* capture) {
+  setenv("GPUDOCTOR_NVML_LIB", FAKE_NVML_LIB, 1);
+  const std::string path = std::string(GPUDOCTOR_SOURCE_DIR) + "/tests/data/captures/" + capture;
+  setenv("GPUDOCTOR_FAKE_NVML_CAPTURE", path.c_str(), 1);
+  auto src = open_source("nvml", {});
+  if (!src) {
+    std::fprintf(stderr, "bench: %s\n", src.error().message.c_str());
+    std::exit(1);
+  }
+  return std::move(src.value());
+}
+
+void BM_SampleEightGpus(benchmark::State& state) {
+  auto src = open_fake("busy-8gpu.json");
+  for (auto _ : state) {
+    Frame f = src->sample();
+    benchmark::DoNotOptimize(f);
+  }
+  state.counters["gpu_samples/s"] =
+      benchmark::Counter(static_cast<double>(state.iterations()) * 8, benchmark::Counter::kIsRate);
+}
+BENCHMARK(BM_SampleEightGpus)->Unit(benchmark::kMicrosecond)->UseRealTime();
+
+void BM_AssessAndRenderEightGpus(benchmark::State& state) {
+  auto src = open_fake("busy-8gpu.json");
+  const Frame a = src->sample();
+  const Frame b = src->sample();
+  const WatchRenderer renderer(WatchFormat::kTable);
+  for (auto _ : state) {
+    std::vector<GpuAssessment> as;
+    for (size_t i = 0; i < b.devices.size(); ++i)
+      as.push_back(assess(&a.devices[i], b.devices[i], 0.1));
+    std::string out = renderer.rows(src->devices(), b, as);
+    benchmark::DoNotOptimize(out);
+  }
+}
+BENCHMARK(BM_AssessAndRenderEightGpus)->Unit(benchmark::kMicrosecond);
+
+}  // namespace
+
+BENCHMARK_MAIN();

@@ -1,0 +1,57 @@
+#include "cli/common.hpp"
+
+#include <csignal>
+#include <cstdlib>
+#include <thread>
+
+#include <fmt/format.h>
+
+namespace gpudoctor::cli {
+namespace {
+std::atomic<int> g_signals{0};
+
+extern "C" void on_signal(int sig) {
+  if (g_signals.fetch_add(1) >= 1) {
+    std::signal(sig, SIG_DFL);
+    std::raise(sig);  // second Ctrl-C: stop now
+  }
+}
+}  // namespace
+
+int report(const Error& e) {
+  fmt::print(stderr, "gpudoctor: {}\n", e.message);
+  return static_cast<int>(e.kind);
+}
+
+void install_stop_handlers() {
+  struct sigaction sa {};
+  sa.sa_handler = on_signal;
+  sigemptyset(&sa.sa_mask);
+  sa.sa_flags = 0;  // no SA_RESTART: blocking writes return so the loop can notice
+  sigaction(SIGINT, &sa, nullptr);
+  sigaction(SIGTERM, &sa, nullptr);
+}
+
+bool stop_requested() {
+  return g_signals.load() > 0;
+}
+
+bool sleep_until(std::chrono::steady_clock::time_point until) {
+  using namespace std::chrono;
+  while (!stop_requested()) {
+    const auto now = steady_clock::now();
+    if (now >= until) return true;
+    std::this_thread::sleep_for(std::min<steady_clock::duration>(until - now, milliseconds(20)));
+  }
+  return false;
+}
+
+void add_source_flags(CLI::App& cmd, SourceFlags& flags) {
+  cmd.add_option("--source", flags.source,
+                 "Where readings come from: nvml (the NVIDIA driver; set GPUDOCTOR_NVML_LIB to use "
+                 "another libnvidia-ml.so.1)")
+      ->capture_default_str();
+  cmd.add_option("--gpus", flags.gpus, "GPU indices to read, e.g. 0,2 (default: all)");
+}
+
+}  // namespace gpudoctor::cli

@@ -1,0 +1,44 @@
+// Shared pieces of the subcommands: exit codes, the stop flag set by Ctrl-C / SIGTERM, and
+// interruptible sleeping. The CLI is thin: it parses flags and calls the library.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <string>
+
+#include <CLI/CLI.hpp>
+
+#include "core/result.hpp"
+
+namespace gpudoctor::cli {
+
+inline constexpr int kExitOk = 0;
+inline constexpr int kExitFailure = 1;
+inline constexpr int kExitUsage = 2;
+
+// Prints "gpudoctor: <message>" on stderr and returns the error's exit code.
+int report(const Error& e);
+
+// Installs SIGINT/SIGTERM handlers that set the stop flag (a second Ctrl-C exits at once).
+void install_stop_handlers();
+bool stop_requested();
+// Sleeps until `until` or until a stop is requested; returns false when stopped.
+bool sleep_until(std::chrono::steady_clock::time_point until);
+
+// Options every command that reads a live source takes.
+struct SourceFlags {
+  std::string source = "nvml";
+  std::string gpus;
+};
+void add_source_flags(CLI::App& cmd, SourceFlags& flags);
+
+struct Command {
+  CLI::App* app;
+  std::function<int()> run;
+};
+Command add_status_command(CLI::App& root);
+Command add_watch_command(CLI::App& root);
+Command add_capture_command(CLI::App& root);
+Command add_fields_command(CLI::App& root);
+
+}  // namespace gpudoctor::cli

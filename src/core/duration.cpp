@@ -1,0 +1,54 @@
+#include "core/duration.hpp"
+
+#include <charconv>
+#include <cmath>
+
+#include <fmt/format.h>
+
+namespace gpudoctor {
+
+Result<std::chrono::milliseconds> parse_duration(std::string_view text) {
+  const std::string original(text);
+  while (!text.empty() && text.front() == ' ') text.remove_prefix(1);
+  while (!text.empty() && text.back() == ' ') text.remove_suffix(1);
+  size_t num_end = 0;
+  while (num_end < text.size() &&
+         (std::isdigit(static_cast<unsigned char>(text[num_end])) || text[num_end] == '.'))
+    ++num_end;
+  if (num_end == 0)
+    return usage_error(
+        fmt::format("invalid duration '{}': expected e.g. 500ms, 2s, 5m, 2h", original));
+  double number = 0;
+  const auto [ptr, ec] = std::from_chars(text.data(), text.data() + num_end, number);
+  if (ec != std::errc{} || ptr != text.data() + num_end)
+    return usage_error(fmt::format("invalid duration '{}': bad number", original));
+  const std::string_view suffix = text.substr(num_end);
+  double scale_ms = 0;
+  if (suffix.empty() || suffix == "s")
+    scale_ms = 1000;
+  else if (suffix == "ms")
+    scale_ms = 1;
+  else if (suffix == "m" || suffix == "min")
+    scale_ms = 60'000;
+  else if (suffix == "h")
+    scale_ms = 3'600'000;
+  else if (suffix == "d")
+    scale_ms = 86'400'000;
+  else
+    return usage_error(fmt::format(
+        "invalid duration '{}': unknown unit '{}' (use ms, s, m, h or d)", original, suffix));
+  const double ms = number * scale_ms;
+  if (!std::isfinite(ms) || ms > 1e15)
+    return usage_error(fmt::format("invalid duration '{}': too large", original));
+  return std::chrono::milliseconds(static_cast<int64_t>(std::llround(ms)));
+}
+
+std::string format_duration(std::chrono::milliseconds d) {
+  const auto ms = d.count();
+  if (ms % 3'600'000 == 0 && ms != 0) return fmt::format("{}h", ms / 3'600'000);
+  if (ms % 60'000 == 0 && ms != 0) return fmt::format("{}m", ms / 60'000);
+  if (ms % 1000 == 0) return fmt::format("{}s", ms / 1000);
+  return fmt::format("{}ms", ms);
+}
+
+}  // namespace gpudoctor

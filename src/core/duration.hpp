@@ -1,0 +1,15 @@
+// Parsing and printing of durations as users type them: "500ms", "2s", "1.5m", "2h", "30" (s).
+#pragma once
+
+#include <chrono>
+#include <string>
+#include <string_view>
+
+#include "core/result.hpp"
+
+namespace gpudoctor {
+
+Result<std::chrono::milliseconds> parse_duration(std::string_view text);
+std::string format_duration(std::chrono::milliseconds d);
+
+}  // namespace gpudoctor

@@ -1,0 +1,37 @@
+// Renders `gpudoctor status`: one table row per GPU (util, SM activity, power against the default
+// limit, efficiency, clocks, temperature, memory, clock event reasons, PCIe link, processes) and a
+// verdict line per GPU; or the same as JSON, where every reading is a value or says why not.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "analysis/snapshot.hpp"
+#include "core/device.hpp"
+
+namespace gpudoctor {
+
+struct StatusView {
+  SystemInfo system;
+  std::vector<DeviceInfo> devices;
+  Frame frame;  // the later of the two samples
+  double interval_s = 0;
+  std::vector<GpuAssessment> assessments;  // parallel to devices
+};
+
+// Builds the view from two frames of the same source.
+StatusView make_status_view(const SystemInfo& system, const std::vector<DeviceInfo>& devices,
+                            const Frame& first, const Frame& second);
+
+std::string render_status_text(const StatusView& view);
+nlohmann::json render_status_json(const StatusView& view);
+
+// A reading as JSON: a number, or {"status": "not_supported"|"error"|"no_data", "code": "..."}.
+nlohmann::json reading_json(const Reading& r);
+// A whole sample: {field_id: reading_json, ...} (all catalogue fields).
+nlohmann::json sample_readings_json(const DeviceSample& s);
+nlohmann::json processes_json(const std::vector<ProcessInfo>& processes);
+
+}  // namespace gpudoctor

@@ -1,0 +1,135 @@
+#include "report/watch_report.hpp"
+
+#include <ctime>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "core/clock_reasons.hpp"
+
+namespace gpudoctor {
+namespace {
+
+struct Row {
+  std::string time;
+  unsigned gpu;
+  std::optional<double> util, sm, power, power_pct, eff, pstate, clock, temp, mem;
+  std::optional<uint64_t> reasons;
+  std::string verdict;
+};
+
+constexpr const char* kColumns[] = {
+    "time",   "gpu",          "util_pct", "sm_pct",       "power_w", "power_pct", "efficiency",
+    "pstate", "sm_clock_mhz", "temp_c",   "mem_used_mib", "reasons", "verdict"};
+
+std::string clock_time(int64_t unix_ms) {
+  const std::time_t t = static_cast<std::time_t>(unix_ms / 1000);
+  std::tm tm{};
+  localtime_r(&t, &tm);
+  return fmt::format("{:02}:{:02}:{:02}", tm.tm_hour, tm.tm_min, tm.tm_sec);
+}
+
+std::string cell(const std::optional<double>& v, const char* spec, const char* missing) {
+  return v ? fmt::format(fmt::runtime(spec), *v) : missing;
+}
+
+}  // namespace
+
+Result<WatchFormat> parse_watch_format(const std::string& s) {
+  if (s == "table") return WatchFormat::kTable;
+  if (s == "csv") return WatchFormat::kCsv;
+  if (s == "jsonl") return WatchFormat::kJsonl;
+  return usage_error(fmt::format("unknown format '{}' (use table, csv or jsonl)", s));
+}
+
+std::string iso8601_utc(int64_t unix_ms) {
+  const std::time_t t = static_cast<std::time_t>(unix_ms / 1000);
+  std::tm tm{};
+  gmtime_r(&t, &tm);
+  return fmt::format("{:04}-{:02}-{:02}T{:02}:{:02}:{:02}.{:03}Z", tm.tm_year + 1900, tm.tm_mon + 1,
+                     tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec, unix_ms % 1000);
+}
+
+std::string WatchRenderer::header() const {
+  switch (format_) {
+    case WatchFormat::kTable:
+      return fmt::format(
+          "{:<8} {:>3} {:>4} {:>4} {:>6} {:>5} {:>5} {:>3} {:>6} {:>5} {:>8}  {:<16} {}\n",
+          "# time", "gpu", "util", "sm", "pwr_W", "pwr%", "eff", "P", "smMHz", "tempC", "mem_MiB",
+          "reasons", "verdict");
+    case WatchFormat::kCsv:
+      return fmt::format("{}\n", fmt::join(kColumns, ","));
+    case WatchFormat::kJsonl:
+      return "";
+  }
+  return "";
+}
+
+std::string WatchRenderer::rows(const std::vector<DeviceInfo>& devices, const Frame& frame,
+                                const std::vector<GpuAssessment>& assessments) const {
+  std::string out;
+  for (size_t i = 0; i < frame.devices.size() && i < devices.size(); ++i) {
+    const DeviceSample& s = frame.devices[i];
+    const GpuAssessment& a = assessments[i];
+    Row r;
+    r.gpu = devices[i].index;
+    r.util = a.util_pct;
+    r.sm = a.sm_pct;
+    r.power = a.power_w;
+    if (a.power_ratio) r.power_pct = *a.power_ratio * 100;
+    r.eff = a.efficiency;
+    r.pstate = opt_value(s[Field::kPstate]);
+    r.clock = opt_value(s[Field::kClockSm]);
+    r.temp = opt_value(s[Field::kTemp]);
+    r.mem = a.mem_used_mib;
+    if (s[Field::kClockEventReasons].has_value())
+      r.reasons = static_cast<uint64_t>(s[Field::kClockEventReasons].value());
+    r.verdict = verdict_code(a.verdict);
+
+    switch (format_) {
+      case WatchFormat::kTable: {
+        std::string reasons = r.reasons ? clock_reasons_summary(*r.reasons) : "n/a";
+        if (reasons.size() > 16) reasons = reasons.substr(0, 15) + "~";
+        out += fmt::format(
+            "{:<8} {:>3} {:>4} {:>4} {:>6} {:>5} {:>5} {:>3} {:>6} {:>5} {:>8}  {:<16} {}\n",
+            clock_time(frame.time_unix_ms), r.gpu, cell(r.util, "{:.0f}", "-"),
+            cell(r.sm, "{:.0f}", "-"), cell(r.power, "{:.0f}", "-"),
+            cell(r.power_pct, "{:.0f}", "-"), cell(r.eff, "{:.2f}", "-"),
+            cell(r.pstate, "{:.0f}", "-"), cell(r.clock, "{:.0f}", "-"),
+            cell(r.temp, "{:.0f}", "-"), cell(r.mem, "{:.0f}", "-"), reasons, r.verdict);
+        break;
+      }
+      case WatchFormat::kCsv:
+        out += fmt::format("{},{},{},{},{},{},{},{},{},{},{},{},{}\n",
+                           iso8601_utc(frame.time_unix_ms), r.gpu, cell(r.util, "{:.0f}", ""),
+                           cell(r.sm, "{:.1f}", ""), cell(r.power, "{:.1f}", ""),
+                           cell(r.power_pct, "{:.1f}", ""), cell(r.eff, "{:.3f}", ""),
+                           cell(r.pstate, "{:.0f}", ""), cell(r.clock, "{:.0f}", ""),
+                           cell(r.temp, "{:.0f}", ""), cell(r.mem, "{:.0f}", ""),
+                           r.reasons ? fmt::format("0x{:x}", *r.reasons) : "", r.verdict);
+        break;
+      case WatchFormat::kJsonl: {
+        auto j = [](const std::optional<double>& v) { return v ? nlohmann::json(*v) : nullptr; };
+        nlohmann::json o = {{"time", iso8601_utc(frame.time_unix_ms)},
+                            {"gpu", r.gpu},
+                            {"util_pct", j(r.util)},
+                            {"sm_pct", j(r.sm)},
+                            {"power_w", j(r.power)},
+                            {"power_pct", j(r.power_pct)},
+                            {"efficiency", j(r.eff)},
+                            {"pstate", j(r.pstate)},
+                            {"sm_clock_mhz", j(r.clock)},
+                            {"temp_c", j(r.temp)},
+                            {"mem_used_mib", j(r.mem)},
+                            {"verdict", r.verdict}};
+        o["reasons"] = r.reasons ? nlohmann::json(decode_clock_reasons(*r.reasons, false))
+                                 : nlohmann::json(nullptr);
+        out += o.dump() + "\n";
+        break;
+      }
+    }
+  }
+  return out;
+}
+
+}  // namespace gpudoctor

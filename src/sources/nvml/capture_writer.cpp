@@ -1,0 +1,116 @@
+#include "sources/nvml/capture_writer.hpp"
+
+#include <cerrno>
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <fstream>
+
+#include <fmt/format.h>
+
+namespace gpudoctor {
+namespace {
+double round_to(double v, double step) {
+  return std::round(v / step) * step;
+}
+}  // namespace
+
+CaptureWriter::CaptureWriter(const SystemInfo& system, const std::vector<DeviceInfo>& devices) {
+  doc_["format"] = "gpudoctor-nvml-capture";
+  doc_["version"] = 1;
+  doc_["created_by"] = std::string("gpudoctor capture ") + GPUDOCTOR_VERSION;
+  doc_["host"] = system.hostname;
+  int cuda = 0;
+  if (!system.cuda_driver_version.empty()) {
+    unsigned major = 0, minor = 0;
+    if (std::sscanf(system.cuda_driver_version.c_str(), "%u.%u", &major, &minor) >= 1)
+      cuda = static_cast<int>(major * 1000 + minor * 10);
+  }
+  doc_["system"] = {{"driver_version", system.driver_version},
+                    {"cuda_driver_version", cuda},
+                    {"nvml_version", system.nvml_version}};
+  doc_["devices"] = nlohmann::json::array();
+  for (const auto& d : devices) {
+    nlohmann::json j = {{"index", d.index},
+                        {"name", d.name},
+                        {"uuid", d.uuid},
+                        {"pci_bus_id", d.pci_bus_id},
+                        {"serial", d.serial},
+                        {"architecture", architecture_name(d.architecture)},
+                        {"gpm_supported", d.gpm_supported},
+                        {"errors", nlohmann::json::object()},
+                        {"samples", nlohmann::json::array()}};
+    j["persistence_mode"] = d.persistence_mode ? nlohmann::json(*d.persistence_mode) : nullptr;
+    j["mig_mode"] = d.mig_mode ? nlohmann::json(*d.mig_mode) : nullptr;
+    doc_["devices"].push_back(std::move(j));
+  }
+  last_.assign(devices.size(), std::vector<Reading>(kFieldCount));
+}
+
+void CaptureWriter::add(const Frame& frame) {
+  if (t0_ < 0) t0_ = frame.time_s;
+  const double t = round_to(frame.time_s - t0_, 0.001);
+  for (size_t i = 0; i < frame.devices.size() && i < last_.size(); ++i) {
+    const DeviceSample& s = frame.devices[i];
+    nlohmann::json& dev = doc_["devices"][i];
+    if (s.lost) {
+      if (!dev.contains("lost_at_s")) dev["lost_at_s"] = t;
+      continue;
+    }
+    nlohmann::json values = nlohmann::json::object();
+    for (const auto& fi : all_fields()) {
+      const Reading& r = s[fi.field];
+      if (r.has_value()) {
+        // Sample-and-hold on replay: a value equal to the last one written need not repeat,
+        // except the counter, which the replay interpolates between samples.
+        if (r == last_[i][index_of(fi.field)] && fi.field != Field::kEnergy) continue;
+        values[std::string(fi.id)] = round_to(r.value(), 0.001);
+        last_[i][index_of(fi.field)] = r;
+      } else if (r.state() == Reading::State::kUnsupported &&
+                 r.code() != nvml_code::kNotSupported) {
+        // NOT_SUPPORTED is what an absent field replays as; other reasons must be kept.
+        dev["errors"][std::string(fi.id)] = nvml_code_name(r.code());
+      }
+    }
+    nlohmann::json sample = {{"t_s", t}, {"values", std::move(values)}};
+    if (s.processes_supported) {
+      nlohmann::json procs = nlohmann::json::array();
+      for (const auto& p : s.processes) {
+        nlohmann::json jp = {{"pid", p.pid}, {"name", p.name}};
+        if (p.used_memory_mib) jp["used_memory_mib"] = round_to(*p.used_memory_mib, 0.01);
+        if (p.sm_util_pct) jp["sm_util_pct"] = *p.sm_util_pct;
+        if (p.mem_util_pct) jp["mem_util_pct"] = *p.mem_util_pct;
+        procs.push_back(std::move(jp));
+      }
+      sample["processes"] = std::move(procs);
+    }
+    dev["samples"].push_back(std::move(sample));
+  }
+  ++frames_;
+}
+
+nlohmann::json CaptureWriter::to_json() const {
+  return doc_;
+}
+
+Result<Nothing> CaptureWriter::write(const std::string& path) const {
+  const std::string tmp = path + ".tmp";
+  {
+    std::ofstream out(tmp, std::ios::trunc);
+    if (!out) return failure(fmt::format("cannot write {}: {}", path, std::strerror(errno)));
+    out << doc_.dump(1) << "\n";
+    out.flush();
+    if (!out) {
+      std::remove(tmp.c_str());
+      return failure(fmt::format("cannot write {}: {}", path, std::strerror(errno)));
+    }
+  }
+  if (std::rename(tmp.c_str(), path.c_str()) != 0) {
+    const std::string why = std::strerror(errno);
+    std::remove(tmp.c_str());
+    return failure(fmt::format("cannot write {}: {}", path, why));
+  }
+  return kOk;
+}
+
+}  // namespace gpudoctor

@@ -1,0 +1,462 @@
+#include "sources/nvml/nvml_device.hpp"
+
+#include <cstring>
+#include <memory>
+
+#include <fmt/format.h>
+
+namespace gpudoctor {
+namespace {
+
+// Codes after which a call is never tried again on this device.
+bool is_permanent(nvmlReturn_t r) {
+  return r == NVML_ERROR_NOT_SUPPORTED || r == NVML_ERROR_NO_PERMISSION ||
+         r == NVML_ERROR_FUNCTION_NOT_FOUND;
+}
+
+constexpr double kMiB = 1024.0 * 1024.0;
+
+struct GpmMetricField {
+  unsigned metric;
+  Field field;
+};
+constexpr std::array<GpmMetricField, 12> kGpmMetrics{{
+    {NVML_GPM_METRIC_GRAPHICS_UTIL, Field::kGpmGraphicsUtil},
+    {NVML_GPM_METRIC_SM_UTIL, Field::kGpmSmUtil},
+    {NVML_GPM_METRIC_SM_OCCUPANCY, Field::kGpmSmOccupancy},
+    {NVML_GPM_METRIC_ANY_TENSOR_UTIL, Field::kGpmTensorAny},
+    {NVML_GPM_METRIC_DRAM_BW_UTIL, Field::kGpmDramBw},
+    {NVML_GPM_METRIC_FP64_UTIL, Field::kGpmFp64},
+    {NVML_GPM_METRIC_FP32_UTIL, Field::kGpmFp32},
+    {NVML_GPM_METRIC_FP16_UTIL, Field::kGpmFp16},
+    {NVML_GPM_METRIC_PCIE_TX_PER_SEC, Field::kGpmPcieTx},
+    {NVML_GPM_METRIC_PCIE_RX_PER_SEC, Field::kGpmPcieRx},
+    {NVML_GPM_METRIC_NVLINK_TOTAL_RX_PER_SEC, Field::kGpmNvlinkRx},
+    {NVML_GPM_METRIC_NVLINK_TOTAL_TX_PER_SEC, Field::kGpmNvlinkTx},
+}};
+
+template <class Fn>
+std::string read_string(Fn fn, unsigned size) {
+  std::vector<char> buf(size, '\0');
+  if (fn(buf.data(), size) != NVML_SUCCESS) return "";
+  buf.back() = '\0';
+  return buf.data();
+}
+
+}  // namespace
+
+NvmlDevice::NvmlDevice(const NvmlApi& api, nvmlDevice_t handle, unsigned index)
+    : api_(api), handle_(handle) {
+  info_.index = index;
+  build_readers();
+  caps_.resize(readers_.size());
+}
+
+NvmlDevice::~NvmlDevice() {
+  if (api_.gpm_sample_free) {
+    if (gpm_prev_) api_.gpm_sample_free(gpm_prev_);
+    if (gpm_cur_) api_.gpm_sample_free(gpm_cur_);
+  }
+}
+
+void NvmlDevice::build_readers() {
+  const auto& a = api_;
+  nvmlDevice_t h = handle_;
+  // Calls one "unsigned out" NVML getter and stores the value scaled into field f.
+  auto scalar = [h](auto fn, Field f, double scale) {
+    return [fn, h, f, scale](DeviceSample& s) -> nvmlReturn_t {
+      if (!fn) return NVML_ERROR_FUNCTION_NOT_FOUND;
+      unsigned v = 0;
+      const nvmlReturn_t r = fn(h, &v);
+      if (r == NVML_SUCCESS) s[f] = Reading::of(v * scale);
+      return r;
+    };
+  };
+  auto typed = [h](auto fn, unsigned type, Field f, double scale) {
+    return [fn, h, type, f, scale](DeviceSample& s) -> nvmlReturn_t {
+      if (!fn) return NVML_ERROR_FUNCTION_NOT_FOUND;
+      unsigned v = 0;
+      const nvmlReturn_t r = fn(h, type, &v);
+      if (r == NVML_SUCCESS) s[f] = Reading::of(v * scale);
+      return r;
+    };
+  };
+  using enum Field;
+  using enum Cadence;
+  readers_ = {
+      {"utilization",
+       {kUtilGpu, kUtilMem},
+       kSample,
+       [&a, h](DeviceSample& s) -> nvmlReturn_t {
+         if (!a.utilization) return NVML_ERROR_FUNCTION_NOT_FOUND;
+         nvmlUtilization_t u{};
+         const nvmlReturn_t r = a.utilization(h, &u);
+         if (r == NVML_SUCCESS) {
+           s[kUtilGpu] = Reading::of(u.gpu);
+           s[kUtilMem] = Reading::of(u.memory);
+         }
+         return r;
+       }},
+      {"power",
+       {kPower, kPowerInstant},
+       kSample,
+       [this, &a, h](DeviceSample& s) -> nvmlReturn_t {
+         // Prefer the field values (1-second average and instant, r530+); fall back to
+         // nvmlDeviceGetPowerUsage, which is itself the average on Ampere and newer.
+         nvmlReturn_t r = NVML_ERROR_FUNCTION_NOT_FOUND;
+         if (a.field_values) {
+           nvmlFieldValue_t fv[2]{};
+           fv[0].fieldId = NVML_FI_DEV_POWER_AVERAGE;
+           fv[1].fieldId = NVML_FI_DEV_POWER_INSTANT;
+           r = a.field_values(h, 2, fv);
+           if (r == NVML_ERROR_GPU_IS_LOST) return r;
+           for (int k = 0; k < 2 && r == NVML_SUCCESS; ++k) {
+             const Field f = k == 0 ? kPower : kPowerInstant;
+             if (fv[k].nvmlReturn != NVML_SUCCESS) {
+               s[f] = Reading::unsupported(fv[k].nvmlReturn);
+               continue;
+             }
+             double mw = 0;
+             switch (fv[k].valueType) {
+               case NVML_VALUE_TYPE_DOUBLE:
+                 mw = fv[k].value.dVal;
+                 break;
+               case NVML_VALUE_TYPE_UNSIGNED_LONG:
+                 mw = static_cast<double>(fv[k].value.ulVal);
+                 break;
+               case NVML_VALUE_TYPE_UNSIGNED_LONG_LONG:
+                 mw = static_cast<double>(fv[k].value.ullVal);
+                 break;
+               case NVML_VALUE_TYPE_SIGNED_LONG_LONG:
+                 mw = static_cast<double>(fv[k].value.sllVal);
+                 break;
+               case NVML_VALUE_TYPE_SIGNED_INT:
+                 mw = fv[k].value.siVal;
+                 break;
+               case NVML_VALUE_TYPE_UNSIGNED_SHORT:
+                 mw = fv[k].value.usVal;
+                 break;
+               case NVML_VALUE_TYPE_UNSIGNED_INT:
+                 mw = fv[k].value.uiVal;
+                 break;
+               default:
+                 s[f] = Reading::unsupported(NVML_ERROR_NOT_SUPPORTED);
+                 continue;
+             }
+             s[f] = Reading::of(mw / 1000.0);
+           }
+           if (r != NVML_SUCCESS) s[kPowerInstant] = Reading::unsupported(r);
+         } else {
+           s[kPowerInstant] = Reading::unsupported(NVML_ERROR_FUNCTION_NOT_FOUND);
+         }
+         power_average_field_ok_ = s[kPower].has_value();
+         if (power_average_field_ok_) return NVML_SUCCESS;
+         if (!a.power_usage) return NVML_ERROR_FUNCTION_NOT_FOUND;
+         unsigned mw = 0;
+         r = a.power_usage(h, &mw);
+         if (r == NVML_SUCCESS) s[kPower] = Reading::of(mw / 1000.0);
+         return r;
+       }},
+      {"energy",
+       {kEnergy},
+       kSample,
+       [&a, h](DeviceSample& s) -> nvmlReturn_t {
+         if (!a.total_energy) return NVML_ERROR_FUNCTION_NOT_FOUND;
+         unsigned long long mj = 0;
+         const nvmlReturn_t r = a.total_energy(h, &mj);
+         if (r == NVML_SUCCESS) s[kEnergy] = Reading::of(static_cast<double>(mj));
+         return r;
+       }},
+      {"enforced_power_limit",
+       {kPowerLimitEnforced},
+       kSample,
+       scalar(a.enforced_power_limit, kPowerLimitEnforced, 1e-3)},
+      {"power_limit", {kPowerLimit}, kSample, scalar(a.power_limit, kPowerLimit, 1e-3)},
+      {"power_default_limit",
+       {kPowerLimitDefault},
+       kStatic,
+       scalar(a.power_default_limit, kPowerLimitDefault, 1e-3)},
+      {"power_limit_constraints",
+       {kPowerLimitMin, kPowerLimitMax},
+       kStatic,
+       [&a, h](DeviceSample& s) -> nvmlReturn_t {
+         if (!a.power_limit_constraints) return NVML_ERROR_FUNCTION_NOT_FOUND;
+         unsigned lo = 0, hi = 0;
+         const nvmlReturn_t r = a.power_limit_constraints(h, &lo, &hi);
+         if (r == NVML_SUCCESS) {
+           s[kPowerLimitMin] = Reading::of(lo / 1000.0);
+           s[kPowerLimitMax] = Reading::of(hi / 1000.0);
+         }
+         return r;
+       }},
+      {"temperature", {kTemp}, kSample, typed(a.temperature, NVML_TEMPERATURE_GPU, kTemp, 1)},
+      {"temperature_threshold",
+       {kTempSlowdown},
+       kStatic,
+       typed(a.temperature_threshold, NVML_TEMPERATURE_THRESHOLD_SLOWDOWN, kTempSlowdown, 1)},
+      {"clock_sm", {kClockSm}, kSample, typed(a.clock, NVML_CLOCK_SM, kClockSm, 1)},
+      {"clock_mem", {kClockMem}, kSample, typed(a.clock, NVML_CLOCK_MEM, kClockMem, 1)},
+      {"max_clock_sm", {kClockSmMax}, kStatic, typed(a.max_clock, NVML_CLOCK_SM, kClockSmMax, 1)},
+      {"max_clock_mem",
+       {kClockMemMax},
+       kStatic,
+       typed(a.max_clock, NVML_CLOCK_MEM, kClockMemMax, 1)},
+      {"app_clock_sm",
+       {kClockAppSm},
+       kSample,
+       typed(a.app_clock, NVML_CLOCK_GRAPHICS, kClockAppSm, 1)},
+      {"app_clock_mem",
+       {kClockAppMem},
+       kSample,
+       typed(a.app_clock, NVML_CLOCK_MEM, kClockAppMem, 1)},
+      {"pstate",
+       {kPstate},
+       kSample,
+       [&a, h](DeviceSample& s) -> nvmlReturn_t {
+         if (!a.pstate) return NVML_ERROR_FUNCTION_NOT_FOUND;
+         unsigned p = NVML_PSTATE_UNKNOWN;
+         const nvmlReturn_t r = a.pstate(h, &p);
+         if (r == NVML_SUCCESS)
+           s[kPstate] = p == NVML_PSTATE_UNKNOWN ? Reading::unsupported(NVML_ERROR_NOT_SUPPORTED)
+                                                 : Reading::of(p);
+         return r;
+       }},
+      {"clock_event_reasons",
+       {kClockEventReasons},
+       kSample,
+       [&a, h](DeviceSample& s) -> nvmlReturn_t {
+         if (!a.clock_event_reasons) return NVML_ERROR_FUNCTION_NOT_FOUND;
+         unsigned long long mask = 0;
+         const nvmlReturn_t r = a.clock_event_reasons(h, &mask);
+         if (r == NVML_SUCCESS) s[kClockEventReasons] = Reading::of(static_cast<double>(mask));
+         return r;
+       }},
+      {"memory",
+       {kMemUsed},
+       kSample,
+       [&a, h](DeviceSample& s) -> nvmlReturn_t {
+         if (!a.memory) return NVML_ERROR_FUNCTION_NOT_FOUND;
+         nvmlMemory_t m{};
+         const nvmlReturn_t r = a.memory(h, &m);
+         if (r == NVML_SUCCESS) s[kMemUsed] = Reading::of(static_cast<double>(m.used) / kMiB);
+         return r;
+       }},
+      {"memory_total",
+       {kMemTotal},
+       kStatic,
+       [&a, h](DeviceSample& s) -> nvmlReturn_t {
+         if (!a.memory) return NVML_ERROR_FUNCTION_NOT_FOUND;
+         nvmlMemory_t m{};
+         const nvmlReturn_t r = a.memory(h, &m);
+         if (r == NVML_SUCCESS) s[kMemTotal] = Reading::of(static_cast<double>(m.total) / kMiB);
+         return r;
+       }},
+      {"pcie_tx",
+       {kPcieTx},
+       kSample,
+       typed(a.pcie_throughput, NVML_PCIE_UTIL_TX_BYTES, kPcieTx, 1.0 / 1024)},
+      {"pcie_rx",
+       {kPcieRx},
+       kSample,
+       typed(a.pcie_throughput, NVML_PCIE_UTIL_RX_BYTES, kPcieRx, 1.0 / 1024)},
+      {"pcie_gen", {kPcieGen}, kSample, scalar(a.pcie_gen, kPcieGen, 1)},
+      {"pcie_gen_max", {kPcieGenMax}, kStatic, scalar(a.pcie_gen_max, kPcieGenMax, 1)},
+      {"pcie_width", {kPcieWidth}, kSample, scalar(a.pcie_width, kPcieWidth, 1)},
+      {"pcie_width_max", {kPcieWidthMax}, kStatic, scalar(a.pcie_width_max, kPcieWidthMax, 1)},
+      {"fan", {kFan}, kSample, scalar(a.fan, kFan, 1)},
+  };
+}
+
+void NvmlDevice::probe() {
+  const auto& a = api_;
+  nvmlDevice_t h = handle_;
+  if (a.name)
+    info_.name = read_string([&](char* b, unsigned n) { return a.name(h, b, n); },
+                             NVML_DEVICE_NAME_V2_BUFFER_SIZE);
+  if (a.uuid)
+    info_.uuid = read_string([&](char* b, unsigned n) { return a.uuid(h, b, n); },
+                             NVML_DEVICE_UUID_V2_BUFFER_SIZE);
+  if (a.serial)
+    info_.serial = read_string([&](char* b, unsigned n) { return a.serial(h, b, n); },
+                               NVML_DEVICE_SERIAL_BUFFER_SIZE);
+  if (a.pci_info) {
+    nvmlPciInfo_t pci{};
+    if (a.pci_info(h, &pci) == NVML_SUCCESS) {
+      pci.busId[sizeof(pci.busId) - 1] = '\0';
+      pci.busIdLegacy[sizeof(pci.busIdLegacy) - 1] = '\0';
+      // _v2 fills only the legacy (short) field of the older, smaller struct.
+      info_.pci_bus_id = pci.busId[0] ? pci.busId : pci.busIdLegacy;
+    }
+  }
+  unsigned v = 0, pending = 0;
+  if (a.persistence_mode && a.persistence_mode(h, &v) == NVML_SUCCESS)
+    info_.persistence_mode = v == NVML_FEATURE_ENABLED;
+  if (a.mig_mode && a.mig_mode(h, &v, &pending) == NVML_SUCCESS)
+    info_.mig_mode = v == NVML_FEATURE_ENABLED;
+  if (a.architecture && a.architecture(h, &v) == NVML_SUCCESS)
+    info_.architecture = static_cast<Architecture>(v <= 10 ? v : 0);
+  if (a.gpm_query_support && a.gpm_sample_alloc && a.gpm_sample_get && a.gpm_metrics_get) {
+    nvmlGpmSupport_t support{};
+    support.version = NVML_GPM_SUPPORT_VERSION;
+    info_.gpm_supported =
+        a.gpm_query_support(h, &support) == NVML_SUCCESS && support.isSupportedDevice != 0;
+  }
+  if (info_.gpm_supported) {
+    if (a.gpm_sample_alloc(&gpm_prev_) != NVML_SUCCESS ||
+        a.gpm_sample_alloc(&gpm_cur_) != NVML_SUCCESS)
+      info_.gpm_supported = false;
+  }
+  if (!info_.gpm_supported)
+    gpm_cap_ = {true, a.gpm_metrics_get ? NVML_ERROR_NOT_SUPPORTED : NVML_ERROR_FUNCTION_NOT_FOUND};
+
+  // Static fields: read now and keep. Dynamic ones are probed by their first sample().
+  for (size_t i = 0; i < readers_.size(); ++i)
+    if (readers_[i].cadence == Cadence::kStatic) run_reader(i, static_);
+}
+
+void NvmlDevice::run_reader(size_t i, DeviceSample& out) {
+  Reader& rd = readers_[i];
+  Capability& cap = caps_[i];
+  if (cap.skip) {
+    for (Field f : rd.fields) out[f] = Reading::unsupported(cap.code);
+    return;
+  }
+  const nvmlReturn_t r = rd.read(out);
+  if (r == NVML_SUCCESS) return;
+  if (r == NVML_ERROR_GPU_IS_LOST) lost_ = true;
+  if (is_permanent(r)) cap = {true, r};
+  for (Field f : rd.fields)
+    if (!out[f].has_value()) out[f] = is_permanent(r) ? Reading::unsupported(r) : Reading::error(r);
+}
+
+DeviceSample NvmlDevice::placeholder(int32_t code) const {
+  DeviceSample s = static_;
+  for (const auto& fi : all_fields())
+    if (fi.cadence == Cadence::kSample) s[fi.field] = Reading::error(code);
+  s.lost = lost_ || code == NVML_ERROR_GPU_IS_LOST;
+  return s;
+}
+
+DeviceSample NvmlDevice::sample(double now_s) {
+  if (lost_) return placeholder(NVML_ERROR_GPU_IS_LOST);
+  DeviceSample s;
+  s.time_s =
+      std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+  for (const auto& fi : all_fields())
+    if (fi.cadence == Cadence::kStatic) s[fi.field] = static_[fi.field];
+  for (size_t i = 0; i < readers_.size() && !lost_; ++i)
+    if (readers_[i].cadence == Cadence::kSample) run_reader(i, s);
+  if (!lost_) read_processes(s);
+  if (!lost_ && read_gpm(s, now_s) == NVML_ERROR_GPU_IS_LOST) lost_ = true;
+  if (lost_) return placeholder(NVML_ERROR_GPU_IS_LOST);
+  return s;
+}
+
+void NvmlDevice::read_processes(DeviceSample& out) {
+  const auto& a = api_;
+  if (proc_cap_.skip || !a.compute_processes) {
+    if (!a.compute_processes) proc_cap_ = {true, NVML_ERROR_FUNCTION_NOT_FOUND};
+    return;
+  }
+  std::vector<nvmlProcessInfo_t> procs(8);
+  unsigned count = static_cast<unsigned>(procs.size());
+  nvmlReturn_t r = a.compute_processes(handle_, &count, procs.data());
+  for (int tries = 0; r == NVML_ERROR_INSUFFICIENT_SIZE && tries < 3; ++tries) {
+    procs.resize(count + 8);  // processes may start between the two calls
+    count = static_cast<unsigned>(procs.size());
+    r = a.compute_processes(handle_, &count, procs.data());
+  }
+  if (r == NVML_ERROR_GPU_IS_LOST) lost_ = true;
+  if (r != NVML_SUCCESS) {
+    if (is_permanent(r)) proc_cap_ = {true, r};
+    return;
+  }
+  out.processes_supported = true;
+  procs.resize(count);
+  for (const auto& p : procs) {
+    ProcessInfo pi;
+    pi.pid = p.pid;
+    if (p.usedGpuMemory != NVML_VALUE_NOT_AVAILABLE)
+      pi.used_memory_mib = static_cast<double>(p.usedGpuMemory) / kMiB;
+    auto it = process_names_.find(p.pid);
+    if (it == process_names_.end()) {
+      std::string name;
+      if (a.process_name)
+        name = read_string([&](char* b, unsigned n) { return a.process_name(p.pid, b, n); }, 256);
+      if (process_names_.size() > 4096) process_names_.clear();  // bound the cache
+      it = process_names_.emplace(p.pid, name).first;
+    }
+    pi.name = it->second;
+    out.processes.push_back(std::move(pi));
+  }
+  if (out.processes.empty() || proc_util_cap_.skip || !a.process_utilization) return;
+  unsigned n = 0;
+  r = a.process_utilization(handle_, nullptr, &n, proc_util_last_us_);
+  if (r == NVML_ERROR_INSUFFICIENT_SIZE && n > 0) {
+    std::vector<nvmlProcessUtilizationSample_t> util(n);
+    r = a.process_utilization(handle_, util.data(), &n, proc_util_last_us_);
+    if (r == NVML_SUCCESS) {
+      util.resize(std::min<size_t>(n, util.size()));
+      for (auto& pi : out.processes) {
+        const nvmlProcessUtilizationSample_t* latest = nullptr;
+        for (const auto& u : util)
+          if (u.pid == pi.pid && (!latest || u.timeStamp > latest->timeStamp)) latest = &u;
+        if (!latest) continue;
+        pi.sm_util_pct = latest->smUtil;
+        pi.mem_util_pct = latest->memUtil;
+        proc_util_last_us_ = std::max(proc_util_last_us_, latest->timeStamp);
+      }
+    }
+  }
+  if (is_permanent(r)) proc_util_cap_ = {true, r};
+}
+
+nvmlReturn_t NvmlDevice::read_gpm(DeviceSample& out, double now_s) {
+  if (gpm_cap_.skip) {
+    for (const auto& m : kGpmMetrics) out[m.field] = Reading::unsupported(gpm_cap_.code);
+    return NVML_SUCCESS;
+  }
+  const auto& a = api_;
+  auto fill_last = [&] {
+    for (const auto& m : kGpmMetrics) out[m.field] = gpm_last_[index_of(m.field)];
+  };
+  // GPM needs two samples at least 100 ms apart; closer calls reuse the last computed metrics.
+  if (gpm_prev_s_ >= 0 && now_s - gpm_prev_s_ < 0.1) {
+    fill_last();
+    return NVML_SUCCESS;
+  }
+  const nvmlReturn_t r = a.gpm_sample_get(handle_, gpm_cur_);
+  if (r != NVML_SUCCESS) {
+    if (is_permanent(r)) gpm_cap_ = {true, r};
+    for (const auto& m : kGpmMetrics)
+      out[m.field] = is_permanent(r) ? Reading::unsupported(r) : Reading::error(r);
+    return r;
+  }
+  if (gpm_prev_s_ >= 0) {
+    auto mg = std::make_unique<nvmlGpmMetricsGet_t>();
+    std::memset(mg.get(), 0, sizeof(*mg));
+    mg->version = NVML_GPM_METRICS_GET_VERSION;
+    mg->numMetrics = kGpmMetrics.size();
+    mg->sample1 = gpm_prev_;
+    mg->sample2 = gpm_cur_;
+    for (size_t k = 0; k < kGpmMetrics.size(); ++k) mg->metrics[k].metricId = kGpmMetrics[k].metric;
+    const nvmlReturn_t mr = a.gpm_metrics_get(mg.get());
+    for (size_t k = 0; k < kGpmMetrics.size(); ++k) {
+      const nvmlGpmMetric_t& m = mg->metrics[k];
+      Reading rd;
+      if (mr != NVML_SUCCESS)
+        rd = Reading::error(mr);
+      else if (m.nvmlReturn != NVML_SUCCESS)
+        rd = Reading::unsupported(m.nvmlReturn);
+      else
+        rd = Reading::of(m.value);
+      gpm_last_[index_of(kGpmMetrics[k].field)] = rd;
+    }
+  }
+  std::swap(gpm_prev_, gpm_cur_);
+  gpm_prev_s_ = now_s;
+  fill_last();
+  return NVML_SUCCESS;
+}
+
+}  // namespace gpudoctor

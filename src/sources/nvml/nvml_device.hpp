@@ -1,0 +1,82 @@
+// NvmlDevice: everything gpudoctor reads from one GPU through NVML. Probes once which calls the
+// device supports (a call that answers NOT_SUPPORTED, NO_PERMISSION or is missing from the driver
+// is skipped afterwards, its fields reported as unsupported with that code), reads static fields
+// once, and samples the rest. Keeps the previous GPM sample to compute GPM metrics from a pair.
+// Thread-safety: one thread at a time per device (the source gives each device its own worker).
+#pragma once
+
+#include <array>
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <unordered_map>
+#include <vector>
+
+#include "core/device.hpp"
+#include "sources/nvml/nvml_api.hpp"
+
+namespace gpudoctor {
+
+class NvmlDevice {
+ public:
+  NvmlDevice(const NvmlApi& api, nvmlDevice_t handle, unsigned index);
+  ~NvmlDevice();
+  NvmlDevice(const NvmlDevice&) = delete;
+  NvmlDevice& operator=(const NvmlDevice&) = delete;
+
+  // Reads identity and static fields and learns which calls work. Call once, before sample().
+  void probe();
+  const DeviceInfo& info() const { return info_; }
+  // For a GPU whose handle could not be obtained: every sample reports GPU_IS_LOST.
+  void mark_lost() { lost_ = true; }
+
+  // One sample of every field. now_s is the caller's monotonic clock (for GPM pairing).
+  DeviceSample sample(double now_s);
+
+  // A sample whose dynamic readings all carry code (e.g. TIMEOUT), static ones as known.
+  DeviceSample placeholder(int32_t code) const;
+
+ private:
+  // A reader is one NVML call (or a tight group) filling one or more fields.
+  struct Reader {
+    const char* name;
+    std::vector<Field> fields;
+    Cadence cadence;
+    std::function<nvmlReturn_t(DeviceSample&)> read;
+  };
+  struct Capability {
+    bool skip = false;  // learned unsupported: do not call again
+    int32_t code = 0;   // why
+  };
+
+  void build_readers();
+  void run_reader(size_t i, DeviceSample& out);
+  void read_processes(DeviceSample& out);
+  nvmlReturn_t read_gpm(DeviceSample& out, double now_s);
+
+  const NvmlApi& api_;
+  nvmlDevice_t handle_;
+  DeviceInfo info_;
+  std::atomic<bool> lost_{false};  // read by placeholder() from the source's thread
+
+  std::vector<Reader> readers_;
+  std::vector<Capability> caps_;
+  DeviceSample static_;  // static fields as probed; written only by probe()
+
+  // Power: whether NVML_FI_DEV_POWER_AVERAGE answers (then nvmlDeviceGetPowerUsage is not needed).
+  bool power_average_field_ok_ = true;
+
+  // Processes
+  Capability proc_cap_, proc_util_cap_;
+  unsigned long long proc_util_last_us_ = 0;
+  std::unordered_map<unsigned, std::string> process_names_;
+
+  // GPM
+  Capability gpm_cap_;
+  nvmlGpmSample_t gpm_prev_ = nullptr, gpm_cur_ = nullptr;
+  double gpm_prev_s_ = -1;
+  std::array<Reading, kFieldCount> gpm_last_{};
+};
+
+}  // namespace gpudoctor

@@ -1,0 +1,43 @@
+// Source: where frames come from. A live source (NVML today; the simulator and replays later)
+// knows its devices and produces one Frame per sample() call. open_source() is the registry that
+// turns a --source spec ("nvml", ...) into a Source.
+// Thread-safety: a Source is driven by one thread (the sampling loop); its results are plain
+// values.
+#pragma once
+
+#include <chrono>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "core/device.hpp"
+#include "core/result.hpp"
+
+namespace gpudoctor {
+
+struct SourceOptions {
+  // Indices of the GPUs to sample (as NVML numbers them); empty: all.
+  std::vector<unsigned> gpus;
+  // How long sample() waits for one GPU before reporting its readings as TIMEOUT for this frame.
+  std::chrono::milliseconds call_budget{500};
+};
+
+class Source {
+ public:
+  virtual ~Source() = default;
+  virtual const SystemInfo& system() const = 0;
+  virtual const std::vector<DeviceInfo>& devices() const = 0;
+  // One reading of every device. Never blocks longer than about the call budget.
+  virtual Frame sample() = 0;
+  // "nvml (/usr/lib/x86_64-linux-gnu/libnvidia-ml.so.1)" etc., for messages.
+  virtual std::string description() const = 0;
+};
+
+// Opens the source named by spec: "nvml" (default). Errors name the spec and say what to do.
+Result<std::unique_ptr<Source>> open_source(const std::string& spec, const SourceOptions& options);
+
+// Parses "0,2,5" or "all" into GPU indices.
+Result<std::vector<unsigned>> parse_gpu_list(const std::string& text);
+
+}  // namespace gpudoctor

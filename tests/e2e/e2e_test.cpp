@@ -1,0 +1,365 @@
+// End-to-end: the real gpudoctor binary against the stand-in NVML library and the capture
+// fixtures, compared with expected output (tests/e2e/golden; GPUDOCTOR_UPDATE_GOLDEN=1 rewrites
+// them), plus every fault the NVML source must survive.
+#include <gtest/gtest.h>
+
+#include <sys/wait.h>
+
+#include <chrono>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <regex>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+namespace {
+
+namespace fs = std::filesystem;
+const std::string kSrc = GPUDOCTOR_SOURCE_DIR;
+
+struct Result {
+  int exit_code = -1;
+  std::string out, err;
+  double seconds = 0;
+};
+
+std::string quote(const std::string& s) {
+  return "'" + s + "'";
+}
+
+std::string capture_path(const std::string& name) {
+  return kSrc + "/tests/data/captures/" + name + ".json";
+}
+
+// Runs a shell command line, collecting stdout, stderr, exit code and wall time.
+Result run_shell(const std::string& command_line) {
+  const fs::path dir = fs::temp_directory_path();
+  const fs::path err_file = dir / fmt::format("gpudoctor-e2e-{}.err", getpid());
+  const fs::path script = dir / fmt::format("gpudoctor-e2e-{}.sh", getpid());
+  std::ofstream(script) << command_line << "\n";
+  const std::string cmd =
+      fmt::format("sh {} 2>{}", quote(script.string()), quote(err_file.string()));
+  Result r;
+  const auto t0 = std::chrono::steady_clock::now();
+  FILE* p = popen(cmd.c_str(), "r");
+  if (!p) return r;
+  char buf[4096];
+  size_t n;
+  while ((n = fread(buf, 1, sizeof buf, p)) > 0) r.out.append(buf, n);
+  const int status = pclose(p);
+  r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+  std::ifstream e(err_file);
+  std::stringstream ss;
+  ss << e.rdbuf();
+  r.err = ss.str();
+  fs::remove(err_file);
+  fs::remove(script);
+  return r;
+}
+
+// Runs `gpudoctor ARGS` with extra environment `env` ("VAR=value ..." or "-u VAR").
+Result run_with(const std::string& env, const std::string& args) {
+  return run_shell(fmt::format("env {} {} {}", env, GPUDOCTOR_BIN, args));
+}
+
+std::string fake_env(const std::string& capture, const std::string& lib = FAKE_NVML_LIB) {
+  std::string env = "GPUDOCTOR_NVML_LIB=" + quote(lib);
+  if (!capture.empty()) env += " GPUDOCTOR_FAKE_NVML_CAPTURE=" + quote(capture_path(capture));
+  return env;
+}
+
+Result run(const std::string& capture, const std::string& args) {
+  return run_with(fake_env(capture), args);
+}
+
+// Host names and wall-clock times differ between runs; everything else must not.
+std::string normalise(std::string s) {
+  s = std::regex_replace(s, std::regex(R"(host \S+)"), "host HOST");
+  s = std::regex_replace(s, std::regex(R"((^|\n)\d\d:\d\d:\d\d )"), "$1HH:MM:SS ");
+  s = std::regex_replace(s, std::regex(R"(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z)"), "TIME");
+  return s;
+}
+
+void expect_golden(const std::string& name, const std::string& actual) {
+  const fs::path path = fs::path(kSrc) / "tests/e2e/golden" / (name + ".txt");
+  const std::string norm = normalise(actual);
+  if (std::getenv(GPUDOCTOR_UPDATE_GOLDEN_ENV)) {
+    std::ofstream(path) << norm;
+    return;
+  }
+  std::ifstream in(path);
+  ASSERT_TRUE(in) << "missing golden file " << path << " (run with GPUDOCTOR_UPDATE_GOLDEN=1)";
+  std::stringstream ss;
+  ss << in.rdbuf();
+  EXPECT_EQ(norm, ss.str()) << "output differs from " << path;
+}
+
+std::vector<std::string> lines_of(const std::string& s) {
+  std::vector<std::string> out;
+  std::stringstream ss(s);
+  for (std::string line; std::getline(ss, line);) out.push_back(line);
+  return out;
+}
+
+std::vector<std::string> split(const std::string& s, char sep) {
+  std::vector<std::string> out;
+  std::stringstream ss(s);
+  for (std::string cell; std::getline(ss, cell, sep);) out.push_back(cell);
+  if (!s.empty() && s.back() == sep) out.emplace_back();
+  return out;
+}
+
+// ---- status against each capture -------------------------------------------------------------
+
+TEST(Status, IdleGpu) {
+  const Result r = run("idle-1gpu", "status");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  expect_golden("status-idle-1gpu", r.out);
+  EXPECT_NE(r.out.find("GPU 0: FREE"), std::string::npos) << r.out;
+}
+
+TEST(Status, EightBusyGpus) {
+  const Result r = run("busy-8gpu", "status");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  expect_golden("status-busy-8gpu", r.out);
+  for (int i = 0; i < 8; ++i)
+    EXPECT_NE(r.out.find(fmt::format("GPU {}: WORKING", i)), std::string::npos) << r.out;
+}
+
+TEST(Status, BusyButIdleGpu) {
+  const Result r = run("busy-idle-1gpu", "status");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  expect_golden("status-busy-idle-1gpu", r.out);
+  EXPECT_TRUE(std::regex_search(
+      r.out,
+      std::regex(
+          R"(GPU 0: BUSY BUT IDLE: util \d+ % but power \d+ % of 700 W and SM activity \d+ %)")))
+      << r.out;
+}
+
+TEST(Status, UnsupportedFieldsAreSaidNotZeroed) {
+  const Result r = run("mixed-unsupported", "status --json");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const auto j = nlohmann::json::parse(r.out);
+  ASSERT_EQ(j["gpus"].size(), 2u);
+  const auto& g0 = j["gpus"][0];
+  EXPECT_EQ(g0["readings"]["power_instant_w"]["status"], "not_supported");
+  EXPECT_EQ(g0["readings"]["power_instant_w"]["code"], "NO_PERMISSION");
+  EXPECT_EQ(g0["readings"]["fan_pct"]["code"], "NOT_SUPPORTED");
+  EXPECT_EQ(g0["readings"]["gpm_sm_util_pct"]["status"], "not_supported");
+  EXPECT_FALSE(g0["efficiency_uses_sm_activity"].get<bool>());
+  EXPECT_TRUE(g0["readings"]["power_w"].is_number());
+  const auto& g1 = j["gpus"][1];
+  EXPECT_TRUE(g1["pcie_degraded"].get<bool>());
+  EXPECT_TRUE(g1["persistence_mode"].is_null());
+  const Result text = run("mixed-unsupported", "status");
+  ASSERT_EQ(text.exit_code, 0);
+  expect_golden("status-mixed-unsupported", text.out);
+  EXPECT_NE(text.out.find("PCIe link degraded"), std::string::npos);
+}
+
+TEST(Status, OldDriverWithoutGpmOrFieldValues) {
+  const Result r = run_with(fake_env("old-driver", FAKE_NVML_LEGACY_LIB), "status --json");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const auto j = nlohmann::json::parse(r.out);
+  ASSERT_EQ(j["gpus"].size(), 2u);
+  for (const auto& g : j["gpus"]) {
+    EXPECT_EQ(g["readings"]["gpm_sm_util_pct"]["code"], "FUNCTION_NOT_FOUND");
+    EXPECT_EQ(g["readings"]["power_instant_w"]["code"], "FUNCTION_NOT_FOUND");
+    EXPECT_TRUE(g["readings"]["power_w"].is_number());              // from nvmlDeviceGetPowerUsage
+    EXPECT_TRUE(g["readings"]["clock_event_reasons"].is_number());  // ...ThrottleReasons
+    EXPECT_TRUE(g["processes"].is_array());                         // ..._v2
+  }
+  const Result text = run_with(fake_env("old-driver", FAKE_NVML_LEGACY_LIB), "status");
+  expect_golden("status-old-driver", text.out);
+}
+
+TEST(Status, JsonCarriesIdentityAndVerdicts) {
+  const Result r = run("busy-idle-1gpu", "status --json");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const auto j = nlohmann::json::parse(r.out);
+  const auto& g = j["gpus"][0];
+  EXPECT_EQ(g["verdict"]["code"], "busy_but_idle");
+  EXPECT_EQ(g["architecture"], "hopper");
+  EXPECT_TRUE(g["gpm_supported"].get<bool>());
+  EXPECT_FALSE(g["uuid"].get<std::string>().empty());
+  EXPECT_EQ(g["power_limit_source"], "default");
+  EXPECT_TRUE(g["readings"]["gpm_sm_util_pct"].is_number());
+  EXPECT_TRUE(g["power_mean_from_energy"].get<bool>());
+  EXPECT_FALSE(j["driver_version"].get<std::string>().empty());
+}
+
+TEST(Status, GpuSelection) {
+  const Result r = run("busy-8gpu", "status --gpus 3,5 --json");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const auto j = nlohmann::json::parse(r.out);
+  ASSERT_EQ(j["gpus"].size(), 2u);
+  EXPECT_EQ(j["gpus"][0]["index"], 3);
+  EXPECT_EQ(j["gpus"][1]["index"], 5);
+  const Result bad = run("busy-8gpu", "status --gpus 9");
+  EXPECT_EQ(bad.exit_code, 2);
+  EXPECT_NE(bad.err.find("GPU 9 does not exist: this machine has 8 GPUs (0-7)"), std::string::npos)
+      << bad.err;
+}
+
+// ---- faults ----------------------------------------------------------------------------------
+
+TEST(Faults, NoDriverLibrary) {
+  // No override and (on a machine without the NVIDIA driver) nothing named libnvidia-ml.so.1.
+  const Result r = run_with("-u GPUDOCTOR_NVML_LIB LD_LIBRARY_PATH=/nonexistent", "status");
+  if (r.exit_code == 0) GTEST_SKIP() << "this machine has a real NVIDIA driver";
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_EQ(r.err,
+            "gpudoctor: NVIDIA driver library libnvidia-ml.so.1 not found (is the NVIDIA driver "
+            "installed?)\n");
+  const Result o = run_with("GPUDOCTOR_NVML_LIB=/nonexistent/libnvidia-ml.so.1", "status");
+  EXPECT_EQ(o.exit_code, 2);
+  EXPECT_NE(o.err.find("/nonexistent/libnvidia-ml.so.1 could not be loaded"), std::string::npos);
+}
+
+TEST(Faults, LibraryThatIsNotNvml) {
+  const Result r = run_with("GPUDOCTOR_NVML_LIB=libm.so.6", "status");
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.err.find("lacks required function(s) nvmlInit_v2"), std::string::npos) << r.err;
+}
+
+TEST(Faults, DriverNotLoaded) {
+  const Result r = run("", "status");  // the stand-in answers DRIVER_NOT_LOADED without a capture
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.err.find("NVIDIA driver is not loaded"), std::string::npos) << r.err;
+}
+
+TEST(Faults, LostGpuIsMarkedAndOthersContinue) {
+  const Result r = run("faults-lost", "watch -i 100ms -c 8 --format csv");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const auto lines = lines_of(r.out);
+  ASSERT_EQ(lines.size(), 1u + 8 * 2) << r.out;
+  int gpu0_ok = 0, gpu1_lost = 0;
+  for (size_t i = 1; i < lines.size(); ++i) {
+    const auto cells = split(lines[i], ',');
+    ASSERT_EQ(cells.size(), 13u) << lines[i];
+    if (cells[1] == "0" && !cells[2].empty()) ++gpu0_ok;
+    if (cells[1] == "1" && cells[12] == "lost") ++gpu1_lost;
+  }
+  EXPECT_EQ(gpu0_ok, 8);
+  EXPECT_GE(gpu1_lost, 4);  // lost from 0.35 s on
+  // Once lost, always lost: the last line of GPU 1 says so.
+  EXPECT_NE(lines.back().find(",lost"), std::string::npos);
+}
+
+TEST(Faults, SlowCallDoesNotStallOtherGpus) {
+  // GPU 0's utilization call takes 3 s; 5 intervals of 100 ms must still take well under that.
+  const Result r = run("faults-slow", "watch -i 100ms -c 5 --format csv");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_LT(r.seconds, 2.5);
+  const auto lines = lines_of(r.out);
+  ASSERT_EQ(lines.size(), 1u + 5 * 2) << r.out;
+  int gpu1_ok = 0, gpu0_timeouts = 0;
+  for (size_t i = 1; i < lines.size(); ++i) {
+    const auto cells = split(lines[i], ',');
+    if (cells[1] == "1" && !cells[2].empty()) ++gpu1_ok;
+    if (cells[1] == "0" && cells[12] == "not_responding") ++gpu0_timeouts;
+  }
+  EXPECT_EQ(gpu1_ok, 5);
+  EXPECT_EQ(gpu0_timeouts, 5);
+}
+
+// ---- watch -----------------------------------------------------------------------------------
+
+TEST(Watch, TableGolden) {
+  const Result r = run("busy-idle-1gpu", "watch -i 100ms -c 3");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  expect_golden("watch-busy-idle-table", r.out);
+}
+
+TEST(Watch, CsvLoadsAsATable) {
+  const Result r = run("busy-8gpu", "watch -i 100ms -c 2 --format csv --gpus 0,1");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const auto lines = lines_of(r.out);
+  ASSERT_EQ(lines.size(), 5u);
+  const auto header = split(lines[0], ',');
+  for (size_t i = 1; i < lines.size(); ++i) {
+    const auto cells = split(lines[i], ',');
+    ASSERT_EQ(cells.size(), header.size()) << lines[i];
+    EXPECT_TRUE(
+        std::regex_match(cells[0], std::regex(R"(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z)")));
+    EXPECT_NO_THROW((void)std::stod(cells[4]));  // power_w
+  }
+}
+
+TEST(Watch, JsonLines) {
+  const Result r = run("busy-idle-1gpu", "watch -i 100ms -c 2 --format jsonl");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const auto lines = lines_of(r.out);
+  ASSERT_EQ(lines.size(), 2u);
+  for (const auto& l : lines) {
+    const auto j = nlohmann::json::parse(l);
+    EXPECT_EQ(j["verdict"], "busy_but_idle");
+    EXPECT_TRUE(j["sm_pct"].is_number());
+  }
+}
+
+TEST(Watch, CtrlCExitsCleanly) {
+  const Result r = run_shell(fmt::format(
+      "env {} {} watch -i 100ms & pid=$!; sleep 0.8; kill -INT $pid; wait $pid; echo rc=$?",
+      fake_env("busy-idle-1gpu"), GPUDOCTOR_BIN));
+  EXPECT_NE(r.out.find("rc=0"), std::string::npos) << r.out << r.err;
+  EXPECT_NE(r.out.find("busy_but_idle"), std::string::npos) << r.out;
+}
+
+TEST(Watch, BadArguments) {
+  EXPECT_EQ(run("busy-idle-1gpu", "watch -i soon").exit_code, 2);
+  EXPECT_EQ(run("busy-idle-1gpu", "watch --format xml").exit_code, 2);
+  EXPECT_EQ(run("busy-idle-1gpu", "watch --bogus").exit_code, 2);
+}
+
+// ---- capture ---------------------------------------------------------------------------------
+
+TEST(Capture, RoundTripsThroughTheStandIn) {
+  const fs::path out =
+      fs::temp_directory_path() / fmt::format("gpudoctor-e2e-cap-{}.json", getpid());
+  const Result c =
+      run("busy-idle-1gpu", "capture -o " + quote(out.string()) + " --duration 1s -i 200ms");
+  ASSERT_EQ(c.exit_code, 0) << c.err;
+  EXPECT_NE(c.err.find("wrote"), std::string::npos);
+  const Result s = run_with("GPUDOCTOR_NVML_LIB=" + quote(FAKE_NVML_LIB) +
+                                " GPUDOCTOR_FAKE_NVML_CAPTURE=" + quote(out.string()),
+                            "status --json");
+  ASSERT_EQ(s.exit_code, 0) << s.err;
+  const auto j = nlohmann::json::parse(s.out);
+  EXPECT_EQ(j["gpus"][0]["verdict"]["code"], "busy_but_idle");
+  EXPECT_EQ(j["gpus"][0]["architecture"], "hopper");
+  EXPECT_EQ(j["gpus"][0]["processes"].size(), 1u);
+  fs::remove(out);
+}
+
+TEST(Capture, CtrlCStillWritesTheFile) {
+  const fs::path out =
+      fs::temp_directory_path() / fmt::format("gpudoctor-e2e-int-{}.json", getpid());
+  const Result r = run_shell(fmt::format(
+      "env {} {} capture -o {} --duration 60s -i 100ms & pid=$!; sleep 1; kill -INT $pid; "
+      "wait $pid; echo rc=$?",
+      fake_env("busy-8gpu"), GPUDOCTOR_BIN, quote(out.string())));
+  EXPECT_NE(r.out.find("rc=0"), std::string::npos) << r.out << r.err;
+  std::ifstream in(out);
+  ASSERT_TRUE(in);
+  const auto j = nlohmann::json::parse(in);
+  EXPECT_EQ(j["devices"].size(), 8u);
+  EXPECT_GE(j["devices"][0]["samples"].size(), 3u);
+  fs::remove(out);
+}
+
+TEST(Capture, UnwritablePathFailsAtOnce) {
+  const Result r = run("busy-idle-1gpu", "capture -o /nonexistent/dir/cap.json --duration 10s");
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.err.find("cannot write /nonexistent/dir/cap.json"), std::string::npos) << r.err;
+  EXPECT_LT(r.seconds, 5);
+}
+
+}  // namespace

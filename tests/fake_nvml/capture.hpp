@@ -1,0 +1,112 @@
+// The stand-in NVML library's view of a capture file (docs/capture-format.md): the JSON is read
+// once at nvmlInit into these structures and never changed after, so every thread may read them
+// without a lock. Lookups answer "what did the capture say at replay time T".
+#pragma once
+
+#include <map>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "sources/nvml/nvml_types.hpp"
+
+namespace fake_nvml {
+
+// One field's samples: the times of the samples that have it and its values there.
+struct Series {
+  std::vector<double> t;
+  std::vector<double> v;
+};
+
+struct Process {
+  unsigned pid = 0;
+  std::string name;
+  std::optional<double> used_memory_mib;
+  std::optional<double> sm_util_pct;
+  std::optional<double> mem_util_pct;
+  std::optional<double> enc_util_pct;
+  std::optional<double> dec_util_pct;
+};
+
+// The process list of one sample that has "processes".
+struct ProcessSnapshot {
+  double t = 0;
+  std::vector<Process> processes;
+};
+
+// Where replay time T falls in a device's samples: the capture time t (T itself, or T folded into
+// the first cycle when looping) and how many whole cycles lie before it.
+struct Position {
+  double t = 0;
+  long cycle = 0;
+};
+
+// Replay settings, fixed at nvmlInit.
+struct Replay {
+  double speed = 1;
+  double start_s = 0;
+  bool loop = false;
+};
+
+}  // namespace fake_nvml
+
+// The object an nvmlDevice_t handle points at (declared incomplete by nvml_types.hpp).
+struct nvmlDevice_st {
+  unsigned index = 0;
+  std::optional<std::string> name;
+  std::optional<std::string> uuid;
+  std::optional<std::string> serial;
+  std::optional<std::string> pci_bus_id;  // as written in the capture
+  unsigned pci_domain = 0, pci_bus = 0, pci_device = 0, pci_function = 0;
+  std::optional<bool> persistence_mode;  // null or absent: not supported
+  std::optional<bool> mig_mode;
+  std::optional<unsigned> architecture;  // NVML numbering
+  bool gpm_supported = false;
+  std::map<std::string, nvmlReturn_t, std::less<>> errors;
+  std::map<std::string, double, std::less<>> delays_ms;
+  std::optional<double> lost_at_s;
+  std::map<std::string, fake_nvml::Series, std::less<>> values;
+  std::vector<fake_nvml::ProcessSnapshot> processes;
+  std::vector<double> process_times;  // processes[i].t
+  double first_t = 0;                 // time of the first sample
+  double last_t = 0;                  // time of the last sample
+  double loop_period = 0;  // length of one cycle when looping: the span plus one sample interval
+  fake_nvml::Replay replay;
+
+  // Where replay time T falls (folds T into the first cycle when looping).
+  fake_nvml::Position locate(double T) const;
+  // The held value of a field at T, or nullopt when no sample has the field.
+  std::optional<double> value(std::string_view field, double T) const;
+  // energy_mj at T: interpolated between samples, extrapolated at the last power_w after them.
+  std::optional<double> energy_mj(double T) const;
+  // The process list held at T (nullptr when no sample has "processes") and the replay time of
+  // the sample it came from.
+  const fake_nvml::ProcessSnapshot* processes_at(double T, double* sample_time) const;
+  // The most recent entry for pid at or before T (looking back one loop at most), and the replay
+  // time of its sample; nullptr when no sample lists pid.
+  const fake_nvml::Process* find_process(unsigned pid, double T, double* sample_time) const;
+  // The error code the capture forces on `key`, if any.
+  std::optional<nvmlReturn_t> error(std::string_view key) const;
+  double delay_ms(std::string_view key) const;
+};
+
+namespace fake_nvml {
+
+struct Capture {
+  std::optional<std::string> driver_version;
+  std::optional<std::string> nvml_version;
+  std::optional<int> cuda_driver_version;
+  std::vector<nvmlDevice_st> devices;  // never resized after loading: handles point into it
+};
+
+// Reads and checks a capture; throws std::runtime_error with a one-line reason.
+Capture load_capture(const std::string& path, const Replay& replay);
+
+// NVML code for a name as written in "errors": "NOT_SUPPORTED", "NVML_ERROR_NO_PERMISSION", 12.
+std::optional<nvmlReturn_t> parse_error_code(std::string_view name);
+
+// NVML numbering for an architecture name ("hopper" -> 9); NVML_DEVICE_ARCH_UNKNOWN otherwise.
+unsigned architecture_number(std::string_view name);
+
+}  // namespace fake_nvml
