@@ -390,6 +390,8 @@ void NvmlDevice::read_processes(DeviceSample& out) {
     out.processes.push_back(std::move(pi));
   }
   if (out.processes.empty() || proc_util_cap_.skip || !a.process_utilization) return;
+  // Ask only for samples newer than the last one seen; NOT_FOUND means none arrived since, and
+  // then the last known share of each process stands.
   unsigned n = 0;
   r = a.process_utilization(handle_, nullptr, &n, proc_util_last_us_);
   if (r == NVML_ERROR_INSUFFICIENT_SIZE && n > 0) {
@@ -397,18 +399,23 @@ void NvmlDevice::read_processes(DeviceSample& out) {
     r = a.process_utilization(handle_, util.data(), &n, proc_util_last_us_);
     if (r == NVML_SUCCESS) {
       util.resize(std::min<size_t>(n, util.size()));
-      for (auto& pi : out.processes) {
-        const nvmlProcessUtilizationSample_t* latest = nullptr;
-        for (const auto& u : util)
-          if (u.pid == pi.pid && (!latest || u.timeStamp > latest->timeStamp)) latest = &u;
-        if (!latest) continue;
-        pi.sm_util_pct = latest->smUtil;
-        pi.mem_util_pct = latest->memUtil;
-        proc_util_last_us_ = std::max(proc_util_last_us_, latest->timeStamp);
+      for (const auto& u : util) {
+        auto& known = proc_util_[u.pid];
+        if (u.timeStamp >= known.time_us) known = {u.timeStamp, u.smUtil, u.memUtil};
+        proc_util_last_us_ = std::max(proc_util_last_us_, u.timeStamp);
       }
     }
   }
   if (is_permanent(r)) proc_util_cap_ = {true, r};
+  std::unordered_map<unsigned, ProcUtil> alive;
+  for (auto& pi : out.processes) {
+    auto it = proc_util_.find(pi.pid);
+    if (it == proc_util_.end()) continue;
+    pi.sm_util_pct = it->second.sm;
+    pi.mem_util_pct = it->second.mem;
+    alive.insert(*it);
+  }
+  proc_util_.swap(alive);  // forget processes that ended
 }
 
 nvmlReturn_t NvmlDevice::read_gpm(DeviceSample& out, double now_s) {

@@ -70,6 +70,11 @@ class NvmlDevice {
   // Processes
   Capability proc_cap_, proc_util_cap_;
   unsigned long long proc_util_last_us_ = 0;
+  struct ProcUtil {
+    unsigned long long time_us = 0;
+    unsigned sm = 0, mem = 0;
+  };
+  std::unordered_map<unsigned, ProcUtil> proc_util_;  // last known share per pid
   std::unordered_map<unsigned, std::string> process_names_;
 
   // GPM
