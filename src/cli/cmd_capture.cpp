@@ -4,7 +4,6 @@
 #include <fmt/format.h>
 
 #include "cli/common.hpp"
-#include "core/duration.hpp"
 #include "sources/nvml/capture_writer.hpp"
 #include "sources/source.hpp"
 
@@ -30,17 +29,13 @@ Command add_capture_command(CLI::App& root) {
       ->capture_default_str();
 
   return {cmd, [opts]() -> int {
-            auto duration = parse_duration(opts->duration);
+            auto duration =
+                parse_duration_flag("--duration", opts->duration, std::chrono::milliseconds(0));
             if (!duration) return report(duration.error());
-            auto interval = parse_duration(opts->interval);
+            auto interval =
+                parse_duration_flag("--interval", opts->interval, std::chrono::milliseconds(100));
             if (!interval) return report(interval.error());
-            if (interval.value() < std::chrono::milliseconds(100))
-              return report(usage_error("--interval must be at least 100ms"));
-            auto gpus = parse_gpu_list(opts->source.gpus);
-            if (!gpus) return report(gpus.error());
-            SourceOptions so;
-            so.gpus = gpus.value();
-            auto src = open_source(opts->source.source, so);
+            auto src = open_source_from(opts->source);
             if (!src) return report(src.error());
             Source& s = *src.value();
             install_stop_handlers();

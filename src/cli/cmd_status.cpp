@@ -4,7 +4,6 @@
 #include <fmt/format.h>
 
 #include "cli/common.hpp"
-#include "core/duration.hpp"
 #include "report/status_report.hpp"
 #include "sources/source.hpp"
 
@@ -29,15 +28,11 @@ Command add_status_command(CLI::App& root) {
       ->capture_default_str();
 
   return {cmd, [opts]() -> int {
-            auto interval = parse_duration(opts->interval);
+            // GPM needs two samples at least 100 ms apart.
+            auto interval =
+                parse_duration_flag("--interval", opts->interval, std::chrono::milliseconds(100));
             if (!interval) return report(interval.error());
-            if (interval.value() < std::chrono::milliseconds(100))
-              return report(usage_error("--interval must be at least 100ms (GPM needs it)"));
-            auto gpus = parse_gpu_list(opts->source.gpus);
-            if (!gpus) return report(gpus.error());
-            SourceOptions so;
-            so.gpus = gpus.value();
-            auto src = open_source(opts->source.source, so);
+            auto src = open_source_from(opts->source);
             if (!src) return report(src.error());
             Source& s = *src.value();
             if (s.devices().empty()) {

@@ -8,7 +8,6 @@
 #include <fmt/format.h>
 
 #include "cli/common.hpp"
-#include "core/duration.hpp"
 #include "report/watch_report.hpp"
 #include "sources/source.hpp"
 
@@ -56,21 +55,15 @@ Command add_watch_command(CLI::App& root) {
 
   return {
       cmd, [opts]() -> int {
-        auto interval = parse_duration(opts->interval);
+        auto interval =
+            parse_duration_flag("--interval", opts->interval, std::chrono::milliseconds(10));
         if (!interval) return report(interval.error());
-        if (interval.value() < std::chrono::milliseconds(10))
-          return report(usage_error("--interval must be at least 10ms"));
         auto format = parse_watch_format(opts->format);
         if (!format) return report(format.error());
-        auto gpus = parse_gpu_list(opts->source.gpus);
-        if (!gpus) return report(gpus.error());
-
-        SourceOptions so;
-        so.gpus = gpus.value();
         // A GPU that does not answer within most of an interval must not delay the others.
-        so.call_budget = std::clamp(interval.value() * 3 / 4, std::chrono::milliseconds(50),
-                                    std::chrono::milliseconds(1000));
-        auto src = open_source(opts->source.source, so);
+        auto src = open_source_from(
+            opts->source, std::clamp(interval.value() * 3 / 4, std::chrono::milliseconds(50),
+                                     std::chrono::milliseconds(1000)));
         if (!src) return report(src.error());
         Source& s = *src.value();
         if (s.devices().empty()) {

@@ -6,6 +6,8 @@
 
 #include <fmt/format.h>
 
+#include "core/duration.hpp"
+
 namespace gpudoctor::cli {
 namespace {
 std::atomic<int> g_signals{0};
@@ -52,6 +54,26 @@ void add_source_flags(CLI::App& cmd, SourceFlags& flags) {
                  "another libnvidia-ml.so.1)")
       ->capture_default_str();
   cmd.add_option("--gpus", flags.gpus, "GPU indices to read, e.g. 0,2 (default: all)");
+}
+
+Result<std::unique_ptr<Source>> open_source_from(const SourceFlags& flags,
+                                                 std::chrono::milliseconds call_budget) {
+  auto gpus = parse_gpu_list(flags.gpus);
+  if (!gpus) return gpus.error();
+  SourceOptions options;
+  options.gpus = gpus.value();
+  options.call_budget = call_budget;
+  return open_source(flags.source, options);
+}
+
+Result<std::chrono::milliseconds> parse_duration_flag(const std::string& flag,
+                                                      const std::string& text,
+                                                      std::chrono::milliseconds min) {
+  auto d = parse_duration(text);
+  if (!d) return usage_error(flag + ": " + d.error().message);
+  if (d.value() < min)
+    return usage_error(fmt::format("{} must be at least {}", flag, format_duration(min)));
+  return d;
 }
 
 }  // namespace gpudoctor::cli

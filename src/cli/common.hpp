@@ -9,6 +9,7 @@
 #include <CLI/CLI.hpp>
 
 #include "core/result.hpp"
+#include "sources/source.hpp"
 
 namespace gpudoctor::cli {
 
@@ -31,6 +32,14 @@ struct SourceFlags {
   std::string gpus;
 };
 void add_source_flags(CLI::App& cmd, SourceFlags& flags);
+// Opens the source the flags name, for the GPUs they select.
+Result<std::unique_ptr<Source>> open_source_from(
+    const SourceFlags& flags,
+    std::chrono::milliseconds call_budget = std::chrono::milliseconds(500));
+// Parses the duration given to `flag`, which must be at least `min`.
+Result<std::chrono::milliseconds> parse_duration_flag(const std::string& flag,
+                                                      const std::string& text,
+                                                      std::chrono::milliseconds min);
 
 struct Command {
   CLI::App* app;
