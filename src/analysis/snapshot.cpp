@@ -117,7 +117,8 @@ GpuAssessment assess(const DeviceSample* prev, const DeviceSample& cur, double d
       a.pcie_text += fmt::format(" (max Gen{:.0f} x{:.0f})", *gen_max, *width_max);
   }
 
-  const uint64_t reasons = static_cast<uint64_t>(cur[Field::kClockEventReasons].value_or(0));
+  const std::optional<uint64_t> reasons_opt = reasons_mask(cur[Field::kClockEventReasons]);
+  const uint64_t reasons = reasons_opt.value_or(0);  // only tested bit by bit below
   const auto temp = opt(cur[Field::kTemp]);
   const auto slowdown = opt(cur[Field::kTempSlowdown]);
   const auto clock = opt(cur[Field::kClockSm]), clock_max = opt(cur[Field::kClockSmMax]);
@@ -145,17 +146,23 @@ GpuAssessment assess(const DeviceSample* prev, const DeviceSample& cur, double d
                                     *a.mem_used_mib / *a.mem_total_mib > t.held_memory_ratio);
     a.verdict = held ? SnapshotVerdict::kIdle : SnapshotVerdict::kFree;
     if (held) {
-      a.detail = fmt::format("util {:.0f} % while {:.1f} GiB memory is held", util,
-                             a.mem_used_mib.value_or(0) / 1024.0);
+      a.detail = fmt::format("util {:.0f} % while ", util);
+      a.detail += a.mem_used_mib
+                      ? fmt::format("{:.1f} GiB memory is held", *a.mem_used_mib / 1024.0)
+                      : std::string("the GPU is held");
       if (nproc > 0) a.detail += fmt::format(" by {} process{}", nproc, nproc == 1 ? "" : "es");
     } else {
       a.detail = fmt::format("util {:.0f} %, no memory held, {}", util, power_text());
     }
     return a;
   }
-  if ((reasons & kThermalBits) || (temp && slowdown && *temp >= *slowdown)) {
+  if ((reasons & kThermalBits) || (temp && slowdown && *temp >= *slowdown) ||
+      (temp && *temp >= t.hot_temp_c)) {
     a.verdict = SnapshotVerdict::kThermal;
-    a.detail = fmt::format("temperature {:.0f} C", temp.value_or(NAN));
+    a.detail = temp ? fmt::format("temperature {:.0f} C", *temp) : std::string("temperature n/a");
+    if (reasons & kThermalBits)
+      a.detail +=
+          fmt::format(" with {}", fmt::join(decode_clock_reasons(reasons & kThermalBits), ", "));
     if (slowdown) a.detail += fmt::format(" (slowdown at {:.0f} C)", *slowdown);
     if (clock && clock_max)
       a.detail += fmt::format(", SM clock {:.0f} of {:.0f} MHz", *clock, *clock_max);
@@ -163,7 +170,7 @@ GpuAssessment assess(const DeviceSample* prev, const DeviceSample& cur, double d
   }
   if (a.limit_is_default && a.enforced_limit_w && *a.enforced_limit_w < 0.95 * *a.limit_w &&
       a.power_w && *a.power_w >= 0.9 * *a.enforced_limit_w &&
-      (reasons & kPowerCapBit || !reasons)) {
+      (!reasons_opt || (*reasons_opt & kPowerCapBit))) {
     a.verdict = SnapshotVerdict::kPowerCapped;
     a.detail =
         fmt::format("power limit lowered to {:.0f} W of the {:.0f} W default, drawing {:.0f} W",
@@ -195,7 +202,7 @@ GpuAssessment assess(const DeviceSample* prev, const DeviceSample& cur, double d
   }
   a.verdict = SnapshotVerdict::kWorking;
   a.detail = fmt::format("util {:.0f} %, {}, {}, efficiency {:.2f}", util, power_text(), sm_text(),
-                         a.efficiency.value_or(0));
+                         *a.efficiency);
   return a;
 }
 

@@ -52,6 +52,8 @@ Command add_capture_command(CLI::App& root) {
               if (!sleep_until(next)) break;
               writer.add(s.sample());
               next += interval.value();
+              // Fell behind (a GPU slower than the interval): keep the schedule, skip the backlog.
+              if (const auto now = std::chrono::steady_clock::now(); now > next) next = now;
               if (progress) {
                 const double elapsed =
                     std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();

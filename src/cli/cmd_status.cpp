@@ -44,7 +44,8 @@ Command add_status_command(CLI::App& root) {
             const Frame second = s.sample();
             const StatusView view = make_status_view(s.system(), s.devices(), first, second);
             if (opts->json)
-              fmt::print("{}\n", render_status_json(view).dump(2));
+              fmt::print("{}\n", render_status_json(view).dump(
+                                     2, ' ', false, nlohmann::json::error_handler_t::replace));
             else
               fmt::print("{}", render_status_text(view));
             return kExitOk;

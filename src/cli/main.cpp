@@ -32,7 +32,14 @@ int main(int argc, char** argv) {
     app.exit(e);
     return kExitUsage;
   }
-  for (const auto& c : commands)
-    if (c.app->parsed()) return c.run();
+  for (const auto& c : commands) {
+    if (!c.app->parsed()) continue;
+    try {
+      return c.run();
+    } catch (const std::exception& e) {  // a bug, not a user error: say so instead of aborting
+      fmt::print(stderr, "gpudoctor: internal error: {}\n", e.what());
+      return kExitFailure;
+    }
+  }
   return kExitUsage;
 }

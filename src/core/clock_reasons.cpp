@@ -1,6 +1,7 @@
 #include "core/clock_reasons.hpp"
 
 #include <array>
+#include <cmath>
 
 #include <fmt/format.h>
 
@@ -21,6 +22,13 @@ constexpr std::array<ClockReason, 9> kReasons{{
 
 std::span<const ClockReason> clock_reasons() {
   return kReasons;
+}
+
+std::optional<uint64_t> reasons_mask(const Reading& r) {
+  if (!r.has_value()) return std::nullopt;
+  const double v = r.value();
+  if (!(v >= 0) || v >= 9.0e15 || v != std::floor(v)) return std::nullopt;
+  return static_cast<uint64_t>(v);
 }
 
 std::vector<std::string> decode_clock_reasons(uint64_t mask, bool words) {

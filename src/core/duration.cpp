@@ -38,7 +38,7 @@ Result<std::chrono::milliseconds> parse_duration(std::string_view text) {
     return usage_error(fmt::format(
         "invalid duration '{}': unknown unit '{}' (use ms, s, m, h or d)", original, suffix));
   const double ms = number * scale_ms;
-  if (!std::isfinite(ms) || ms > 1e15)
+  if (!std::isfinite(ms) || ms > 1e12)  // ~31 years; more overflows clock arithmetic
     return usage_error(fmt::format("invalid duration '{}': too large", original));
   return std::chrono::milliseconds(static_cast<int64_t>(std::llround(ms)));
 }

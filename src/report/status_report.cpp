@@ -31,8 +31,9 @@ std::string processes_text(const DeviceSample& s) {
 }
 
 std::string reasons_text(const Reading& r) {
-  if (!r.has_value()) return "n/a";
-  const auto words = decode_clock_reasons(static_cast<uint64_t>(r.value()));
+  const auto mask = reasons_mask(r);
+  if (!mask) return "n/a";
+  const auto words = decode_clock_reasons(*mask);
   if (words.empty()) return "none";
   return fmt::format("{}", fmt::join(words, ","));
 }
@@ -174,9 +175,8 @@ nlohmann::json render_status_json(const StatusView& v) {
     g["power_limit_source"] = a.limit_is_default ? "default" : (a.limit_w ? "enforced" : "none");
     g["power_ratio"] = optj(a.power_ratio);
     g["pcie_degraded"] = a.pcie_degraded;
-    if (s[Field::kClockEventReasons].has_value()) {
-      const auto mask = static_cast<uint64_t>(s[Field::kClockEventReasons].value());
-      g["clock_event_reasons"] = decode_clock_reasons(mask, false);
+    if (const auto mask = reasons_mask(s[Field::kClockEventReasons])) {
+      g["clock_event_reasons"] = decode_clock_reasons(*mask, false);
     } else {
       g["clock_event_reasons"] = nullptr;
     }

@@ -82,8 +82,7 @@ std::string WatchRenderer::rows(const std::vector<DeviceInfo>& devices, const Fr
     r.clock = opt_value(s[Field::kClockSm]);
     r.temp = opt_value(s[Field::kTemp]);
     r.mem = a.mem_used_mib;
-    if (s[Field::kClockEventReasons].has_value())
-      r.reasons = static_cast<uint64_t>(s[Field::kClockEventReasons].value());
+    r.reasons = reasons_mask(s[Field::kClockEventReasons]);
     r.verdict = verdict_code(a.verdict);
 
     switch (format_) {
@@ -124,7 +123,7 @@ std::string WatchRenderer::rows(const std::vector<DeviceInfo>& devices, const Fr
                             {"verdict", r.verdict}};
         o["reasons"] = r.reasons ? nlohmann::json(decode_clock_reasons(*r.reasons, false))
                                  : nlohmann::json(nullptr);
-        out += o.dump() + "\n";
+        out += o.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
         break;
       }
     }

@@ -52,6 +52,14 @@ TEST(ClockReasons, DecodesEveryBitAndUnknownOnes) {
   EXPECT_EQ(clock_reasons().size(), 9u);
 }
 
+TEST(ClockReasons, MaskFromReadingRejectsWhatNoBitmaskCanBe) {
+  EXPECT_EQ(reasons_mask(Reading::of(0x44)), 0x44u);
+  EXPECT_EQ(reasons_mask(Reading::of(-1)), std::nullopt);
+  EXPECT_EQ(reasons_mask(Reading::of(1.5)), std::nullopt);
+  EXPECT_EQ(reasons_mask(Reading::of(1e300)), std::nullopt);
+  EXPECT_EQ(reasons_mask(Reading::unsupported()), std::nullopt);
+}
+
 TEST(GpuList, ParsesAndRejects) {
   EXPECT_TRUE(parse_gpu_list("").value().empty());
   EXPECT_TRUE(parse_gpu_list("all").value().empty());

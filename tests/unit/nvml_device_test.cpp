@@ -14,6 +14,8 @@ struct FakeState {
   nvmlReturn_t util_ret = NVML_SUCCESS;
   nvmlReturn_t fan_ret = NVML_ERROR_NOT_SUPPORTED;
   nvmlReturn_t instant_ret = NVML_ERROR_NO_PERMISSION;
+  nvmlReturn_t average_ret = NVML_SUCCESS;
+  nvmlReturn_t default_limit_ret = NVML_SUCCESS;
   int gpm_tick = 0;
 } g;
 
@@ -39,7 +41,7 @@ NvmlApi make_api() {
     ++g.calls["fv"];
     for (int i = 0; i < n; ++i) {
       fv[i].valueType = NVML_VALUE_TYPE_UNSIGNED_INT;
-      fv[i].nvmlReturn = fv[i].fieldId == NVML_FI_DEV_POWER_INSTANT ? g.instant_ret : NVML_SUCCESS;
+      fv[i].nvmlReturn = fv[i].fieldId == NVML_FI_DEV_POWER_INSTANT ? g.instant_ret : g.average_ret;
       fv[i].value.uiVal = 250500;
     }
     return NVML_SUCCESS;
@@ -114,6 +116,37 @@ TEST(NvmlDevice, PowerFromFieldValuesWithPerFieldPermission) {
   EXPECT_EQ(s[Field::kPowerInstant].state(), Reading::State::kUnsupported);
   EXPECT_EQ(s[Field::kPowerInstant].code(), NVML_ERROR_NO_PERMISSION);
   EXPECT_EQ(g.calls["power_usage"], 0);  // the average field answered
+}
+
+TEST(NvmlDevice, UnsupportedAveragePowerFallsBackWithoutHidingInstant) {
+  NvmlApi api = make_api();
+  g.average_ret = NVML_ERROR_NOT_SUPPORTED;
+  g.instant_ret = NVML_SUCCESS;
+  NvmlDevice dev(api, nullptr, 0);
+  dev.probe();
+  for (int i = 0; i < 2; ++i) {
+    const DeviceSample s = dev.sample(i);
+    EXPECT_DOUBLE_EQ(s[Field::kPower].value(), 0.001);  // from nvmlDeviceGetPowerUsage
+    EXPECT_DOUBLE_EQ(s[Field::kPowerInstant].value(), 250.5);
+  }
+  EXPECT_EQ(g.calls["power_usage"], 2);
+}
+
+TEST(NvmlDevice, StaticFieldFailingTransientlyAtProbeIsReadAgain) {
+  NvmlApi api = make_api();
+  api.power_default_limit = [](nvmlDevice_t, unsigned* mw) -> nvmlReturn_t {
+    ++g.calls["default_limit"];
+    *mw = 700000;
+    return g.default_limit_ret;
+  };
+  g.default_limit_ret = NVML_ERROR_UNKNOWN;
+  NvmlDevice dev(api, nullptr, 0);
+  dev.probe();
+  EXPECT_EQ(dev.sample(0)[Field::kPowerLimitDefault].state(), Reading::State::kError);
+  g.default_limit_ret = NVML_SUCCESS;
+  EXPECT_DOUBLE_EQ(dev.sample(1)[Field::kPowerLimitDefault].value(), 700);
+  EXPECT_DOUBLE_EQ(dev.sample(2)[Field::kPowerLimitDefault].value(), 700);
+  EXPECT_EQ(g.calls["default_limit"], 3);  // probe, the failed retry, the good one; then cached
 }
 
 TEST(NvmlDevice, TransientErrorsAreRetried) {

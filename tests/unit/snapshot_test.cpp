@@ -75,6 +75,32 @@ TEST(Snapshot, DefaultLimitIsTheDenominatorEvenWhenCapped) {
   EXPECT_TRUE(a.limit_is_default);
 }
 
+TEST(Snapshot, PowerCappedNeedsTheCapReasonWhenReasonsAreKnown) {
+  auto s = h100(99, 298, 90);
+  s[Field::kPowerLimitEnforced] = Reading::of(300);
+  s[Field::kClockEventReasons] = Reading::of(0);  // known: no cap active
+  EXPECT_NE(assess(nullptr, s, 0).verdict, SnapshotVerdict::kPowerCapped);
+  s[Field::kClockEventReasons] = Reading::unsupported();  // unknown: power pinned at the limit
+  EXPECT_EQ(assess(nullptr, s, 0).verdict, SnapshotVerdict::kPowerCapped);
+}
+
+TEST(Snapshot, HotWithoutSlowdownThresholdIsThermal) {
+  auto s = h100(99, 500, 80);
+  s[Field::kTempSlowdown] = Reading::unsupported();
+  s[Field::kTemp] = Reading::of(88);
+  const auto a = assess(nullptr, s, 0);
+  EXPECT_EQ(a.verdict, SnapshotVerdict::kThermal);
+  EXPECT_EQ(a.detail, "temperature 88 C, SM clock 1980 of 1980 MHz");
+}
+
+TEST(Snapshot, HeldWithoutMemoryReadingDoesNotInventZero) {
+  auto s = h100(0, 70, 0);
+  s[Field::kMemUsed] = Reading::unsupported();
+  const auto a = assess(nullptr, s, 0);
+  EXPECT_EQ(a.verdict, SnapshotVerdict::kIdle);
+  EXPECT_EQ(a.detail, "util 0 % while the GPU is held by 1 process");
+}
+
 TEST(Snapshot, ThermalAndClockLimits) {
   auto s = h100(99, 500, 80);
   s[Field::kClockEventReasons] = Reading::of(0x40);

@@ -50,11 +50,16 @@ CaptureWriter::CaptureWriter(const SystemInfo& system, const std::vector<DeviceI
 void CaptureWriter::add(const Frame& frame) {
   if (t0_ < 0) t0_ = frame.time_s;
   const double t = round_to(frame.time_s - t0_, 0.001);
+  if (frames_ > 0 && t <= last_t_) return;  // the replay needs strictly increasing times
+  last_t_ = t;
   for (size_t i = 0; i < frame.devices.size() && i < last_.size(); ++i) {
     const DeviceSample& s = frame.devices[i];
     nlohmann::json& dev = doc_["devices"][i];
     if (s.lost) {
       if (!dev.contains("lost_at_s")) dev["lost_at_s"] = t;
+      // The replay needs one sample per device: a GPU lost from the start gets an empty one.
+      if (dev["samples"].empty())
+        dev["samples"].push_back({{"t_s", t}, {"values", nlohmann::json::object()}});
       continue;
     }
     nlohmann::json values = nlohmann::json::object();
@@ -98,7 +103,7 @@ Result<Nothing> CaptureWriter::write(const std::string& path) const {
   {
     std::ofstream out(tmp, std::ios::trunc);
     if (!out) return failure(fmt::format("cannot write {}: {}", path, std::strerror(errno)));
-    out << doc_.dump(1) << "\n";
+    out << doc_.dump(1, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
     out.flush();
     if (!out) {
       std::remove(tmp.c_str());

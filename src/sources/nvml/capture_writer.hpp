@@ -25,6 +25,7 @@ class CaptureWriter {
  private:
   nlohmann::json doc_;
   double t0_ = -1;
+  double last_t_ = -1;
   size_t frames_ = 0;
   std::vector<std::vector<Reading>> last_;  // per device, last value written per field
 };

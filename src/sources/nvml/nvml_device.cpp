@@ -35,6 +35,32 @@ constexpr std::array<GpmMetricField, 12> kGpmMetrics{{
     {NVML_GPM_METRIC_NVLINK_TOTAL_TX_PER_SEC, Field::kGpmNvlinkTx},
 }};
 
+// A field value as a double, nullopt for a value type this code does not know.
+std::optional<double> field_value(const nvmlFieldValue_t& fv) {
+  switch (fv.valueType) {
+    case NVML_VALUE_TYPE_DOUBLE:
+      return fv.value.dVal;
+    case NVML_VALUE_TYPE_UNSIGNED_INT:
+      return fv.value.uiVal;
+    case NVML_VALUE_TYPE_UNSIGNED_LONG:
+      return static_cast<double>(fv.value.ulVal);
+    case NVML_VALUE_TYPE_UNSIGNED_LONG_LONG:
+      return static_cast<double>(fv.value.ullVal);
+    case NVML_VALUE_TYPE_SIGNED_LONG_LONG:
+      return static_cast<double>(fv.value.sllVal);
+    case NVML_VALUE_TYPE_SIGNED_INT:
+      return fv.value.siVal;
+    case NVML_VALUE_TYPE_UNSIGNED_SHORT:
+      return fv.value.usVal;
+    default:
+      return std::nullopt;
+  }
+}
+
+Reading failed(nvmlReturn_t r) {
+  return is_permanent(r) ? Reading::unsupported(r) : Reading::error(r);
+}
+
 template <class Fn>
 std::string read_string(Fn fn, unsigned size) {
   std::vector<char> buf(size, '\0');
@@ -100,63 +126,7 @@ void NvmlDevice::build_readers() {
       {"power",
        {kPower, kPowerInstant},
        kSample,
-       [this, &a, h](DeviceSample& s) -> nvmlReturn_t {
-         // Prefer the field values (1-second average and instant, r530+); fall back to
-         // nvmlDeviceGetPowerUsage, which is itself the average on Ampere and newer.
-         nvmlReturn_t r = NVML_ERROR_FUNCTION_NOT_FOUND;
-         if (a.field_values) {
-           nvmlFieldValue_t fv[2]{};
-           fv[0].fieldId = NVML_FI_DEV_POWER_AVERAGE;
-           fv[1].fieldId = NVML_FI_DEV_POWER_INSTANT;
-           r = a.field_values(h, 2, fv);
-           if (r == NVML_ERROR_GPU_IS_LOST) return r;
-           for (int k = 0; k < 2 && r == NVML_SUCCESS; ++k) {
-             const Field f = k == 0 ? kPower : kPowerInstant;
-             if (fv[k].nvmlReturn != NVML_SUCCESS) {
-               s[f] = Reading::unsupported(fv[k].nvmlReturn);
-               continue;
-             }
-             double mw = 0;
-             switch (fv[k].valueType) {
-               case NVML_VALUE_TYPE_DOUBLE:
-                 mw = fv[k].value.dVal;
-                 break;
-               case NVML_VALUE_TYPE_UNSIGNED_LONG:
-                 mw = static_cast<double>(fv[k].value.ulVal);
-                 break;
-               case NVML_VALUE_TYPE_UNSIGNED_LONG_LONG:
-                 mw = static_cast<double>(fv[k].value.ullVal);
-                 break;
-               case NVML_VALUE_TYPE_SIGNED_LONG_LONG:
-                 mw = static_cast<double>(fv[k].value.sllVal);
-                 break;
-               case NVML_VALUE_TYPE_SIGNED_INT:
-                 mw = fv[k].value.siVal;
-                 break;
-               case NVML_VALUE_TYPE_UNSIGNED_SHORT:
-                 mw = fv[k].value.usVal;
-                 break;
-               case NVML_VALUE_TYPE_UNSIGNED_INT:
-                 mw = fv[k].value.uiVal;
-                 break;
-               default:
-                 s[f] = Reading::unsupported(NVML_ERROR_NOT_SUPPORTED);
-                 continue;
-             }
-             s[f] = Reading::of(mw / 1000.0);
-           }
-           if (r != NVML_SUCCESS) s[kPowerInstant] = Reading::unsupported(r);
-         } else {
-           s[kPowerInstant] = Reading::unsupported(NVML_ERROR_FUNCTION_NOT_FOUND);
-         }
-         power_average_field_ok_ = s[kPower].has_value();
-         if (power_average_field_ok_) return NVML_SUCCESS;
-         if (!a.power_usage) return NVML_ERROR_FUNCTION_NOT_FOUND;
-         unsigned mw = 0;
-         r = a.power_usage(h, &mw);
-         if (r == NVML_SUCCESS) s[kPower] = Reading::of(mw / 1000.0);
-         return r;
-       }},
+       [this, &a, h](DeviceSample& s) -> nvmlReturn_t { return read_power(a, h, s); }},
       {"energy",
        {kEnergy},
        kSample,
@@ -267,6 +237,52 @@ void NvmlDevice::build_readers() {
   };
 }
 
+// Power: the field values (1-second average and instant, r530+) when the driver has them, else
+// nvmlDeviceGetPowerUsage (itself the average on Ampere and newer). Each of the two fields learns
+// on its own that it is unsupported, so losing one never hides the other.
+nvmlReturn_t NvmlDevice::read_power(const NvmlApi& a, nvmlDevice_t h, DeviceSample& s) {
+  if (power_fields_.skip && instant_field_.skip) {
+    s[Field::kPowerInstant] = Reading::unsupported(instant_field_.code);
+  } else if (!a.field_values) {
+    power_fields_ = instant_field_ = {true, NVML_ERROR_FUNCTION_NOT_FOUND};
+    s[Field::kPowerInstant] = Reading::unsupported(NVML_ERROR_FUNCTION_NOT_FOUND);
+  } else {
+    nvmlFieldValue_t fv[2]{};
+    fv[0].fieldId = NVML_FI_DEV_POWER_AVERAGE;
+    fv[1].fieldId = NVML_FI_DEV_POWER_INSTANT;
+    const nvmlReturn_t r = a.field_values(h, 2, fv);
+    if (r == NVML_ERROR_GPU_IS_LOST) return r;
+    Capability* caps[2] = {&power_fields_, &instant_field_};
+    for (int k = 0; k < 2; ++k) {
+      const Field f = k == 0 ? Field::kPower : Field::kPowerInstant;
+      const nvmlReturn_t code = r != NVML_SUCCESS ? r : fv[k].nvmlReturn;
+      const auto mw = code == NVML_SUCCESS ? field_value(fv[k]) : std::nullopt;
+      if (mw) {
+        s[f] = Reading::of(*mw / 1000.0);
+      } else {
+        const nvmlReturn_t why = code == NVML_SUCCESS ? NVML_ERROR_NOT_SUPPORTED : code;
+        if (is_permanent(why)) *caps[k] = {true, why};
+        s[f] = failed(why);
+      }
+    }
+  }
+  if (s[Field::kPower].has_value()) return NVML_SUCCESS;
+  if (!a.power_usage) {
+    s[Field::kPower] = Reading::unsupported(NVML_ERROR_FUNCTION_NOT_FOUND);
+    return NVML_SUCCESS;  // the reader itself stays: the instant field may still answer
+  }
+  if (power_usage_.skip) {
+    s[Field::kPower] = Reading::unsupported(power_usage_.code);
+    return NVML_SUCCESS;
+  }
+  unsigned mw = 0;
+  const nvmlReturn_t r = a.power_usage(h, &mw);
+  if (r == NVML_ERROR_GPU_IS_LOST) return r;
+  if (is_permanent(r)) power_usage_ = {true, r};
+  s[Field::kPower] = r == NVML_SUCCESS ? Reading::of(mw / 1000.0) : failed(r);
+  return NVML_SUCCESS;
+}
+
 void NvmlDevice::probe() {
   const auto& a = api_;
   nvmlDevice_t h = handle_;
@@ -312,6 +328,7 @@ void NvmlDevice::probe() {
   // Static fields: read now and keep. Dynamic ones are probed by their first sample().
   for (size_t i = 0; i < readers_.size(); ++i)
     if (readers_[i].cadence == Cadence::kStatic) run_reader(i, static_);
+  static_live_ = static_;
 }
 
 void NvmlDevice::run_reader(size_t i, DeviceSample& out) {
@@ -342,8 +359,13 @@ DeviceSample NvmlDevice::sample(double now_s) {
   DeviceSample s;
   s.time_s =
       std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+  // A static field that failed transiently at probe time (not unsupported) is read again.
+  for (size_t i = 0; i < readers_.size() && !lost_; ++i)
+    if (readers_[i].cadence == Cadence::kStatic && !caps_[i].skip &&
+        !static_live_[readers_[i].fields.front()].has_value())
+      run_reader(i, static_live_);
   for (const auto& fi : all_fields())
-    if (fi.cadence == Cadence::kStatic) s[fi.field] = static_[fi.field];
+    if (fi.cadence == Cadence::kStatic) s[fi.field] = static_live_[fi.field];
   for (size_t i = 0; i < readers_.size() && !lost_; ++i)
     if (readers_[i].cadence == Cadence::kSample) run_reader(i, s);
   if (!lost_) read_processes(s);

@@ -62,10 +62,12 @@ class NvmlDevice {
 
   std::vector<Reader> readers_;
   std::vector<Capability> caps_;
-  DeviceSample static_;  // static fields as probed; written only by probe()
+  DeviceSample static_;       // static fields as probed; written only by probe()
+  DeviceSample static_live_;  // the same, retried by the worker after transient errors
 
-  // Power: whether NVML_FI_DEV_POWER_AVERAGE answers (then nvmlDeviceGetPowerUsage is not needed).
-  bool power_average_field_ok_ = true;
+  nvmlReturn_t read_power(const NvmlApi& a, nvmlDevice_t h, DeviceSample& s);
+  // Power: what the field values learned (NVML_FI_DEV_POWER_AVERAGE, NVML_FI_DEV_POWER_INSTANT).
+  Capability power_fields_, instant_field_, power_usage_;
 
   // Processes
   Capability proc_cap_, proc_util_cap_;

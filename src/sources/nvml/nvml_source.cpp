@@ -1,6 +1,9 @@
 #include "sources/nvml/nvml_source.hpp"
 
+#include <pthread.h>
 #include <unistd.h>
+
+#include <csignal>
 
 #include <algorithm>
 #include <chrono>
@@ -114,10 +117,19 @@ Result<std::unique_ptr<NvmlSource>> NvmlSource::open(const SourceOptions& option
     src->workers_.push_back(std::move(w));
   }
   src->start_s_ = monotonic_s();
+  // Workers inherit a mask without SIGINT/SIGTERM/SIGPIPE: Ctrl-C is the main thread's business
+  // and must not interrupt an NVML call in a worker.
+  sigset_t blocked, old;
+  sigemptyset(&blocked);
+  sigaddset(&blocked, SIGINT);
+  sigaddset(&blocked, SIGTERM);
+  sigaddset(&blocked, SIGPIPE);
+  pthread_sigmask(SIG_BLOCK, &blocked, &old);
   for (auto& w : src->workers_) {
     Worker* raw = w.get();
     raw->thread = std::thread([raw, sync = src->sync_] { raw->run(sync->mu, sync->done); });
   }
+  pthread_sigmask(SIG_SETMASK, &old, nullptr);
   return src;
 }
 
