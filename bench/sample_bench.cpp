@@ -6,7 +6,9 @@
 #include <cstdlib>
 
 #include "analysis/snapshot.hpp"
+#include "core/gpu_models.hpp"
 #include "report/watch_report.hpp"
+#include "sources/sim/sim_source.hpp"
 #include "sources/source.hpp"
 
 namespace {
@@ -50,6 +52,17 @@ void BM_AssessAndRenderEightGpus(benchmark::State& state) {
   }
 }
 BENCHMARK(BM_AssessAndRenderEightGpus)->Unit(benchmark::kMicrosecond);
+
+// Issue 4's target: one simulated GPU-hour at 100 ms sampling in under a second.
+void BM_SimulateOneGpuHourAt100ms(benchmark::State& state) {
+  for (auto _ : state) {
+    auto spec = sim::parse_sim_spec("healthy,gpus=1");
+    const auto model = gpu_model_by_key(spec->scenario.model);
+    sim::SimSource src(std::move(spec.value()), *model, {});
+    for (int i = 1; i <= 36000; ++i) benchmark::DoNotOptimize(src.sample_at(i * 0.1));
+  }
+}
+BENCHMARK(BM_SimulateOneGpuHourAt100ms)->Unit(benchmark::kMillisecond);
 
 }  // namespace
 

@@ -51,7 +51,8 @@ bool sleep_until(std::chrono::steady_clock::time_point until) {
 void add_source_flags(CLI::App& cmd, SourceFlags& flags) {
   cmd.add_option("--source", flags.source,
                  "Where readings come from: nvml (the NVIDIA driver; set GPUDOCTOR_NVML_LIB to use "
-                 "another libnvidia-ml.so.1)")
+                 "another libnvidia-ml.so.1), or sim:SCENARIO[,gpus=N,model=M,seed=S,speed=X] "
+                 "(the simulator; `gpudoctor sim --list` names the scenarios)")
       ->capture_default_str();
   cmd.add_option("--gpus", flags.gpus, "GPU indices to read, e.g. 0,2 (default: all)");
 }

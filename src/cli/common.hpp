@@ -49,5 +49,6 @@ Command add_status_command(CLI::App& root);
 Command add_watch_command(CLI::App& root);
 Command add_capture_command(CLI::App& root);
 Command add_fields_command(CLI::App& root);
+Command add_sim_command(CLI::App& root);
 
 }  // namespace gpudoctor::cli

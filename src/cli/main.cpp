@@ -19,7 +19,8 @@ int main(int argc, char** argv) {
   app.fallthrough(false);
 
   std::vector<Command> commands = {add_status_command(app), add_watch_command(app),
-                                   add_capture_command(app), add_fields_command(app)};
+                                   add_capture_command(app), add_fields_command(app),
+                                   add_sim_command(app)};
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {

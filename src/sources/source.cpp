@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 
 #include "sources/nvml/nvml_source.hpp"
+#include "sources/sim/sim_source.hpp"
 
 namespace gpudoctor {
 
@@ -15,7 +16,9 @@ Result<std::unique_ptr<Source>> open_source(const std::string& spec, const Sourc
     if (!src) return src.error();
     return std::unique_ptr<Source>(std::move(src.value()));
   }
-  return usage_error(fmt::format("unknown source '{}' (available: nvml)", spec));
+  if (spec.rfind("sim:", 0) == 0) return sim::open_sim_source(spec.substr(4), options.gpus);
+  return usage_error(fmt::format(
+      "unknown source '{}' (available: nvml, sim:SCENARIO[,gpus=N,model=M,seed=S,speed=X])", spec));
 }
 
 Result<std::vector<unsigned>> parse_gpu_list(const std::string& text) {

@@ -371,3 +371,44 @@ TEST(Capture, UnwritablePathFailsAtOnce) {
 }
 
 }  // namespace
+
+// ---- simulator -------------------------------------------------------------------------------
+
+namespace {
+
+TEST(Sim, LiveSourceDrivesStatus) {
+  const Result r = run_with("", "status --source sim:power_capped,speed=50 --interval 1s --json");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const auto j = nlohmann::json::parse(r.out);
+  ASSERT_EQ(j["gpus"].size(), 2u);
+  for (const auto& g : j["gpus"]) EXPECT_EQ(g["verdict"]["code"], "power_capped");
+  const Result bad = run_with("", "status --source sim:nonexistent");
+  EXPECT_EQ(bad.exit_code, 2);
+  EXPECT_NE(bad.err.find("unknown scenario 'nonexistent'"), std::string::npos) << bad.err;
+}
+
+TEST(Sim, CaptureFromAScenarioReplaysThroughTheNvmlPath) {
+  const fs::path out =
+      fs::temp_directory_path() / fmt::format("gpudoctor-e2e-sim-{}.json", getpid());
+  const Result s = run_with("", "sim straggler,duration=40s -o " + quote(out.string()));
+  ASSERT_EQ(s.exit_code, 0) << s.err;
+  const Result r = run_with("GPUDOCTOR_NVML_LIB=" + quote(FAKE_NVML_LIB) +
+                                " GPUDOCTOR_FAKE_NVML_CAPTURE=" + quote(out.string()) +
+                                " GPUDOCTOR_FAKE_NVML_START_S=20",
+                            "status --interval 100ms --json");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const auto j = nlohmann::json::parse(r.out);
+  ASSERT_EQ(j["gpus"].size(), 4u);
+  EXPECT_EQ(j["gpus"][2]["verdict"]["code"], "working");  // the straggler itself
+  for (int g : {0, 1, 3}) EXPECT_EQ(j["gpus"][g]["verdict"]["code"], "busy_but_idle") << g;
+  fs::remove(out);
+}
+
+TEST(Sim, ListNamesScenariosAndModels) {
+  const Result r = run_with("", "sim --list");
+  ASSERT_EQ(r.exit_code, 0);
+  EXPECT_NE(r.out.find("data_starvation"), std::string::npos);
+  EXPECT_NE(r.out.find("a100-sxm4-80gb"), std::string::npos);
+}
+
+}  // namespace

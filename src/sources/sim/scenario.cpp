@@ -1,0 +1,218 @@
+#include "sources/sim/scenario.hpp"
+
+#include <charconv>
+#include <fstream>
+#include <sstream>
+
+#include <fmt/format.h>
+
+#include "core/duration.hpp"
+#include "core/gpu_models.hpp"
+#include "sources/sim/builtin_scenarios.hpp"
+
+namespace gpudoctor::sim {
+namespace {
+
+using json = nlohmann::json;
+
+template <class T>
+Result<Nothing> get(const json& j, const char* key, T& out, const std::string& origin) {
+  if (!j.contains(key) || j[key].is_null()) return kOk;
+  try {
+    out = j[key].get<T>();
+  } catch (const json::exception&) {
+    return usage_error(fmt::format("{}: '{}' has the wrong type ({})", origin, key, j[key].dump()));
+  }
+  return kOk;
+}
+
+#define GD_TRY(expr)            \
+  do {                          \
+    auto r_ = (expr);           \
+    if (!r_) return r_.error(); \
+  } while (0)
+
+Result<Nothing> check_keys(const json& j, std::initializer_list<const char*> known,
+                           const std::string& origin) {
+  for (const auto& [k, v] : j.items()) {
+    bool ok = false;
+    for (const char* n : known) ok = ok || k == n;
+    if (!ok) return usage_error(fmt::format("{}: unknown key '{}'", origin, k));
+  }
+  return kOk;
+}
+
+}  // namespace
+
+Result<Nothing> apply_workload_json(Workload& w, const json& j, const std::string& origin) {
+  if (!j.is_object()) return usage_error(origin + ": 'workload' must be an object");
+  GD_TRY(
+      check_keys(j,
+                 {"batch_s", "prefetch", "h2d_mib", "kernels", "kernel_ms", "launch_gap_ms", "sm",
+                  "tensor", "dram", "compute_bound", "allreduce_mib", "nvlink", "optimizer_ms",
+                  "eval_every_s", "eval_s", "checkpoint_every_s", "checkpoint_s", "jitter"},
+                 origin + " workload"));
+  GD_TRY(get(j, "batch_s", w.batch_s, origin));
+  GD_TRY(get(j, "prefetch", w.prefetch, origin));
+  GD_TRY(get(j, "h2d_mib", w.h2d_mib, origin));
+  GD_TRY(get(j, "kernels", w.kernels, origin));
+  GD_TRY(get(j, "kernel_ms", w.kernel_ms, origin));
+  GD_TRY(get(j, "launch_gap_ms", w.launch_gap_ms, origin));
+  GD_TRY(get(j, "sm", w.sm, origin));
+  GD_TRY(get(j, "tensor", w.tensor, origin));
+  GD_TRY(get(j, "dram", w.dram, origin));
+  GD_TRY(get(j, "compute_bound", w.compute_bound, origin));
+  GD_TRY(get(j, "allreduce_mib", w.allreduce_mib, origin));
+  GD_TRY(get(j, "nvlink", w.nvlink, origin));
+  GD_TRY(get(j, "optimizer_ms", w.optimizer_ms, origin));
+  GD_TRY(get(j, "eval_every_s", w.eval_every_s, origin));
+  GD_TRY(get(j, "eval_s", w.eval_s, origin));
+  GD_TRY(get(j, "checkpoint_every_s", w.checkpoint_every_s, origin));
+  GD_TRY(get(j, "checkpoint_s", w.checkpoint_s, origin));
+  GD_TRY(get(j, "jitter", w.jitter, origin));
+  if (w.kernels < 1 || w.kernel_ms <= 0 || w.launch_gap_ms < 0 || w.prefetch < 1 || w.batch_s < 0)
+    return usage_error(origin +
+                       ": workload needs kernels >= 1, kernel_ms > 0, launch_gap_ms >= 0, "
+                       "prefetch >= 1, batch_s >= 0");
+  for (double a : {w.sm, w.tensor, w.dram, w.compute_bound})
+    if (a < 0 || a > 1) return usage_error(origin + ": sm, tensor, dram, compute_bound are 0-1");
+  return kOk;
+}
+
+Result<Scenario> parse_scenario(const std::string& text, const std::string& origin) {
+  json j;
+  try {
+    j = json::parse(text, nullptr, true, /*ignore_comments=*/true);
+  } catch (const json::parse_error& e) {
+    return usage_error(fmt::format("{}: not valid JSON: {}", origin, e.what()));
+  }
+  if (!j.is_object()) return usage_error(origin + ": a scenario is a JSON object");
+  GD_TRY(check_keys(j,
+                    {"name", "description", "cause", "model", "gpus", "duration_s", "interval_s",
+                     "seed", "power_limit_w", "app_clock_mhz", "hw_slowdown", "ambient_c",
+                     "cooling", "startup_s", "workload", "ranks", "changes"},
+                    origin));
+  Scenario s;
+  GD_TRY(get(j, "name", s.name, origin));
+  GD_TRY(get(j, "description", s.description, origin));
+  GD_TRY(get(j, "cause", s.cause, origin));
+  GD_TRY(get(j, "model", s.model, origin));
+  GD_TRY(get(j, "gpus", s.gpus, origin));
+  GD_TRY(get(j, "duration_s", s.duration_s, origin));
+  GD_TRY(get(j, "interval_s", s.interval_s, origin));
+  GD_TRY(get(j, "seed", s.seed, origin));
+  double v = 0;
+  if (j.contains("power_limit_w") && !j["power_limit_w"].is_null()) {
+    GD_TRY(get(j, "power_limit_w", v, origin));
+    s.power_limit_w = v;
+  }
+  if (j.contains("app_clock_mhz") && !j["app_clock_mhz"].is_null()) {
+    GD_TRY(get(j, "app_clock_mhz", v, origin));
+    s.app_clock_mhz = v;
+  }
+  GD_TRY(get(j, "hw_slowdown", s.hw_slowdown, origin));
+  GD_TRY(get(j, "ambient_c", s.ambient_c, origin));
+  GD_TRY(get(j, "cooling", s.cooling, origin));
+  GD_TRY(get(j, "startup_s", s.startup_s, origin));
+  if (j.contains("workload")) GD_TRY(apply_workload_json(s.workload, j["workload"], origin));
+  if (s.gpus < 1 || s.gpus > 64) return usage_error(origin + ": gpus must be 1-64");
+  if (s.duration_s <= 0 || s.interval_s < 0.01)
+    return usage_error(origin + ": duration_s must be > 0 and interval_s >= 0.01");
+  if (!gpu_model_by_key(s.model))
+    return usage_error(fmt::format("{}: unknown GPU model '{}'", origin, s.model));
+  s.ranks.assign(static_cast<size_t>(s.gpus), Rank{});
+  if (j.contains("ranks")) {
+    if (!j["ranks"].is_object())
+      return usage_error(origin + ": 'ranks' maps GPU indices (\"1\", \"2-3\") to settings");
+    for (const auto& [key, r] : j["ranks"].items()) {
+      int lo = 0, hi = 0;
+      const auto dash = key.find('-');
+      const std::string a = key.substr(0, dash),
+                        b = dash == std::string::npos ? a : key.substr(dash + 1);
+      if (std::from_chars(a.data(), a.data() + a.size(), lo).ec != std::errc{} ||
+          std::from_chars(b.data(), b.data() + b.size(), hi).ec != std::errc{} || lo > hi)
+        return usage_error(fmt::format("{}: bad rank key '{}'", origin, key));
+      GD_TRY(check_keys(
+          r, {"idle", "held", "slowdown", "processes", "alternate_steps", "alternate_phase"},
+          origin + " rank " + key));
+      for (int i = lo; i <= hi && i < s.gpus; ++i) {
+        Rank& rk = s.ranks[static_cast<size_t>(i)];
+        GD_TRY(get(r, "idle", rk.idle, origin));
+        GD_TRY(get(r, "held", rk.held, origin));
+        GD_TRY(get(r, "slowdown", rk.slowdown, origin));
+        GD_TRY(get(r, "processes", rk.processes, origin));
+        GD_TRY(get(r, "alternate_steps", rk.alternate_steps, origin));
+        GD_TRY(get(r, "alternate_phase", rk.alternate_phase, origin));
+      }
+    }
+  }
+  if (j.contains("changes")) {
+    for (const auto& c : j["changes"]) {
+      Change ch;
+      GD_TRY(get(c, "at_s", ch.at_s, origin));
+      if (!c.contains("workload")) return usage_error(origin + ": a change needs 'workload'");
+      Workload probe = s.workload;
+      GD_TRY(apply_workload_json(probe, c["workload"], origin + " change"));
+      ch.workload = c["workload"];
+      s.changes.push_back(std::move(ch));
+    }
+  }
+  return s;
+}
+
+std::vector<std::string> builtin_scenario_names() {
+  std::vector<std::string> out;
+  for (const auto& b : builtin_scenarios()) out.emplace_back(b.name);
+  return out;
+}
+
+Result<Scenario> load_scenario(const std::string& name_or_path) {
+  for (const auto& b : builtin_scenarios())
+    if (b.name == name_or_path)
+      return parse_scenario(std::string(b.json), "scenario " + name_or_path);
+  std::ifstream in(name_or_path);
+  if (!in)
+    return usage_error(fmt::format("unknown scenario '{}' (built in: {}; or give a file path)",
+                                   name_or_path, fmt::join(builtin_scenario_names(), ", ")));
+  std::stringstream ss;
+  ss << in.rdbuf();
+  auto s = parse_scenario(ss.str(), name_or_path);
+  if (s && s->name.empty()) s->name = name_or_path;
+  return s;
+}
+
+Result<Nothing> apply_override(Scenario& s, const std::string& key, const std::string& value) {
+  auto number = [&](double& out) -> Result<Nothing> {
+    const auto [p, ec] = std::from_chars(value.data(), value.data() + value.size(), out);
+    if (ec != std::errc{} || p != value.data() + value.size())
+      return usage_error(fmt::format("sim option {}={}: not a number", key, value));
+    return kOk;
+  };
+  double v = 0;
+  if (key == "gpus") {
+    GD_TRY(number(v));
+    if (v < 1 || v > 64 || v != static_cast<int>(v)) return usage_error("sim option gpus: 1-64");
+    s.gpus = static_cast<int>(v);
+    s.ranks.resize(static_cast<size_t>(s.gpus));
+  } else if (key == "model") {
+    if (!gpu_model_by_key(value)) return usage_error(fmt::format("unknown GPU model '{}'", value));
+    s.model = value;
+  } else if (key == "seed") {
+    GD_TRY(number(v));
+    s.seed = static_cast<uint64_t>(v);
+  } else if (key == "duration" || key == "interval") {
+    auto d = parse_duration(value);
+    if (!d) return d.error();
+    (key == "duration" ? s.duration_s : s.interval_s) = static_cast<double>(d->count()) / 1000.0;
+  } else if (key == "power_limit") {
+    GD_TRY(number(v));
+    s.power_limit_w = v;
+  } else {
+    return usage_error(fmt::format(
+        "unknown sim option '{}' (gpus, model, seed, speed, duration, interval, power_limit)",
+        key));
+  }
+  return kOk;
+}
+
+}  // namespace gpudoctor::sim
