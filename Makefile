@@ -1,11 +1,11 @@
 # Convenience targets; each installs what it needs first, so both work on a fresh Debian 12 clone.
-#   make demo   build and run `gpudoctor status` on a bundled capture through the stand-in NVML
+#   make demo   build and run `gpudoctor demo`: simulated GPUs with known problems, no GPU needed
 #   make test   build release and sanitizer (ASan+UBSan) configurations and run every test in both
 PRESET ?= release
 DEMO_CAPTURE ?= tests/data/captures/demo-4gpu.json
 JOBS ?= $(shell nproc)
 
-.PHONY: deps build demo watch-demo test test-release test-asan bench format clean
+.PHONY: deps build demo capture-demo watch-demo test test-release test-asan bench format clean
 
 deps:
 	@bash scripts/install-deps.sh
@@ -15,7 +15,10 @@ build: deps
 	@cmake --build --preset $(PRESET) -j $(JOBS)
 
 demo: build
-	@echo "== gpudoctor status on $(DEMO_CAPTURE), replayed by the stand-in NVML library (no GPU here) =="
+	@./build/$(PRESET)/src/gpudoctor demo
+
+# `gpudoctor status` on a bundled capture, replayed through the stand-in NVML library.
+capture-demo: build
 	@GPUDOCTOR_NVML_LIB=$(CURDIR)/build/$(PRESET)/tests/fake_nvml/libnvidia-ml.so.1 \
 	  GPUDOCTOR_FAKE_NVML_CAPTURE=$(CURDIR)/$(DEMO_CAPTURE) \
 	  ./build/$(PRESET)/src/gpudoctor status

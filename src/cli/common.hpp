@@ -50,5 +50,6 @@ Command add_watch_command(CLI::App& root);
 Command add_capture_command(CLI::App& root);
 Command add_fields_command(CLI::App& root);
 Command add_sim_command(CLI::App& root);
+Command add_demo_command(CLI::App& root);
 
 }  // namespace gpudoctor::cli

@@ -412,3 +412,17 @@ TEST(Sim, ListNamesScenariosAndModels) {
 }
 
 }  // namespace
+
+namespace {
+
+TEST(Demo, ShowsEveryStoryDeterministically) {
+  const Result r = run_with("", "demo");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  expect_golden("demo", r.out);
+  EXPECT_NE(r.out.find("=== straggler"), std::string::npos);
+  EXPECT_NE(r.out.find("POWER CAPPED"), std::string::npos);
+  EXPECT_NE(r.out.find("THERMAL THROTTLE"), std::string::npos);
+  EXPECT_EQ(run_with("", "demo --scenarios nonexistent").exit_code, 2);
+}
+
+}  // namespace
