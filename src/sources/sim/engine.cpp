@@ -252,16 +252,23 @@ void Simulation::finish_phase(size_t i) {
   }
 }
 
-double Simulation::power_at(const Gpu& g, double clock_mhz) const {
+// What the activity asks of the board, 0-1: tensor pipes cost most, then the SMs, then DRAM.
+static double demand_of(double sm, double tensor, double dram) {
+  return std::min(1.0, 0.35 * sm + 0.45 * tensor + 0.25 * dram);
+}
+
+// Board power at a demand and clock. Full demand at the maximum clock asks 15 % more than the
+// TDP, so dense math meets the default limit (and is trimmed by the power cap, as on real boards).
+double Simulation::power_at(double demand, double clock_mhz) const {
   const double dynamic_max = 1.15 * model_.tdp_w - model_.idle_w;
   const double f = clock_mhz / model_.sm_clock_max_mhz;
-  return model_.idle_w + dynamic_max * g.demand * std::pow(f, kPowerExponent);
+  return model_.idle_w + dynamic_max * demand * std::pow(f, kPowerExponent);
 }
 
 void Simulation::control(Gpu& g, double dt) {
   // The demand the board's power controller works from: it follows a rise at once (power capping
   // acts within milliseconds) and lets a fall decay, so clocks do not chase every short gap.
-  const double instant = std::min(1.0, 0.35 * g.act.sm + 0.45 * g.act.tensor + 0.25 * g.act.dram);
+  const double instant = demand_of(g.act.sm, g.act.tensor, g.act.dram);
   if (instant >= g.demand) {
     g.demand = instant;
   } else {
@@ -275,7 +282,7 @@ void Simulation::control(Gpu& g, double dt) {
   if (sc_.hw_slowdown) reasons |= 0x8;
   double f = fmax;
   // SW power cap: the highest clock at which the demand fits under the enforced limit.
-  if (power_at(g, fmax) > enforced_w_) {
+  if (power_at(g.demand, fmax) > enforced_w_) {
     const double dynamic_max = 1.15 * model_.tdp_w - model_.idle_w;
     const double room = std::max(0.0, enforced_w_ - model_.idle_w) / (dynamic_max * g.demand);
     f = std::max(model_.sm_clock_min_mhz,
@@ -308,10 +315,7 @@ void Simulation::control(Gpu& g, double dt) {
 void Simulation::integrate(Gpu& g, double dt) {
   if (dt <= 0) return;
   // Instantaneous power follows the current activity at the current clock.
-  const double instant = std::min(1.0, 0.35 * g.act.sm + 0.45 * g.act.tensor + 0.25 * g.act.dram);
-  const double dynamic_max = 1.15 * model_.tdp_w - model_.idle_w;
-  const double f = g.clock_mhz / model_.sm_clock_max_mhz;
-  g.power_w = model_.idle_w + dynamic_max * instant * std::pow(f, kPowerExponent);
+  g.power_w = power_at(demand_of(g.act.sm, g.act.tensor, g.act.dram), g.clock_mhz);
   g.energy_mj += g.power_w * dt * 1000;
   // First-order thermal model, solved exactly over dt.
   const double target = sc_.ambient_c + model_.thermal_resistance_c_per_w * sc_.cooling * g.power_w;

@@ -91,7 +91,7 @@ class Simulation {
   void start_phase(Gpu& g, Phase p);
   void finish_phase(size_t i);
   Activity activity(const Gpu& g, Phase p) const;
-  double power_at(const Gpu& g, double clock_mhz) const;
+  double power_at(double demand, double clock_mhz) const;
   void control(Gpu& g, double dt);
   void integrate(Gpu& g, double dt);
   double effective_max_clock() const;
