@@ -48,9 +48,10 @@ Command add_sim_command(CLI::App& root) {
             const double duration = spec->scenario.duration_s, interval = spec->scenario.interval_s;
             sim::SimSource src(std::move(spec.value()), *model, {});
             CaptureWriter writer(src.system(), src.devices());
+            const auto count = static_cast<size_t>(duration / interval + 1e-9);
             size_t frames = 0;
-            for (double t = 0; t <= duration + 1e-9; t += interval, ++frames)
-              writer.add(src.sample_at(t));
+            for (; frames <= count; ++frames)
+              writer.add(src.sample_at(static_cast<double>(frames) * interval));
             if (auto w = writer.write(opts->output); !w) return report(w.error());
             fmt::print(stderr, "wrote {} samples of {} simulated GPU{} ({}) to {}\n", frames,
                        src.devices().size(), src.devices().size() == 1 ? "" : "s",

@@ -145,6 +145,36 @@ TEST(Sim, BadSpecsAreClearErrors) {
   EXPECT_FALSE(parse_scenario(R"({"gpus": 2, "workload": {"sm": 3}})", "t").ok());
   EXPECT_FALSE(parse_scenario(R"({"gpus": 2, "wrkload": {}})", "t").ok());
   EXPECT_TRUE(parse_scenario(R"({"gpus": 2 /* comments allowed */})", "t").ok());
+  // Inputs that would stop simulated time or loop forever are refused.
+  EXPECT_FALSE(parse_scenario(R"({"ranks": {"0": {"processes": 0}}})", "t").ok());
+  EXPECT_FALSE(parse_scenario(R"({"ranks": {"0": {"slowdown": 0}}})", "t").ok());
+  EXPECT_FALSE(parse_scenario(R"({"gpus": 2, "ranks": {"1x": {}}})", "t").ok());
+  EXPECT_FALSE(parse_scenario(R"({"duration_s": 1e400})", "t").ok());
+  EXPECT_FALSE(parse_scenario(R"({"changes": {"at_s": 1}})", "t").ok());
+  EXPECT_FALSE(parse_scenario(R"({"changes": [{"at": 1, "workload": {}}]})", "t").ok());
+  EXPECT_FALSE(parse_sim_spec("healthy,interval=0").ok());
+  EXPECT_FALSE(parse_sim_spec("healthy,power_limit=nan").ok());
+  EXPECT_FALSE(parse_sim_spec("healthy,gpus=nan").ok());
+  EXPECT_FALSE(parse_sim_spec("healthy,seed=-1").ok());
+}
+
+TEST(Sim, HowOftenOneReadsNeverChangesTheJob) {
+  const Series a = run("healthy,seed=3", 40, 0.5), b = run("healthy,seed=3", 40, 2);
+  // Energy is what the job did; the two read schedules meet at t = 2, 4, ... 40.
+  for (size_t i = 0; i < b.gpu[0].size(); ++i)
+    EXPECT_EQ(a.gpu[0][4 * i + 3][Field::kEnergy], b.gpu[0][i][Field::kEnergy]) << i;
+}
+
+TEST(Sim, AJobThatStopsAllReducingReleasesWaitingRanks) {
+  auto sc = parse_scenario(R"({"gpus": 2, "workload": {"allreduce_mib": 200},
+      "ranks": {"1": {"slowdown": 3}},
+      "changes": [{"at_s": 10, "workload": {"allreduce_mib": 0}}]})",
+                           "t");
+  ASSERT_TRUE(sc.ok()) << sc.error().message;
+  SimSource src({sc.value(), 1.0}, *gpu_model_by_key(sc->model), {});
+  (void)src.sample_at(20);
+  const Frame f = src.sample_at(30);
+  EXPECT_GT(f.devices[0][Field::kGpmSmUtil].value(), 80);  // computing, not spinning at a barrier
 }
 
 }  // namespace

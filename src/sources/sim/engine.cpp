@@ -43,7 +43,11 @@ double Rng::normal() {  // Box-Muller; one value per call keeps the sequence sim
 }
 
 Simulation::Simulation(Scenario scenario, GpuModel model)
-    : sc_(std::move(scenario)), model_(model), w_(sc_.workload), rng_(sc_.seed) {
+    : sc_(std::move(scenario)),
+      model_(model),
+      w_(sc_.workload),
+      rng_(sc_.seed),
+      noise_(sc_.seed ^ 0x5EEDF00DULL) {
   enforced_w_ = std::clamp(sc_.power_limit_w.value_or(model_.tdp_w), model_.power_limit_min_w,
                            model_.power_limit_max_w);
   sc_.ranks.resize(static_cast<size_t>(sc_.gpus));
@@ -70,7 +74,7 @@ Simulation::Simulation(Scenario scenario, GpuModel model)
     d.name = std::string(model_.nvml_name);
     d.uuid = fmt::format("GPU-5e5e{:04x}-{:04x}-4{:03x}-8{:03x}-{:012x}", sc_.seed & 0xffff, i,
                          rng_.next() & 0xfff, rng_.next() & 0xfff, rng_.next() & 0xffffffffffffULL);
-    d.pci_bus_id = fmt::format("00000000:{:02X}:00.0", 0x18 + 0x10 * i);
+    d.pci_bus_id = fmt::format("00000000:{:02X}:00.0", (0x18 + 0x10 * i) % 0x100);
     d.serial = fmt::format("16{:011d}", rng_.next() % 100000000000ULL);
     d.persistence_mode = true;
     d.mig_mode =
@@ -185,7 +189,7 @@ void Simulation::start_phase(Gpu& g, Phase p) {
       d = kInf;
       break;
     case Phase::kAllReduce: {
-      const double n = static_cast<double>(sc_.gpus);
+      const double n = static_cast<double>(working_ranks());
       const double bw = g.act.nvlink_mibs > 0 ? g.act.nvlink_mibs : g.act.pcie_tx_mibs;
       d = 2 * (n - 1) / n * w_.allreduce_mib / std::max(bw, 1.0) * rng_.jitter(w_.jitter);
       break;
@@ -205,7 +209,7 @@ void Simulation::start_phase(Gpu& g, Phase p) {
 
 void Simulation::finish_phase(size_t i) {
   Gpu& g = gpus_[i];
-  const bool collective = w_.allreduce_mib > 0 && sc_.gpus > 1;
+  const bool collective = w_.allreduce_mib > 0 && working_ranks() > 1;
   switch (g.phase) {
     case Phase::kStartup:
       start_phase(g, Phase::kWaitData);
@@ -347,10 +351,26 @@ void Simulation::integrate(Gpu& g, double dt) {
   a.reasons |= g.reasons;
 }
 
+int Simulation::working_ranks() const {
+  int n = 0;
+  for (const Gpu& g : gpus_) n += g.rank.idle ? 0 : 1;
+  return n;
+}
+
 void Simulation::apply_changes() {
+  bool changed = false;
   while (next_change_ < sc_.changes.size() && sc_.changes[next_change_].at_s <= t_) {
     (void)apply_workload_json(w_, sc_.changes[next_change_].workload, "change");
     ++next_change_;
+    changed = true;
+  }
+  if (!changed) return;
+  // Schedules restart from now; a job that stopped all-reducing releases ranks at the barrier.
+  const bool collective = w_.allreduce_mib > 0 && working_ranks() > 1;
+  for (Gpu& g : gpus_) {
+    g.next_eval = w_.eval_every_s > 0 ? t_ + w_.eval_every_s : kInf;
+    g.next_checkpoint = w_.checkpoint_every_s > 0 ? t_ + w_.checkpoint_every_s : kInf;
+    if (!collective && g.phase == Phase::kBarrier) start_phase(g, Phase::kWaitData);
   }
 }
 
@@ -412,7 +432,7 @@ DeviceSample Simulation::read(size_t i) {
   }
   s[kPower] = Reading::of(std::round(avg * 100) / 100);
   s[kPowerInstant] =
-      Reading::of(std::round(std::max(0.0, g.power_w * rng_.jitter(0.02)) * 100) / 100);
+      Reading::of(std::round(std::max(0.0, g.power_w * noise_.jitter(0.02)) * 100) / 100);
   s[kEnergy] = Reading::of(std::floor(g.energy_mj));
   s[kPowerLimitEnforced] = Reading::of(enforced_w_);
   s[kPowerLimit] = Reading::of(enforced_w_);
@@ -466,7 +486,7 @@ DeviceSample Simulation::read(size_t i) {
       ProcessInfo p;
       p.pid = static_cast<uint32_t>(40000 + 100 * i + static_cast<size_t>(k));
       p.name = "python";
-      p.used_memory_mib = std::round(g.mem_used_mib / n - 300);
+      p.used_memory_mib = std::max(0.0, std::round(g.mem_used_mib / n - 300));
       p.sm_util_pct = std::round(pct(a.kernel) / n);
       p.mem_util_pct = std::round(pct(a.dram) / n);
       s.processes.push_back(std::move(p));

@@ -96,13 +96,15 @@ class Simulation {
   void integrate(Gpu& g, double dt);
   double effective_max_clock() const;
   void apply_changes();
+  int working_ranks() const;
 
   Scenario sc_;
   GpuModel model_;
   Workload w_;
   std::vector<DeviceInfo> infos_;
   std::vector<Gpu> gpus_;
-  Rng rng_;
+  Rng rng_;    // the job: durations, identities
+  Rng noise_;  // sensor noise on reads, so how often one reads never changes the job
   double t_ = 0;
   double next_control_ = 0;
   size_t next_change_ = 0;

@@ -1,5 +1,6 @@
 #include "sources/sim/scenario.hpp"
 
+#include <algorithm>
 #include <charconv>
 #include <fstream>
 #include <sstream>
@@ -44,6 +45,31 @@ Result<Nothing> check_keys(const json& j, std::initializer_list<const char*> kno
 
 }  // namespace
 
+Result<Nothing> validate_scenario(const Scenario& s, const std::string& origin) {
+  if (s.gpus < 1 || s.gpus > 64) return usage_error(origin + ": gpus must be 1-64");
+  if (!(s.duration_s > 0 && s.duration_s <= 30 * 86400.0) || !(s.interval_s >= 0.01) ||
+      s.duration_s / s.interval_s > 1e7)
+    return usage_error(origin +
+                       ": duration must be > 0 and at most 30 days, interval at least 10ms, and "
+                       "at most 10 million samples");
+  if (!gpu_model_by_key(s.model))
+    return usage_error(fmt::format("{}: unknown GPU model '{}'", origin, s.model));
+  if (s.power_limit_w && !(*s.power_limit_w > 0 && *s.power_limit_w < 1e5))
+    return usage_error(origin + ": power_limit_w must be a positive number of watts");
+  if (s.app_clock_mhz && !(*s.app_clock_mhz > 0 && *s.app_clock_mhz < 1e5))
+    return usage_error(origin + ": app_clock_mhz must be a positive number of MHz");
+  if (!(s.ambient_c > -50 && s.ambient_c < 100) || !(s.cooling > 0 && s.cooling < 100) ||
+      !(s.startup_s >= 0 && s.startup_s < 1e6))
+    return usage_error(origin + ": ambient_c, cooling (> 0) or startup_s out of range");
+  for (const Rank& r : s.ranks)
+    if (r.processes < 1 || r.processes > 64 || !(r.slowdown > 0 && r.slowdown < 1000) ||
+        r.alternate_steps < 0 || (r.alternate_phase != 0 && r.alternate_phase != 1))
+      return usage_error(origin +
+                         ": a rank needs processes 1-64, slowdown > 0, "
+                         "alternate_steps >= 0, alternate_phase 0 or 1");
+  return kOk;
+}
+
 Result<Nothing> apply_workload_json(Workload& w, const json& j, const std::string& origin) {
   if (!j.is_object()) return usage_error(origin + ": 'workload' must be an object");
   GD_TRY(
@@ -75,7 +101,16 @@ Result<Nothing> apply_workload_json(Workload& w, const json& j, const std::strin
                        ": workload needs kernels >= 1, kernel_ms > 0, launch_gap_ms >= 0, "
                        "prefetch >= 1, batch_s >= 0");
   for (double a : {w.sm, w.tensor, w.dram, w.compute_bound})
-    if (a < 0 || a > 1) return usage_error(origin + ": sm, tensor, dram, compute_bound are 0-1");
+    if (!(a >= 0 && a <= 1))
+      return usage_error(origin + ": sm, tensor, dram, compute_bound are 0-1");
+  // Every step must take time, or simulated time could not advance.
+  if (!(w.kernel_ms * w.kernels >= 1e-3) || !(w.jitter >= 0 && w.jitter <= 0.5) ||
+      !(w.h2d_mib >= 0) || !(w.allreduce_mib >= 0) || !(w.optimizer_ms >= 0) ||
+      !(w.eval_every_s >= 0) || !(w.eval_s >= 0) || !(w.checkpoint_every_s >= 0) ||
+      !(w.checkpoint_s >= 0))
+    return usage_error(origin +
+                       ": a step needs kernels x kernel_ms >= 1 us, jitter 0-0.5, and "
+                       "no negative sizes or times");
   return kOk;
 }
 
@@ -83,7 +118,7 @@ Result<Scenario> parse_scenario(const std::string& text, const std::string& orig
   json j;
   try {
     j = json::parse(text, nullptr, true, /*ignore_comments=*/true);
-  } catch (const json::parse_error& e) {
+  } catch (const json::exception& e) {
     return usage_error(fmt::format("{}: not valid JSON: {}", origin, e.what()));
   }
   if (!j.is_object()) return usage_error(origin + ": a scenario is a JSON object");
@@ -116,10 +151,6 @@ Result<Scenario> parse_scenario(const std::string& text, const std::string& orig
   GD_TRY(get(j, "startup_s", s.startup_s, origin));
   if (j.contains("workload")) GD_TRY(apply_workload_json(s.workload, j["workload"], origin));
   if (s.gpus < 1 || s.gpus > 64) return usage_error(origin + ": gpus must be 1-64");
-  if (s.duration_s <= 0 || s.interval_s < 0.01)
-    return usage_error(origin + ": duration_s must be > 0 and interval_s >= 0.01");
-  if (!gpu_model_by_key(s.model))
-    return usage_error(fmt::format("{}: unknown GPU model '{}'", origin, s.model));
   s.ranks.assign(static_cast<size_t>(s.gpus), Rank{});
   if (j.contains("ranks")) {
     if (!j["ranks"].is_object())
@@ -129,8 +160,10 @@ Result<Scenario> parse_scenario(const std::string& text, const std::string& orig
       const auto dash = key.find('-');
       const std::string a = key.substr(0, dash),
                         b = dash == std::string::npos ? a : key.substr(dash + 1);
-      if (std::from_chars(a.data(), a.data() + a.size(), lo).ec != std::errc{} ||
-          std::from_chars(b.data(), b.data() + b.size(), hi).ec != std::errc{} || lo > hi)
+      const auto ra = std::from_chars(a.data(), a.data() + a.size(), lo);
+      const auto rb = std::from_chars(b.data(), b.data() + b.size(), hi);
+      if (ra.ec != std::errc{} || ra.ptr != a.data() + a.size() || rb.ec != std::errc{} ||
+          rb.ptr != b.data() + b.size() || lo < 0 || lo > hi || hi >= s.gpus)
         return usage_error(fmt::format("{}: bad rank key '{}'", origin, key));
       GD_TRY(check_keys(
           r, {"idle", "held", "slowdown", "processes", "alternate_steps", "alternate_phase"},
@@ -147,7 +180,9 @@ Result<Scenario> parse_scenario(const std::string& text, const std::string& orig
     }
   }
   if (j.contains("changes")) {
+    if (!j["changes"].is_array()) return usage_error(origin + ": 'changes' is an array");
     for (const auto& c : j["changes"]) {
+      GD_TRY(check_keys(c, {"at_s", "workload"}, origin + " change"));
       Change ch;
       GD_TRY(get(c, "at_s", ch.at_s, origin));
       if (!c.contains("workload")) return usage_error(origin + ": a change needs 'workload'");
@@ -156,7 +191,10 @@ Result<Scenario> parse_scenario(const std::string& text, const std::string& orig
       ch.workload = c["workload"];
       s.changes.push_back(std::move(ch));
     }
+    std::stable_sort(s.changes.begin(), s.changes.end(),
+                     [](const Change& x, const Change& y) { return x.at_s < y.at_s; });
   }
+  GD_TRY(validate_scenario(s, origin));
   return s;
 }
 
@@ -189,30 +227,37 @@ Result<Nothing> apply_override(Scenario& s, const std::string& key, const std::s
     return kOk;
   };
   double v = 0;
+  auto integer = [&](uint64_t& out, uint64_t max) -> Result<Nothing> {
+    const auto [p, ec] = std::from_chars(value.data(), value.data() + value.size(), out);
+    if (ec != std::errc{} || p != value.data() + value.size() || out > max)
+      return usage_error(fmt::format("sim option {}={}: a whole number up to {}", key, value, max));
+    return kOk;
+  };
+  uint64_t n = 0;
   if (key == "gpus") {
-    GD_TRY(number(v));
-    if (v < 1 || v > 64 || v != static_cast<int>(v)) return usage_error("sim option gpus: 1-64");
-    s.gpus = static_cast<int>(v);
+    GD_TRY(integer(n, 64));
+    if (n < 1) return usage_error("sim option gpus: 1-64");
+    s.gpus = static_cast<int>(n);
     s.ranks.resize(static_cast<size_t>(s.gpus));
   } else if (key == "model") {
     if (!gpu_model_by_key(value)) return usage_error(fmt::format("unknown GPU model '{}'", value));
     s.model = value;
   } else if (key == "seed") {
-    GD_TRY(number(v));
-    s.seed = static_cast<uint64_t>(v);
+    GD_TRY(integer(n, UINT64_MAX));
+    s.seed = n;
   } else if (key == "duration" || key == "interval") {
     auto d = parse_duration(value);
     if (!d) return d.error();
     (key == "duration" ? s.duration_s : s.interval_s) = static_cast<double>(d->count()) / 1000.0;
   } else if (key == "power_limit") {
     GD_TRY(number(v));
-    s.power_limit_w = v;
+    s.power_limit_w = v;  // validated below
   } else {
     return usage_error(fmt::format(
         "unknown sim option '{}' (gpus, model, seed, speed, duration, interval, power_limit)",
         key));
   }
-  return kOk;
+  return validate_scenario(s, "sim option " + key);
 }
 
 }  // namespace gpudoctor::sim

@@ -76,6 +76,8 @@ Result<Scenario> load_scenario(const std::string& name_or_path);
 std::vector<std::string> builtin_scenario_names();
 // Applies "key=value" overrides: gpus, model, seed, duration, interval, power_limit.
 Result<Nothing> apply_override(Scenario& s, const std::string& key, const std::string& value);
+// Checks ranges that keep the simulation meaningful and finite (called by the parsers).
+Result<Nothing> validate_scenario(const Scenario& s, const std::string& origin);
 // Applies a JSON object of Workload fields; unknown keys are errors.
 Result<Nothing> apply_workload_json(Workload& w, const nlohmann::json& j,
                                     const std::string& origin);

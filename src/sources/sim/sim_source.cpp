@@ -30,9 +30,10 @@ Result<SimSpec> parse_sim_spec(const std::string& text) {
     const std::string key = parts[i].substr(0, eq), value = parts[i].substr(eq + 1);
     if (key == "speed") {
       const auto [p, ec] = std::from_chars(value.data(), value.data() + value.size(), spec.speed);
-      if (ec != std::errc{} || p != value.data() + value.size() || spec.speed <= 0 ||
-          spec.speed > 1e6)
-        return usage_error(fmt::format("sim option speed={}: a number > 0", value));
+      if (ec != std::errc{} || p != value.data() + value.size() || !(spec.speed > 0) ||
+          spec.speed > 1000)
+        return usage_error(
+            fmt::format("sim option speed={}: a number > 0 and at most 1000", value));
       continue;
     }
     auto r = apply_override(spec.scenario, key, value);
