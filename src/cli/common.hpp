@@ -51,5 +51,8 @@ Command add_capture_command(CLI::App& root);
 Command add_fields_command(CLI::App& root);
 Command add_sim_command(CLI::App& root);
 Command add_demo_command(CLI::App& root);
+Command add_record_command(CLI::App& root);
+Command add_import_command(CLI::App& root);
+Command add_export_command(CLI::App& root);
 
 }  // namespace gpudoctor::cli

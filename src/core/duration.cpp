@@ -2,6 +2,7 @@
 
 #include <charconv>
 #include <cmath>
+#include <ctime>
 
 #include <fmt/format.h>
 
@@ -41,6 +42,14 @@ Result<std::chrono::milliseconds> parse_duration(std::string_view text) {
   if (!std::isfinite(ms) || ms > 1e12)  // ~31 years; more overflows clock arithmetic
     return usage_error(fmt::format("invalid duration '{}': too large", original));
   return std::chrono::milliseconds(static_cast<int64_t>(std::llround(ms)));
+}
+
+std::string iso8601_utc(int64_t unix_ms) {
+  const std::time_t t = static_cast<std::time_t>(unix_ms / 1000);
+  std::tm tm{};
+  gmtime_r(&t, &tm);
+  return fmt::format("{:04}-{:02}-{:02}T{:02}:{:02}:{:02}.{:03}Z", tm.tm_year + 1900, tm.tm_mon + 1,
+                     tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec, unix_ms % 1000);
 }
 
 std::string format_duration(std::chrono::milliseconds d) {

@@ -11,5 +11,7 @@ namespace gpudoctor {
 
 Result<std::chrono::milliseconds> parse_duration(std::string_view text);
 std::string format_duration(std::chrono::milliseconds d);
+// "2026-11-30T06:55:52.123Z" (UTC, milliseconds).
+std::string iso8601_utc(int64_t unix_ms);
 
 }  // namespace gpudoctor

@@ -6,6 +6,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/clock_reasons.hpp"
+#include "core/duration.hpp"
 
 namespace gpudoctor {
 namespace {
@@ -40,14 +41,6 @@ Result<WatchFormat> parse_watch_format(const std::string& s) {
   if (s == "csv") return WatchFormat::kCsv;
   if (s == "jsonl") return WatchFormat::kJsonl;
   return usage_error(fmt::format("unknown format '{}' (use table, csv or jsonl)", s));
-}
-
-std::string iso8601_utc(int64_t unix_ms) {
-  const std::time_t t = static_cast<std::time_t>(unix_ms / 1000);
-  std::tm tm{};
-  gmtime_r(&t, &tm);
-  return fmt::format("{:04}-{:02}-{:02}T{:02}:{:02}:{:02}.{:03}Z", tm.tm_year + 1900, tm.tm_mon + 1,
-                     tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec, unix_ms % 1000);
 }
 
 std::string WatchRenderer::header() const {

@@ -29,7 +29,4 @@ class WatchRenderer {
   WatchFormat format_;
 };
 
-// "2026-11-30T06:55:52.123Z" (UTC, milliseconds).
-std::string iso8601_utc(int64_t unix_ms);
-
 }  // namespace gpudoctor

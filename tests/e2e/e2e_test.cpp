@@ -426,3 +426,68 @@ TEST(Demo, ShowsEveryStoryDeterministically) {
 }
 
 }  // namespace
+
+// ---- record / import / export ----------------------------------------------------------------
+
+namespace {
+
+fs::path temp_file(const std::string& name) {
+  return fs::temp_directory_path() / fmt::format("gpudoctor-e2e-{}-{}", getpid(), name);
+}
+
+TEST(Record, FromTheSimulatorAndBackOut) {
+  const fs::path db = temp_file("rec.db");
+  const Result r = run_with(
+      "", "record --source sim:straggler,speed=20 -i 100ms --duration 2s -o " + quote(db.string()));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.err.find("recorded"), std::string::npos);
+  const Result csv = run_with("", "export " + quote(db.string()) + " --format csv");
+  ASSERT_EQ(csv.exit_code, 0) << csv.err;
+  const auto lines = lines_of(csv.out);
+  ASSERT_GE(lines.size(), 1u + 4 * 15) << csv.out.substr(0, 500);
+  EXPECT_EQ(lines[0].substr(0, 22), "time,gpu,util_gpu_pct,");
+  const Result jsonl = run_with("", "export " + quote(db.string()) + " --format jsonl");
+  ASSERT_EQ(jsonl.exit_code, 0) << jsonl.err;
+  const auto j = nlohmann::json::parse(lines_of(jsonl.out).back());
+  EXPECT_TRUE(j["power_w"].is_number());
+  fs::remove(db);
+}
+
+TEST(Record, KilledRecorderLosesAtMostTheLastSecond) {
+  const fs::path db = temp_file("kill.db");
+  const Result r = run_shell(fmt::format(
+      "{} record --source sim:healthy,speed=10 -i 100ms -o {} & pid=$!; sleep 3; kill -9 $pid; "
+      "wait $pid; echo killed",
+      GPUDOCTOR_BIN, quote(db.string())));
+  ASSERT_NE(r.out.find("killed"), std::string::npos);
+  const Result csv = run_with("", "export " + quote(db.string()) + " --format csv");
+  ASSERT_EQ(csv.exit_code, 0) << csv.err;
+  // ~3 s at 100 ms on 4 GPUs is ~120 rows; at most the last second (~40) may be lost.
+  EXPECT_GE(lines_of(csv.out).size(), 1u + 4 * 15) << csv.out.size();
+  for (const char* suffix : {"", "-wal", "-shm"}) fs::remove(db.string() + suffix);
+}
+
+TEST(Record, UnwritablePathIsAClearError) {
+  const Result r =
+      run_with("", "record --source sim:healthy -o /nonexistent/dir/run.db --duration 1s");
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.err.find("/nonexistent/dir/run.db"), std::string::npos) << r.err;
+}
+
+TEST(Import, CaptureIntoARecording) {
+  const fs::path db = temp_file("imp.db");
+  const Result r = run_with(
+      "", "import " + quote(capture_path("mixed-unsupported")) + " -o " + quote(db.string()));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const Result jsonl = run_with("", "export " + quote(db.string()) + " --format jsonl");
+  ASSERT_EQ(jsonl.exit_code, 0) << jsonl.err;
+  const auto first = nlohmann::json::parse(lines_of(jsonl.out).front());
+  EXPECT_TRUE(first["power_instant_w"].is_null());  // NO_PERMISSION on GPU 0: null, not 0
+  EXPECT_TRUE(first["power_w"].is_number());
+  const Result bad = run_with("", "import /etc/hostname -o " + quote(db.string()));
+  EXPECT_EQ(bad.exit_code, 2);
+  EXPECT_NE(bad.err.find("not a format gpudoctor reads"), std::string::npos) << bad.err;
+  fs::remove(db);
+}
+
+}  // namespace

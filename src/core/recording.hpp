@@ -1,0 +1,61 @@
+// Recording: the one in-memory form of telemetry that analysis reads, whatever it came from (a
+// live window, a SQLite recording, an imported nvidia-smi / dmon / DCGM log, a capture). Columnar:
+// per GPU a time vector and one column per field that the input had. A missing sample of a present
+// field is NaN (never 0); a field the GPU does not support has no column and, where the input said
+// why, an entry in `unsupported`.
+#pragma once
+
+#include <array>
+#include <cmath>
+#include <cstdint>
+#include <limits>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "core/device.hpp"
+#include "core/fields.hpp"
+
+namespace gpudoctor {
+
+struct ProcessSpan {
+  uint32_t pid = 0;
+  std::string name;
+  double first_s = 0, last_s = 0;  // seconds since the recording's start
+  std::optional<double> max_memory_mib;
+};
+
+struct GpuSeries {
+  DeviceInfo info;
+  std::vector<double> time_s;  // seconds since Recording::start_unix_ms, increasing
+  // One column per field, present only for fields the input had; same length as time_s.
+  std::array<std::unique_ptr<std::vector<double>>, kFieldCount> columns{};
+  std::map<Field, int32_t> unsupported;  // field -> NVML code, where known
+  std::vector<ProcessSpan> processes;
+  std::optional<double> lost_at_s;
+
+  bool has(Field f) const { return columns[index_of(f)] != nullptr; }
+  const std::vector<double>* column(Field f) const { return columns[index_of(f)].get(); }
+  // Creates the column (NaN-filled to the current length) if needed.
+  std::vector<double>& column_for_write(Field f);
+  // Appends a time and NaN to every present column; returns the new row index.
+  size_t append_row(double t_s);
+  size_t size() const { return time_s.size(); }
+};
+
+struct Recording {
+  SystemInfo system;
+  int64_t start_unix_ms = 0;
+  std::string source;  // "nvml", "sim:straggler", "nvidia-smi csv: run.csv", ...
+  std::vector<GpuSeries> gpus;
+  std::vector<std::string> notes;  // what the reader assumed (e.g. where a power limit came from)
+};
+
+inline bool is_missing(double v) {
+  return std::isnan(v);
+}
+inline constexpr double kMissing = std::numeric_limits<double>::quiet_NaN();
+
+}  // namespace gpudoctor

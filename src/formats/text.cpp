@@ -1,0 +1,241 @@
+#include "formats/text.hpp"
+
+#include <charconv>
+#include <cmath>
+#include <cstring>
+#include <system_error>
+
+#include <fmt/format.h>
+
+namespace gpudoctor::text {
+namespace {
+
+bool is_space(char c) {
+  return c == ' ' || c == '\t' || c == '\r' || c == '\n';
+}
+
+char lower(char c) {
+  return (c >= 'A' && c <= 'Z') ? static_cast<char>(c - 'A' + 'a') : c;
+}
+
+// Reads exactly n digits at s[pos]; advances pos.
+bool read_digits(std::string_view s, size_t& pos, size_t n, int64_t& out) {
+  if (pos + n > s.size()) return false;
+  int64_t v = 0;
+  for (size_t i = 0; i < n; ++i) {
+    const char c = s[pos + i];
+    if (c < '0' || c > '9') return false;
+    v = v * 10 + (c - '0');
+  }
+  pos += n;
+  out = v;
+  return true;
+}
+
+}  // namespace
+
+std::string_view trim_left(std::string_view s) {
+  size_t b = 0;
+  while (b < s.size() && is_space(s[b])) ++b;
+  return s.substr(b);
+}
+
+std::string_view trim(std::string_view s) {
+  size_t b = 0, e = s.size();
+  while (b < e && is_space(s[b])) ++b;
+  while (e > b && is_space(s[e - 1])) --e;
+  return s.substr(b, e - b);
+}
+
+std::string_view strip_bom(std::string_view s) {
+  if (s.size() >= 3 && static_cast<unsigned char>(s[0]) == 0xEF &&
+      static_cast<unsigned char>(s[1]) == 0xBB && static_cast<unsigned char>(s[2]) == 0xBF)
+    return s.substr(3);
+  return s;
+}
+
+bool iequals(std::string_view a, std::string_view b) {
+  if (a.size() != b.size()) return false;
+  for (size_t i = 0; i < a.size(); ++i)
+    if (lower(a[i]) != lower(b[i])) return false;
+  return true;
+}
+
+bool istarts_with(std::string_view s, std::string_view prefix) {
+  return s.size() >= prefix.size() && iequals(s.substr(0, prefix.size()), prefix);
+}
+
+bool is_blank(std::string_view s) {
+  for (const char c : s)
+    if (!is_space(c)) return false;
+  return true;
+}
+
+bool looks_binary(std::string_view head) {
+  size_t control = 0;
+  for (const char ch : head) {
+    const auto c = static_cast<unsigned char>(ch);
+    if (c == 0) return true;
+    if (c < 0x20 && c != '\n' && c != '\r' && c != '\t' && c != '\f') ++control;
+  }
+  return control > 0 && control * 100 > head.size();  // over 1% control bytes
+}
+
+bool LineReader::next(std::string_view& line) {
+  if (rest_.empty()) return false;
+  const void* nl = std::memchr(rest_.data(), '\n', rest_.size());
+  size_t len;
+  if (nl == nullptr) {
+    line = rest_;
+    len = rest_.size();
+    rest_ = {};
+  } else {
+    len = static_cast<size_t>(static_cast<const char*>(nl) - rest_.data());
+    line = rest_.substr(0, len);
+    rest_.remove_prefix(len + 1);
+  }
+  if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
+  ++line_number_;
+  return true;
+}
+
+void split(std::string_view line, char sep, std::vector<std::string_view>& out) {
+  out.clear();
+  size_t start = 0;
+  while (true) {
+    const void* p =
+        line.size() > start ? std::memchr(line.data() + start, sep, line.size() - start) : nullptr;
+    if (p == nullptr) {
+      out.push_back(line.substr(start));
+      return;
+    }
+    const size_t at = static_cast<size_t>(static_cast<const char*>(p) - line.data());
+    out.push_back(line.substr(start, at - start));
+    start = at + 1;
+  }
+}
+
+void split_trimmed(std::string_view line, char sep, std::vector<std::string_view>& out) {
+  split(line, sep, out);
+  for (auto& c : out) c = trim(c);
+}
+
+std::optional<double> parse_double(std::string_view s) {
+  s = trim(s);
+  if (s.empty()) return std::nullopt;
+  if (s.front() == '+') s.remove_prefix(1);
+  double v = 0;
+  const auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
+  if (ec != std::errc() || p != s.data() + s.size() || !std::isfinite(v)) return std::nullopt;
+  return v;
+}
+
+std::optional<int64_t> parse_int(std::string_view s) {
+  s = trim(s);
+  if (s.empty()) return std::nullopt;
+  if (s.front() == '+') s.remove_prefix(1);
+  int64_t v = 0;
+  const auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
+  if (ec != std::errc() || p != s.data() + s.size()) return std::nullopt;
+  return v;
+}
+
+std::optional<uint64_t> parse_hex(std::string_view s) {
+  s = trim(s);
+  if (s.size() >= 2 && s[0] == '0' && (s[1] == 'x' || s[1] == 'X')) s.remove_prefix(2);
+  if (s.empty()) return std::nullopt;
+  uint64_t v = 0;
+  const auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), v, 16);
+  if (ec != std::errc() || p != s.data() + s.size()) return std::nullopt;
+  return v;
+}
+
+std::optional<NumberWithUnit> parse_number_with_unit(std::string_view s) {
+  s = trim(s);
+  if (!s.empty() && s.front() == '+') s.remove_prefix(1);
+  if (s.empty()) return std::nullopt;
+  // from_chars would take "inf", "nan" and hex floats' prefixes; a value starts with a digit, a
+  // sign or a point.
+  const char c0 = s.front();
+  if (!((c0 >= '0' && c0 <= '9') || c0 == '-' || c0 == '.')) return std::nullopt;
+  double v = 0;
+  const auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
+  if (ec != std::errc() || !std::isfinite(v)) return std::nullopt;
+  NumberWithUnit out;
+  out.value = v;
+  out.unit = trim_left(s.substr(static_cast<size_t>(p - s.data())));
+  return out;
+}
+
+int64_t days_from_civil(int64_t y, unsigned m, unsigned d) {
+  // Howard Hinnant's algorithm.
+  y -= m <= 2;
+  const int64_t era = (y >= 0 ? y : y - 399) / 400;
+  const auto yoe = static_cast<unsigned>(y - era * 400);
+  const unsigned doy = (153 * (m > 2 ? m - 3 : m + 9) + 2) / 5 + d - 1;
+  const unsigned doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+  return era * 146097 + static_cast<int64_t>(doe) - 719468;
+}
+
+std::optional<int64_t> parse_timestamp_ms(std::string_view s) {
+  s = trim(s);
+  size_t pos = 0;
+  int64_t year = 0, month = 0, day = 0, hour = 0, minute = 0, second = 0;
+  if (!read_digits(s, pos, 4, year)) return std::nullopt;
+  if (pos >= s.size() || (s[pos] != '/' && s[pos] != '-')) return std::nullopt;
+  const char date_sep = s[pos++];
+  if (!read_digits(s, pos, 2, month)) return std::nullopt;
+  if (pos >= s.size() || s[pos++] != date_sep) return std::nullopt;
+  if (!read_digits(s, pos, 2, day)) return std::nullopt;
+  if (pos >= s.size() || (s[pos] != ' ' && s[pos] != 'T')) return std::nullopt;
+  ++pos;
+  if (!read_digits(s, pos, 2, hour)) return std::nullopt;
+  if (pos >= s.size() || s[pos++] != ':') return std::nullopt;
+  if (!read_digits(s, pos, 2, minute)) return std::nullopt;
+  if (pos >= s.size() || s[pos++] != ':') return std::nullopt;
+  if (!read_digits(s, pos, 2, second)) return std::nullopt;
+  double frac_ms = 0;
+  if (pos < s.size() && (s[pos] == '.' || s[pos] == ',')) {
+    ++pos;
+    double scale = 100;
+    size_t digits = 0;
+    while (pos < s.size() && s[pos] >= '0' && s[pos] <= '9') {
+      frac_ms += (s[pos] - '0') * scale;
+      scale /= 10;
+      ++pos;
+      ++digits;
+    }
+    if (digits == 0) return std::nullopt;
+  }
+  if (pos < s.size() && s[pos] == 'Z') ++pos;
+  if (pos != s.size()) return std::nullopt;
+  if (month < 1 || month > 12 || day < 1 || day > 31 || hour > 23 || minute > 59 || second > 60)
+    return std::nullopt;
+  const int64_t days =
+      days_from_civil(year, static_cast<unsigned>(month), static_cast<unsigned>(day));
+  const int64_t secs = days * 86400 + hour * 3600 + minute * 60 + second;
+  return secs * 1000 + static_cast<int64_t>(std::llround(frac_ms));
+}
+
+std::string format_timestamp_ms(int64_t unix_ms, char date_sep) {
+  int64_t days = unix_ms >= 0 ? unix_ms / 86400000 : (unix_ms - 86399999) / 86400000;
+  int64_t ms_of_day = unix_ms - days * 86400000;
+  // civil_from_days (Howard Hinnant).
+  days += 719468;
+  const int64_t era = (days >= 0 ? days : days - 146096) / 146097;
+  const auto doe = static_cast<unsigned>(days - era * 146097);
+  const unsigned yoe = (doe - doe / 1460 + doe / 36524 - doe / 146096) / 365;
+  const unsigned doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+  const unsigned mp = (5 * doy + 2) / 153;
+  const unsigned d = doy - (153 * mp + 2) / 5 + 1;
+  const unsigned m = mp < 10 ? mp + 3 : mp - 9;
+  const int64_t y = static_cast<int64_t>(yoe) + era * 400 + (m <= 2);
+  const int64_t hh = ms_of_day / 3600000;
+  ms_of_day %= 3600000;
+  const int64_t mm = ms_of_day / 60000;
+  ms_of_day %= 60000;
+  return fmt::format("{:04}{}{:02}{}{:02} {:02}:{:02}:{:02}.{:03}", y, date_sep, m, date_sep, d, hh,
+                     mm, ms_of_day / 1000, ms_of_day % 1000);
+}
+
+}  // namespace gpudoctor::text

@@ -1,0 +1,68 @@
+// Small text helpers shared by the log readers (nvidia-smi CSV, dmon, DCGM ...): line splitting,
+// trimming, numbers with a unit suffix, timestamps. All work on string_views into the caller's
+// text and allocate nothing, so a reader can stay at memory speed.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace gpudoctor::text {
+
+// Spaces, tabs, CR and LF removed from both ends.
+std::string_view trim(std::string_view s);
+std::string_view trim_left(std::string_view s);
+// The text without a leading UTF-8 byte order mark.
+std::string_view strip_bom(std::string_view s);
+bool iequals(std::string_view a, std::string_view b);
+bool istarts_with(std::string_view s, std::string_view prefix);
+bool is_blank(std::string_view s);
+// True when the text holds bytes no text log has (NUL, or many control characters).
+bool looks_binary(std::string_view head);
+
+// Iterates the lines of a text: LF or CRLF endings (the CR is removed), the last line may lack an
+// ending. line_number() is 1-based and counts every line, blank ones too.
+class LineReader {
+ public:
+  explicit LineReader(std::string_view text) : rest_(text) {}
+  bool next(std::string_view& line);
+  size_t line_number() const { return line_number_; }
+  // Bytes not yet returned.
+  std::string_view rest() const { return rest_; }
+
+ private:
+  std::string_view rest_;
+  size_t line_number_ = 0;
+};
+
+// Splits at every sep into out (cleared first); cells keep their spaces. "" gives one empty cell.
+void split(std::string_view line, char sep, std::vector<std::string_view>& out);
+// As split, with each cell trimmed.
+void split_trimmed(std::string_view line, char sep, std::vector<std::string_view>& out);
+
+// The whole of s (trimmed) as a finite number; nullopt for anything else ("", "12x", "nan").
+std::optional<double> parse_double(std::string_view s);
+std::optional<int64_t> parse_int(std::string_view s);
+// "0x1f", "0X1F" or "1f" as hexadecimal.
+std::optional<uint64_t> parse_hex(std::string_view s);
+
+// "152.34 W", "99 %", "30512MiB", "-3": the number and what follows it (trimmed, "" when none).
+struct NumberWithUnit {
+  double value = 0;
+  std::string_view unit;
+};
+std::optional<NumberWithUnit> parse_number_with_unit(std::string_view s);
+
+// Days since 1970-01-01 of a proleptic Gregorian date.
+int64_t days_from_civil(int64_t y, unsigned m, unsigned d);
+// "2024/03/14 10:15:02.123" (nvidia-smi), "2024-03-14 10:15:02", "2024-03-14T10:15:02.5Z": the
+// wall-clock time as milliseconds since the Unix epoch, read as UTC (no time zone is applied; a
+// trailing "Z" is accepted). Fractions beyond milliseconds are rounded.
+std::optional<int64_t> parse_timestamp_ms(std::string_view s);
+// "2024/03/14 10:15:02.123" (date_sep '/') of a Unix time in ms, as UTC.
+std::string format_timestamp_ms(int64_t unix_ms, char date_sep = '/');
+
+}  // namespace gpudoctor::text
