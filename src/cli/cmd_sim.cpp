@@ -6,6 +6,7 @@
 #include "sources/nvml/capture_writer.hpp"
 #include "sources/sim/builtin_scenarios.hpp"
 #include "sources/sim/sim_source.hpp"
+#include "store/sqlite_store.hpp"
 
 namespace gpudoctor::cli {
 
@@ -45,8 +46,30 @@ Command add_sim_command(CLI::App& root) {
             if (!spec) return report(spec.error());
             const auto model = gpu_model_by_key(spec->scenario.model);
             if (!model) return report(usage_error("unknown GPU model " + spec->scenario.model));
+            const auto ends_with = [&](std::string_view suffix) {
+              return opts->output.size() >= suffix.size() &&
+                     opts->output.compare(opts->output.size() - suffix.size(), suffix.size(),
+                                          suffix) == 0;
+            };
             const double duration = spec->scenario.duration_s, interval = spec->scenario.interval_s;
+            if (ends_with(".db")) {  // a recording
+              const Recording rec = sim::simulate_recording(std::move(spec.value()), *model);
+              std::vector<DeviceInfo> devices;
+              for (const auto& g : rec.gpus) devices.push_back(g.info);
+              auto w = RecordingWriter::create(opts->output, rec.system, devices, rec.source,
+                                               rec.start_unix_ms);
+              if (!w) return report(w.error());
+              if (auto r = w.value()->add_recording(rec); !r) return report(r.error());
+              if (auto r = w.value()->close(); !r) return report(r.error());
+              fmt::print(stderr, "wrote {} samples of {} simulated GPU{} ({}) to {}\n",
+                         rec.gpus.empty() ? 0 : rec.gpus[0].size(), rec.gpus.size(),
+                         rec.gpus.size() == 1 ? "" : "s", rec.source, opts->output);
+              return kExitOk;
+            }
+            if (!ends_with(".json"))
+              return report(usage_error("sim: -o takes a recording (.db) or a capture (.json)"));
             sim::SimSource src(std::move(spec.value()), *model, {});
+            src.set_start_unix_ms(sim::kSimEpochUnixMs);
             CaptureWriter writer(src.system(), src.devices());
             const auto count = static_cast<size_t>(duration / interval + 1e-9);
             size_t frames = 0;

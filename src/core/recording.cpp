@@ -1,5 +1,7 @@
 #include "core/recording.hpp"
 
+#include <algorithm>
+
 namespace gpudoctor {
 
 std::vector<double>& GpuSeries::column_for_write(Field f) {
@@ -13,6 +15,39 @@ size_t GpuSeries::append_row(double t_s) {
   for (auto& c : columns)
     if (c) c->push_back(kMissing);
   return time_s.size() - 1;
+}
+
+void append_frame(Recording& rec, const Frame& frame) {
+  const double t = static_cast<double>(frame.time_unix_ms - rec.start_unix_ms) / 1000.0;
+  for (size_t i = 0; i < frame.devices.size() && i < rec.gpus.size(); ++i) {
+    const DeviceSample& s = frame.devices[i];
+    GpuSeries& g = rec.gpus[i];
+    if (s.lost) {
+      if (!g.lost_at_s) g.lost_at_s = t;
+      continue;
+    }
+    const double prev_t = g.size() ? g.time_s.back() : -1;
+    const size_t row = g.append_row(t);
+    for (const auto& fi : all_fields()) {
+      const Reading& r = s[fi.field];
+      if (r.has_value())
+        g.column_for_write(fi.field)[row] = r.value();
+      else if (r.state() == Reading::State::kUnsupported && !g.has(fi.field))
+        g.unsupported[fi.field] = r.code();
+    }
+    for (const auto& p : s.processes) {
+      ProcessSpan* open = nullptr;
+      for (auto& span : g.processes)
+        if (span.pid == p.pid && span.last_s == prev_t) open = &span;
+      if (!open) {
+        g.processes.push_back({p.pid, p.name, t, t, std::nullopt});
+        open = &g.processes.back();
+      }
+      open->last_s = t;
+      if (p.used_memory_mib)
+        open->max_memory_mib = std::max(open->max_memory_mib.value_or(0), *p.used_memory_mib);
+    }
+  }
 }
 
 }  // namespace gpudoctor

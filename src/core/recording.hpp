@@ -53,6 +53,11 @@ struct Recording {
   std::vector<std::string> notes;  // what the reader assumed (e.g. where a power limit came from)
 };
 
+// Appends a frame of a live source: rec.gpus must already hold one GpuSeries per frame device
+// (same order). Times are taken relative to rec.start_unix_ms; unsupported readings are noted,
+// processes become spans, a lost GPU gets lost_at_s.
+void append_frame(Recording& rec, const Frame& frame);
+
 inline bool is_missing(double v) {
   return std::isnan(v);
 }

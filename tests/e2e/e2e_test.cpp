@@ -491,3 +491,19 @@ TEST(Import, CaptureIntoARecording) {
 }
 
 }  // namespace
+
+namespace {
+
+TEST(Sim, WritesARecordingToo) {
+  const fs::path db = temp_file("sim.db");
+  const Result r = run_with("", "sim launch_overhead,duration=30s -o " + quote(db.string()));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const Result csv = run_with("", "export " + quote(db.string()) + " --format csv");
+  ASSERT_EQ(csv.exit_code, 0) << csv.err;
+  EXPECT_EQ(lines_of(csv.out).size(), 1u + 30);
+  EXPECT_EQ(lines_of(csv.out)[1].substr(0, 26), "2026-01-01T00:00:01.000Z,0");
+  EXPECT_EQ(run_with("", "sim healthy -o " + quote(temp_file("x.txt").string())).exit_code, 2);
+  fs::remove(db);
+}
+
+}  // namespace

@@ -179,3 +179,32 @@ TEST(Sim, AJobThatStopsAllReducingReleasesWaitingRanks) {
 
 }  // namespace
 }  // namespace gpudoctor::sim
+
+namespace gpudoctor::sim {
+namespace {
+
+TEST(Sim, SimulatedRecordingIsDeterministicAndComplete) {
+  auto a = simulate_recording(parse_sim_spec("seesaw,duration=60s,interval=500ms").value(),
+                              *gpu_model_by_key("a100-sxm4-80gb"));
+  auto b = simulate_recording(parse_sim_spec("seesaw,duration=60s,interval=500ms").value(),
+                              *gpu_model_by_key("a100-sxm4-80gb"));
+  EXPECT_EQ(a.start_unix_ms, kSimEpochUnixMs);
+  EXPECT_EQ(a.source, "sim:seesaw");
+  ASSERT_EQ(a.gpus.size(), 2u);
+  ASSERT_EQ(a.gpus[0].size(), 120u);
+  EXPECT_DOUBLE_EQ(a.gpus[0].time_s.front(), 0.5);
+  for (const auto& fi : all_fields()) {
+    ASSERT_EQ(a.gpus[1].has(fi.field), b.gpus[1].has(fi.field)) << fi.id;
+    if (!a.gpus[1].has(fi.field)) continue;
+    const auto& ca = *a.gpus[1].column(fi.field);
+    const auto& cb = *b.gpus[1].column(fi.field);
+    for (size_t i = 0; i < ca.size(); ++i)
+      EXPECT_TRUE(ca[i] == cb[i] || (std::isnan(ca[i]) && std::isnan(cb[i]))) << fi.id << i;
+  }
+  EXPECT_EQ(a.gpus[0].unsupported.count(Field::kGpmSmUtil), 1u);  // A100: no GPM
+  ASSERT_EQ(a.gpus[0].processes.size(), 1u);
+  EXPECT_DOUBLE_EQ(a.gpus[0].processes[0].last_s, 60);
+}
+
+}  // namespace
+}  // namespace gpudoctor::sim

@@ -81,6 +81,27 @@ std::string SimSource::description() const {
                      spec_.scenario.model);
 }
 
+Recording simulate_recording(SimSpec spec, const GpuModel& model) {
+  const double duration = spec.scenario.duration_s, interval = spec.scenario.interval_s;
+  const std::string name = spec.scenario.name;
+  SimSource src(std::move(spec), model, {});
+  src.set_start_unix_ms(kSimEpochUnixMs);
+  Recording rec;
+  rec.system = src.system();
+  rec.start_unix_ms = kSimEpochUnixMs;
+  rec.source = "sim:" + name;
+  for (const auto& d : src.devices()) {
+    GpuSeries g;
+    g.info = d;
+    rec.gpus.push_back(std::move(g));
+  }
+  // The first read covers the first interval: nothing is averaged over an empty window.
+  const auto count = static_cast<size_t>(duration / interval + 1e-9);
+  for (size_t k = 1; k <= count; ++k)
+    append_frame(rec, src.sample_at(static_cast<double>(k) * interval));
+  return rec;
+}
+
 Result<std::unique_ptr<Source>> open_sim_source(const std::string& text,
                                                 const std::vector<unsigned>& gpus) {
   auto spec = parse_sim_spec(text);

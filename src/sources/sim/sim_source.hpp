@@ -6,6 +6,7 @@
 #include <chrono>
 #include <memory>
 
+#include "core/recording.hpp"
 #include "sources/sim/engine.hpp"
 #include "sources/source.hpp"
 
@@ -28,6 +29,8 @@ class SimSource final : public Source {
 
   // Frame at simulated time t_s (monotonic), without reference to the wall clock.
   Frame sample_at(double t_s);
+  // Wall-clock time of simulated time 0 (default: when the source opened).
+  void set_start_unix_ms(int64_t ms) { start_unix_ms_ = ms; }
 
  private:
   SimSpec spec_;
@@ -38,6 +41,13 @@ class SimSource final : public Source {
   std::chrono::steady_clock::time_point start_;
   int64_t start_unix_ms_ = 0;
 };
+
+// Simulated time 0 for runs that must not depend on when they ran: 2026-01-01T00:00:00Z.
+inline constexpr int64_t kSimEpochUnixMs = 1'767'225'600'000;
+
+// The whole scenario (duration and interval from the scenario) at virtual time, from
+// kSimEpochUnixMs: same seed, same Recording.
+Recording simulate_recording(SimSpec spec, const GpuModel& model);
 
 Result<std::unique_ptr<Source>> open_sim_source(const std::string& spec,
                                                 const std::vector<unsigned>& gpus);
