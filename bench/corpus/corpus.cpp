@@ -4,9 +4,9 @@
 //
 //   gpudoctor_corpus OUT_DIR [RUNS_PER_SCENARIO=5] [SEED=1]
 //
-// Output formats so far: gpudoctor recording (.db), nvidia-smi --query-gpu CSV with and without
-// units (.csv), gpudoctor's own CSV (.gd.csv). dmon and generic CSV with foreign column names come
-// with their writers.
+// Output formats: gpudoctor recording (.db), nvidia-smi --query-gpu CSV with and without units
+// (.csv, .nounits.csv), nvidia-smi dmon -s pucmt -o DT (.dmon), and a generic CSV with one column
+// per field id (.gd.csv; read once the generic CSV reader lands).
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -17,6 +17,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/gpu_models.hpp"
+#include "formats/dmon.hpp"
 #include "formats/export.hpp"
 #include "formats/smi_csv.hpp"
 #include "sources/sim/builtin_scenarios.hpp"
@@ -66,7 +67,7 @@ int main(int argc, char** argv) {
       "a100-sxm4-40gb", "a100-sxm4-80gb", "h100-sxm", "h100-pcie", "h200",
       "v100-sxm2-32gb", "l40s",           "a10",      "rtx-4090"};
   const double intervals[] = {0.1, 0.2, 0.5, 1, 2, 5};
-  const char* formats[] = {"recording", "smi-csv", "smi-csv-nounits", "gd-csv"};
+  const char* formats[] = {"recording", "smi-csv", "smi-csv-nounits", "dmon", "gd-csv"};
   std::ofstream labels(out / "labels.jsonl", std::ios::trunc);
   int written = 0;
   for (const auto& b : sim::builtin_scenarios()) {
@@ -116,6 +117,9 @@ int main(int argc, char** argv) {
         auto w = RecordingWriter::create(file.string(), rec.system, devices, rec.source,
                                          rec.start_unix_ms);
         ok = w && w.value()->add_recording(rec) && w.value()->close();
+      } else if (format == "dmon") {
+        file = out / (stem + ".dmon");
+        ok = write_text(file, write_dmon(rec));
       } else if (format == "gd-csv") {
         file = out / (stem + ".gd.csv");
         ok = write_text(file, write_csv(rec));

@@ -30,4 +30,9 @@ bool looks_like_dmon(std::string_view head);
 Result<Recording> read_dmon(std::string_view text, const std::string& origin,
                             const DmonOptions& opt);
 
+// Writes a Recording as `nvidia-smi dmon -s pucmt -o DT` would have printed it (header pair
+// repeated every 20 rows, '-' where there is no value), for the corpus and for tools that read
+// dmon.
+std::string write_dmon(const Recording& rec);
+
 }  // namespace gpudoctor

@@ -8,13 +8,14 @@
 #include <fmt/format.h>
 
 #include "formats/capture_reader.hpp"
+#include "formats/dmon.hpp"
 #include "formats/smi_csv.hpp"
 #include "store/sqlite_store.hpp"
 
 namespace gpudoctor {
 
 std::vector<std::string> input_formats() {
-  return {"auto", "recording", "capture", "smi-csv"};
+  return {"auto", "recording", "capture", "smi-csv", "dmon"};
 }
 
 Result<Recording> load_telemetry(const std::string& path, const LoadOptions& options) {
@@ -30,13 +31,16 @@ Result<Recording> load_telemetry(const std::string& path, const LoadOptions& opt
       format = "recording";
     else if (looks_like_capture(head))
       format = "capture";
+    else if (looks_like_dmon(head))
+      format = "dmon";
     else if (looks_like_smi_csv(head) || !options.columns.empty())
       format = "smi-csv";
     else if (head.empty())
       return usage_error(path + ": the file is empty");
     else
       return usage_error(fmt::format(
-          "{}: not a format gpudoctor reads (recordings, captures, nvidia-smi --query-gpu CSV); "
+          "{}: not a format gpudoctor reads (recordings, captures, nvidia-smi --query-gpu CSV, "
+          "nvidia-smi dmon); "
           "--input-format forces one",
           path));
   }
@@ -52,6 +56,11 @@ Result<Recording> load_telemetry(const std::string& path, const LoadOptions& opt
     o.columns = options.columns;
     o.power_limit_w = options.power_limit_w;
     return read_smi_csv(text, path, o);
+  }
+  if (format == "dmon") {
+    DmonOptions o;
+    o.power_limit_w = options.power_limit_w;
+    return read_dmon(text, path, o);
   }
   return usage_error(
       fmt::format("unknown input format '{}' (use {})", format, fmt::join(input_formats(), ", ")));
