@@ -328,8 +328,11 @@ Result<Recording> read_recording(const std::string& path) {
     sqlite3_close(db);
     return usage_error(fmt::format("{}: {}: {}", path, what, why));
   };
-  if (sqlite3_open_v2(path.c_str(), &db, SQLITE_OPEN_READONLY, nullptr) != SQLITE_OK)
+  // One thread reads: no per-call mutex (it was a sixth of the time of a large read).
+  if (sqlite3_open_v2(path.c_str(), &db, SQLITE_OPEN_READONLY | SQLITE_OPEN_NOMUTEX, nullptr) !=
+      SQLITE_OK)
     return fail("cannot open the recording");
+  sqlite3_exec(db, "PRAGMA mmap_size=1073741824", nullptr, nullptr, nullptr);
   Recording rec;
   {
     Stmt st;

@@ -97,6 +97,25 @@ TEST(Sim, CollectiveWaitIsBusyForGpuUtilButIdleForTheSms) {
   }
 }
 
+TEST(Sim, SeesawRanksSwingInAntiPhase) {
+  const Series s = run("seesaw", 120, 1);
+  std::vector<double> a, b;
+  for (size_t i = 5; i < s.gpu[0].size(); ++i) {
+    a.push_back(s.gpu[0][i][Field::kPower].value());
+    b.push_back(s.gpu[1][i][Field::kPower].value());
+  }
+  const double ma = std::accumulate(a.begin(), a.end(), 0.0) / a.size();
+  const double mb = std::accumulate(b.begin(), b.end(), 0.0) / b.size();
+  double cov = 0, va = 0, vb = 0;
+  for (size_t i = 0; i < a.size(); ++i) {
+    cov += (a[i] - ma) * (b[i] - mb);
+    va += (a[i] - ma) * (a[i] - ma);
+    vb += (b[i] - mb) * (b[i] - mb);
+  }
+  EXPECT_LT(cov / std::sqrt(va * vb), -0.7);  // one works while the other waits, in turns
+  EXPECT_GT(*std::max_element(a.begin(), a.end()) - *std::min_element(a.begin(), a.end()), 100);
+}
+
 TEST(Sim, TinyKernelsReadFullUtilAtLowSmActivityAndPower) {
   const Series s = run("launch_overhead", 30, 1);
   EXPECT_GE(mean(s.gpu[0], Field::kUtilGpu, 2), 95);
