@@ -22,9 +22,9 @@ struct InputFlags {
 };
 
 void add_input_flags(CLI::App& cmd, InputFlags& f) {
-  cmd.add_option(
-         "--input-format", f.format,
-         "auto (by content), recording, capture, smi-csv (nvidia-smi --query-gpu CSV) or dmon")
+  cmd.add_option("--input-format", f.format,
+                 "auto (by content), recording, capture, smi-csv (nvidia-smi --query-gpu CSV), "
+                 "dmon, dcgmi-dmon or dcgm-dump")
       ->capture_default_str();
   cmd.add_option("--columns", f.columns,
                  "For a headerless nvidia-smi CSV (noheader): the --query-gpu list that made it");

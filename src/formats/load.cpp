@@ -8,6 +8,7 @@
 #include <fmt/format.h>
 
 #include "formats/capture_reader.hpp"
+#include "formats/dcgm.hpp"
 #include "formats/dmon.hpp"
 #include "formats/smi_csv.hpp"
 #include "store/sqlite_store.hpp"
@@ -15,7 +16,7 @@
 namespace gpudoctor {
 
 std::vector<std::string> input_formats() {
-  return {"auto", "recording", "capture", "smi-csv", "dmon"};
+  return {"auto", "recording", "capture", "smi-csv", "dmon", "dcgmi-dmon", "dcgm-dump"};
 }
 
 Result<Recording> load_telemetry(const std::string& path, const LoadOptions& options) {
@@ -33,6 +34,10 @@ Result<Recording> load_telemetry(const std::string& path, const LoadOptions& opt
       format = "capture";
     else if (looks_like_dmon(head))
       format = "dmon";
+    else if (looks_like_dcgmi_dmon(head))
+      format = "dcgmi-dmon";
+    else if (looks_like_dcgm_long(head))
+      format = "dcgm-dump";
     else if (looks_like_smi_csv(head) || !options.columns.empty())
       format = "smi-csv";
     else if (head.empty())
@@ -40,7 +45,7 @@ Result<Recording> load_telemetry(const std::string& path, const LoadOptions& opt
     else
       return usage_error(fmt::format(
           "{}: not a format gpudoctor reads (recordings, captures, nvidia-smi --query-gpu CSV, "
-          "nvidia-smi dmon); "
+          "nvidia-smi dmon, dcgmi dmon, DCGM field dumps); "
           "--input-format forces one",
           path));
   }
@@ -56,6 +61,11 @@ Result<Recording> load_telemetry(const std::string& path, const LoadOptions& opt
     o.columns = options.columns;
     o.power_limit_w = options.power_limit_w;
     return read_smi_csv(text, path, o);
+  }
+  if (format == "dcgmi-dmon" || format == "dcgm-dump") {
+    DcgmOptions o;
+    o.power_limit_w = options.power_limit_w;
+    return format == "dcgmi-dmon" ? read_dcgmi_dmon(text, path, o) : read_dcgm_long(text, path, o);
   }
   if (format == "dmon") {
     DmonOptions o;

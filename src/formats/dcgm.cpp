@@ -1,0 +1,1066 @@
+#include "formats/dcgm.hpp"
+
+#include <algorithm>
+#include <array>
+#include <cmath>
+#include <cstdint>
+#include <exception>
+#include <iterator>
+#include <limits>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <utility>
+#include <vector>
+
+#include <fmt/format.h>
+
+#include "core/gpu_models.hpp"
+#include "core/reading.hpp"
+#include "formats/text.hpp"
+
+namespace gpudoctor {
+namespace {
+
+using text::iequals;
+
+// ---------------------------------------------------------------------------------------------
+// DCGM's field table
+
+// Identity fields: strings that fill DeviceInfo / SystemInfo rather than a column.
+enum class Ident : uint8_t { kNone, kName, kSerial, kUuid, kBusId, kDriver };
+
+// What DCGM calls each field gpudoctor reads (dcgmlib/src/dcgm_fields.cpp): its numeric id, its
+// tag (the "Long Name" of `dcgmi dmon -l`, which DCGM's field-value samples print), and its short
+// name (dcgmi dmon's column header). `name` is a DCGM_FI_ name the catalogue does not know: the
+// identity fields', and the name DCGM used for field 112 before 3.3 (the catalogue has the new
+// DCGM_FI_DEV_CLOCKS_EVENT_REASONS). Catalogue fields map id -> Field through field_by_dcgm_id.
+struct DcgmField {
+  uint16_t id;
+  std::string_view tag;
+  std::string_view short_name;
+  std::string_view name;
+  Ident ident;
+};
+
+// clang-format off
+constexpr DcgmField kDcgmFields[] = {
+    {1,    "driver_version",                 "DRVER",   "DCGM_FI_DRIVER_VERSION", Ident::kDriver},
+    {50,   "name",                           "DVNAM",   "DCGM_FI_DEV_NAME",       Ident::kName},
+    {53,   "serial_number",                  "SRNUM",   "DCGM_FI_DEV_SERIAL",     Ident::kSerial},
+    {54,   "uuid",                           "UUID#",   "DCGM_FI_DEV_UUID",       Ident::kUuid},
+    {57,   "pci_busid",                      "PCBID",   "DCGM_FI_DEV_PCI_BUSID",  Ident::kBusId},
+    {100,  "sm_clock",                       "SMCLK",   "", Ident::kNone},
+    {101,  "memory_clock",                   "MMCLK",   "", Ident::kNone},
+    {110,  "sm_app_clock",                   "SACLK",   "", Ident::kNone},
+    {111,  "mem_app_clock",                  "MACLK",   "", Ident::kNone},
+    {112,  "current_clock_throttle_reasons", "DVCCTR",  "DCGM_FI_DEV_CLOCK_THROTTLE_REASONS", Ident::kNone},
+    {113,  "sm_max_clock",                   "SMMAX",   "", Ident::kNone},
+    {114,  "memory_max_clock",               "MMMAX",   "", Ident::kNone},
+    {150,  "gpu_temp",                       "TMPTR",   "", Ident::kNone},
+    {155,  "power_usage",                    "POWER",   "", Ident::kNone},
+    {156,  "total_energy_consumption",       "TOTEC",   "", Ident::kNone},
+    {157,  "power_usage_instant",            "POWINST", "", Ident::kNone},
+    {158,  "slowdown_temp",                  "SDTMP",   "", Ident::kNone},
+    {160,  "power_management_limit",         "PMLMT",   "", Ident::kNone},
+    {161,  "power_management_limit_min",     "PMMIN",   "", Ident::kNone},
+    {162,  "power_management_limit_max",     "PMMAX",   "", Ident::kNone},
+    {163,  "power_management_limit_default", "PMDEF",   "", Ident::kNone},
+    {164,  "enforced_power_limit",           "EPLMT",   "", Ident::kNone},
+    {190,  "pstate",                         "PSTAT",   "", Ident::kNone},
+    {191,  "fan_speed",                      "FANSP",   "", Ident::kNone},
+    {200,  "pcie_tx_throughput",             "TXTPT",   "", Ident::kNone},
+    {201,  "pcie_rx_throughput",             "RXTPT",   "", Ident::kNone},
+    {203,  "gpu_utilization",                "GPUTL",   "", Ident::kNone},
+    {204,  "mem_copy_utilization",           "MCUTL",   "", Ident::kNone},
+    {235,  "pcie_max_link_gen",              "PCIMG",   "", Ident::kNone},
+    {236,  "pcie_max_link_width",            "PCIMW",   "", Ident::kNone},
+    {237,  "pcie_link_gen",                  "PCILG",   "", Ident::kNone},
+    {238,  "pcie_link_width",                "PCILW",   "", Ident::kNone},
+    {250,  "fb_total",                       "FBTTL",   "", Ident::kNone},
+    {252,  "fb_used",                        "FBUSD",   "", Ident::kNone},
+    {1001, "gr_engine_active",               "GRACT",   "", Ident::kNone},
+    {1002, "sm_active",                      "SMACT",   "", Ident::kNone},
+    {1003, "sm_occupancy",                   "SMOCC",   "", Ident::kNone},
+    {1004, "tensor_active",                  "TENSO",   "", Ident::kNone},
+    {1005, "dram_active",                    "DRAMA",   "", Ident::kNone},
+    {1006, "fp64_active",                    "FP64A",   "", Ident::kNone},
+    {1007, "fp32_active",                    "FP32A",   "", Ident::kNone},
+    {1008, "fp16_active",                    "FP16A",   "", Ident::kNone},
+    {1009, "pcie_tx_bytes",                  "PCITX",   "", Ident::kNone},
+    {1010, "pcie_rx_bytes",                  "PCIRX",   "", Ident::kNone},
+    {1011, "nvlink_tx_bytes",                "NVLTX",   "", Ident::kNone},
+    {1012, "nvlink_rx_bytes",                "NVLRX",   "", Ident::kNone},
+};
+// clang-format on
+
+struct Target {
+  enum class Kind : uint8_t { kUnknown, kField, kIdent };
+  Kind kind = Kind::kUnknown;
+  Field field{};
+  Ident ident = Ident::kNone;
+};
+
+Target target_of_id(int64_t id) {
+  if (id <= 0 || id > std::numeric_limits<uint16_t>::max()) return {};
+  if (const auto f = field_by_dcgm_id(static_cast<uint16_t>(id)))
+    return {Target::Kind::kField, *f, Ident::kNone};
+  for (const auto& d : kDcgmFields)
+    if (d.id == id && d.ident != Ident::kNone) return {Target::Kind::kIdent, Field{}, d.ident};
+  return {};
+}
+
+// A dcgmi dmon column header ("POWER", "SMACT").
+Target target_of_short_name(std::string_view s) {
+  for (const auto& d : kDcgmFields)
+    if (iequals(d.short_name, s)) return target_of_id(d.id);
+  return {};
+}
+
+bool all_digits(std::string_view s) {
+  return !s.empty() && std::all_of(s.begin(), s.end(), [](char c) { return c >= '0' && c <= '9'; });
+}
+
+// A long dump's Field cell: a numeric id ("155"), a DCGM_FI_ name or a DCGM field tag.
+Target target_of_field_cell(std::string_view s) {
+  if (all_digits(s)) {
+    const auto id = text::parse_int(s);
+    return id ? target_of_id(*id) : Target{};
+  }
+  if (text::istarts_with(s, "DCGM_FI_")) {
+    if (const auto f = field_by_dcgm_name(s)) return {Target::Kind::kField, *f, Ident::kNone};
+    for (const auto& d : kDcgmFields)
+      if (!d.name.empty() && iequals(d.name, s)) return target_of_id(d.id);
+    return {};
+  }
+  for (const auto& d : kDcgmFields)
+    if (iequals(d.tag, s)) return target_of_id(d.id);
+  return {};
+}
+
+// ---------------------------------------------------------------------------------------------
+// Values
+
+enum class Cell : uint8_t { kValue, kMissing, kNotSupported, kNoPermission, kBad };
+
+// DCGM's blanks (dcgm_structs.h). A blank is the base value, or base + 1 (not found), + 2 (not
+// supported), + 3 (no permission), ... up to + 15.
+constexpr int64_t kInt32Blank = 0x7ffffff0;
+constexpr int64_t kInt64Blank = 0x7ffffffffffffff0;
+constexpr int64_t kFp64BlankInt = int64_t{1} << 47;
+constexpr double kFp64Blank = 140737488355328.0;  // 2^47
+
+Cell blank_kind(int64_t offset) {
+  if (offset == 2) return Cell::kNotSupported;
+  if (offset == 3) return Cell::kNoPermission;
+  return Cell::kMissing;
+}
+
+bool contains_ci(std::string_view s, std::string_view needle) {
+  if (needle.size() > s.size()) return false;
+  for (size_t i = 0; i + needle.size() <= s.size(); ++i)
+    if (iequals(s.substr(i, needle.size()), needle)) return true;
+  return false;
+}
+
+// One value as DCGM printed it, in DCGM's unit. Integers are read exactly so that the int64
+// blanks (beyond a double's precision) are recognised: an integer is blank in the INT32 and FP64
+// blank windows (base .. base + 15) and from the INT64 base up; any other number from 2^47 up is
+// an FP64 blank. Integers beyond 2^31 are real values (energy in mJ, byte rates).
+Cell read_cell(std::string_view v, double& out) {
+  if (v.empty() || iequals(v, "N/A")) return Cell::kMissing;
+  if (v.front() == '<') {
+    if (!text::istarts_with(v, "<<<")) return Cell::kBad;
+    if (contains_ci(v, "NOT_SUPPORTED")) return Cell::kNotSupported;
+    if (contains_ci(v, "PERMISSION")) return Cell::kNoPermission;
+    return Cell::kMissing;  // <<<NULL>>>, <<<NOT_FOUND>>>
+  }
+  if (const auto i = text::parse_int(v)) {
+    if (*i >= kInt64Blank) return blank_kind(*i - kInt64Blank);
+    if (*i >= kInt32Blank && *i <= kInt32Blank + 15) return blank_kind(*i - kInt32Blank);
+    if (*i >= kFp64BlankInt && *i <= kFp64BlankInt + 15) return blank_kind(*i - kFp64BlankInt);
+    out = static_cast<double>(*i);
+    return Cell::kValue;
+  }
+  if (const auto d = text::parse_double(v)) {
+    if (*d >= kFp64Blank) {
+      const double off = *d - kFp64Blank;
+      return off < 16 ? blank_kind(static_cast<int64_t>(off)) : Cell::kMissing;
+    }
+    out = *d;
+    return Cell::kValue;
+  }
+  return Cell::kBad;
+}
+
+// The value in the field's unit; pstate 32 (NVML's "unknown") and others beyond P15 are missing.
+Cell field_value(Field f, std::string_view v, double& out) {
+  const Cell c = read_cell(v, out);
+  if (c != Cell::kValue) return c;
+  out *= info(f).dcgm_scale;
+  if (f == Field::kPstate && !(out >= 0 && out <= 15)) return Cell::kMissing;
+  return Cell::kValue;
+}
+
+// A string value (name, UUID ...), "" when DCGM had none.
+std::string_view string_value(std::string_view v) {
+  if (v.empty() || iequals(v, "N/A") || text::istarts_with(v, "<<<")) return {};
+  return v;
+}
+
+bool is_space(char c) {
+  return c == ' ' || c == '\t' || c == '\r' || c == '\n' || c == '\f' || c == '\v';
+}
+
+// Whitespace-separated tokens of s into out (cleared first).
+void split_ws(std::string_view s, std::vector<std::string_view>& out) {
+  out.clear();
+  const size_t n = s.size();
+  size_t i = 0;
+  while (true) {
+    while (i < n && is_space(s[i])) ++i;
+    if (i >= n) return;
+    const size_t b = i;
+    while (i < n && !is_space(s[i])) ++i;
+    out.push_back(s.substr(b, i - b));
+  }
+}
+
+// A number to two decimals, without trailing zeros ("152.34", "400").
+std::string fmt_number(double x) {
+  return fmt::format("{}", std::round(x * 100) / 100);
+}
+std::string fmt_watts(double w) {
+  return fmt_number(w);
+}
+
+bool is_utf16(std::string_view body) {
+  return body.size() >= 2 && ((static_cast<unsigned char>(body[0]) == 0xFF &&
+                               static_cast<unsigned char>(body[1]) == 0xFE) ||
+                              (static_cast<unsigned char>(body[0]) == 0xFE &&
+                               static_cast<unsigned char>(body[1]) == 0xFF));
+}
+
+// ---------------------------------------------------------------------------------------------
+// What both readers share: per-GPU state, problems, and the finishing notes.
+
+struct Problem {
+  size_t count = 0;
+  std::string first;
+};
+
+// One value of a long dump, before rows are merged into samples.
+struct Entry {
+  int64_t ts_us;
+  uint32_t seq;  // order in the file, for a stable sort
+  uint16_t field;
+  Cell cell;
+  double value;
+};
+
+struct GpuState {
+  unsigned index = 0;
+  GpuSeries series;
+  uint32_t seen_round = 0;     // dcgmi dmon: round number + 1 of the last row
+  std::vector<Entry> entries;  // long dump
+  std::array<uint32_t, kFieldCount> n_value{}, n_not_supported{}, n_no_permission{}, n_other{};
+
+  void count(Field f, Cell c) {
+    const size_t fi = index_of(f);
+    switch (c) {
+      case Cell::kValue:
+        ++n_value[fi];
+        break;
+      case Cell::kNotSupported:
+        ++n_not_supported[fi];
+        break;
+      case Cell::kNoPermission:
+        ++n_no_permission[fi];
+        break;
+      case Cell::kMissing:
+      case Cell::kBad:
+        ++n_other[fi];
+        break;
+    }
+  }
+};
+
+class Common {
+ public:
+  Common(const std::string& origin, const DcgmOptions& opt) : origin_(origin), opt_(opt) {}
+
+ protected:
+  template <class... Args>
+  void problem(Problem& p, size_t line_no, fmt::format_string<Args...> f, Args&&... args) {
+    if (p.count++ == 0)
+      p.first =
+          fmt::format("{}:{}: {}", origin_, line_no, fmt::format(f, std::forward<Args>(args)...));
+  }
+  void note(std::string n) {
+    if (std::find(rec_.notes.begin(), rec_.notes.end(), n) == rec_.notes.end())
+      rec_.notes.push_back(std::move(n));
+  }
+  void skipped(const Problem& p, std::string_view what) {
+    if (p.count > 0) note(fmt::format("skipped {} line(s) {} (first: {})", p.count, what, p.first));
+  }
+  // "a, b, c" and, past `most` names, " and N more".
+  static std::string list_names(const std::vector<std::string_view>& v, size_t most) {
+    std::string s;
+    for (size_t i = 0; i < v.size() && i < most; ++i) {
+      if (i > 0) s += ", ";
+      s.append(v[i]);
+    }
+    if (v.size() > most) s += fmt::format(" and {} more", v.size() - most);
+    return s;
+  }
+  static void add_unique(std::vector<std::string_view>& v, std::string_view s) {
+    if (std::find(v.begin(), v.end(), s) == v.end()) v.push_back(s);
+  }
+  std::optional<Error> check_input(std::string_view body, std::string_view what) const {
+    if (text::is_blank(body)) return usage_error(fmt::format("{}: empty file", origin_));
+    if (is_utf16(body))
+      return usage_error(fmt::format(
+          "{}: UTF-16 text (as Windows PowerShell's > writes it); convert it to UTF-8 first, "
+          "e.g. iconv -f UTF-16 -t UTF-8",
+          origin_));
+    if (text::looks_binary(body.substr(0, 4096)))
+      return usage_error(fmt::format("{}: binary data, not {}", origin_, what));
+    if (opt_.power_limit_w && !(std::isfinite(*opt_.power_limit_w) && *opt_.power_limit_w > 0))
+      return usage_error(
+          fmt::format("--power-limit: expected watts above 0, got {}", *opt_.power_limit_w));
+    return std::nullopt;
+  }
+
+  GpuState& gpu(unsigned index) {
+    // Rows come round in the same GPU order: try the one after the last first.
+    const size_t n = gpus_.size();
+    for (size_t k = 0; k < n; ++k) {
+      const size_t i = (last_slot_ + 1 + k) % n;
+      if (gpus_[i].index == index) return gpus_[last_slot_ = i];
+    }
+    GpuState g;
+    g.index = index;
+    g.series.info.index = index;
+    gpus_.push_back(std::move(g));
+    last_slot_ = gpus_.size() - 1;
+    return gpus_.back();
+  }
+
+  void set_ident(GpuState& g, Ident id, std::string_view raw) {
+    const std::string_view v = string_value(raw);
+    if (v.empty()) return;
+    DeviceInfo& d = g.series.info;
+    switch (id) {
+      case Ident::kName:
+        if (d.name.empty()) d.name = std::string(v);
+        break;
+      case Ident::kSerial:
+        if (d.serial.empty()) d.serial = std::string(v);
+        break;
+      case Ident::kUuid:
+        if (d.uuid.empty()) d.uuid = std::string(v);
+        break;
+      case Ident::kBusId:
+        if (d.pci_bus_id.empty()) d.pci_bus_id = std::string(v);
+        break;
+      case Ident::kDriver:
+        if (rec_.system.driver_version.empty()) rec_.system.driver_version = std::string(v);
+        break;
+      case Ident::kNone:
+        break;
+    }
+  }
+
+  void mark_field(Field f, std::string_view label) {
+    field_in_log_[index_of(f)] = true;
+    if (field_label_[index_of(f)].empty()) field_label_[index_of(f)] = label;
+  }
+
+  // Unsupported fields, empty fields, GPM support, architecture, power limit; GPUs into rec_ in
+  // index order.
+  void finish_gpus(std::string_view placeholder) {
+    // A GPU with identity rows only (a long dump's name or UUID) has no samples.
+    std::vector<unsigned> no_samples;
+    for (const auto& g : gpus_)
+      if (g.series.size() == 0) no_samples.push_back(g.index);
+    if (!no_samples.empty()) {
+      gpus_.erase(std::remove_if(gpus_.begin(), gpus_.end(),
+                                 [](const GpuState& g) { return g.series.size() == 0; }),
+                  gpus_.end());
+      note(fmt::format("GPU(s) {} left out: no values of fields gpudoctor reads",
+                       fmt::join(no_samples, ", ")));
+    }
+    std::array<bool, kFieldCount> field_seen{};
+    for (auto& g : gpus_) {
+      for (size_t fi = 0; fi < kFieldCount; ++fi) {
+        const bool unsupported_only = g.n_value[fi] == 0 && g.n_other[fi] == 0 &&
+                                      (g.n_not_supported[fi] > 0 || g.n_no_permission[fi] > 0);
+        if (unsupported_only)
+          g.series.unsupported[static_cast<Field>(fi)] =
+              g.n_not_supported[fi] > 0 ? nvml_code::kNotSupported : nvml_code::kNoPermission;
+        if (g.n_value[fi] > 0 || unsupported_only) field_seen[fi] = true;
+        if (g.n_value[fi] > 0 && info(static_cast<Field>(fi)).id.starts_with("gpm_"))
+          g.series.info.gpm_supported = true;
+      }
+      if (const auto m = model_of(g.series.info.name)) g.series.info.architecture = m->architecture;
+    }
+    std::vector<std::string_view> empty_fields;
+    for (size_t fi = 0; fi < kFieldCount; ++fi)
+      if (field_in_log_[fi] && !field_seen[fi]) empty_fields.push_back(field_label_[fi]);
+    if (!empty_fields.empty())
+      note(fmt::format("no values in the log ({} throughout) for: {}", placeholder,
+                       fmt::join(empty_fields, ", ")));
+
+    // Power limit: the denominator of the efficiency score. The log's own limit first.
+    bool option_used = false;
+    for (auto& g : gpus_) {
+      GpuSeries& s = g.series;
+      const bool logged =
+          std::any_of(std::begin(kLimitFields), std::end(kLimitFields), [&](Field f) {
+            const auto* c = s.column(f);
+            return c && std::any_of(c->begin(), c->end(), [](double v) { return !is_missing(v); });
+          });
+      if (logged) continue;
+      std::optional<double> limit;
+      if (opt_.power_limit_w) {
+        limit = *opt_.power_limit_w;
+        option_used = true;
+        note(fmt::format("power limit {} W from --power-limit", fmt_watts(*limit)));
+      } else if (const auto m = model_of(s.info.name)) {
+        limit = m->tdp_w;
+        note(fmt::format(
+            "power limit {} W from the model table for {}{}", fmt_watts(*limit), s.info.name,
+            iequals(s.info.name, m->nvml_name) ? std::string()
+                                               : fmt::format(" (taken as {})", m->nvml_name)));
+      }
+      if (limit) {
+        auto& col = s.column_for_write(Field::kPowerLimitDefault);
+        std::fill(col.begin(), col.end(), *limit);
+      } else {
+        note(s.info.name.empty()
+                 ? std::string("no power limit in the log, nor a GPU name to look one up by: "
+                               "efficiency cannot be computed (give --power-limit)")
+                 : fmt::format("no power limit in the log and none known for \"{}\": efficiency "
+                               "cannot be computed (give --power-limit)",
+                               s.info.name));
+      }
+    }
+    if (opt_.power_limit_w && !option_used)
+      note("--power-limit ignored: the log has its own power limit");
+
+    std::stable_sort(gpus_.begin(), gpus_.end(),
+                     [](const GpuState& a, const GpuState& b) { return a.index < b.index; });
+    rec_.gpus.reserve(gpus_.size());
+    for (auto& g : gpus_) rec_.gpus.push_back(std::move(g.series));
+  }
+
+  // The model of a GPU name as DCGM wrote it; dcgmi dmon cuts long names to "...".
+  static std::optional<GpuModel> model_of(std::string_view name) {
+    if (name.ends_with("...")) name.remove_suffix(3);
+    name = text::trim(name);
+    if (name.empty()) return std::nullopt;
+    return gpu_model_by_name(name);
+  }
+
+  static constexpr Field kLimitFields[] = {Field::kPowerLimit, Field::kPowerLimitEnforced,
+                                           Field::kPowerLimitDefault};
+
+  const std::string& origin_;
+  const DcgmOptions& opt_;
+  Recording rec_;
+  std::vector<GpuState> gpus_;
+  size_t last_slot_ = 0;
+  std::array<bool, kFieldCount> field_in_log_{};
+  std::array<std::string_view, kFieldCount> field_label_{};
+  std::vector<std::string_view> unread_;
+  Problem bad_value_;
+};
+
+// ---------------------------------------------------------------------------------------------
+// dcgmi dmon
+
+struct DmonColumn {
+  enum class Kind : uint8_t { kUnknown, kField, kIdent, kDuplicate };
+  Kind kind = Kind::kUnknown;
+  Field field{};
+  Ident ident = Ident::kNone;
+  std::string_view name;
+  size_t start = 0;  // offset of the name in the header line
+};
+
+struct DmonLayout {
+  std::vector<DmonColumn> cols;
+  std::string_view names_line;  // as written, trailing spaces removed
+  std::string key;              // the names, one space apart
+  bool positional = false;      // names at fixed offsets from column 0 (dcgmi's own layout)
+  bool valid() const { return !cols.empty(); }
+};
+
+bool is_entity_header(const std::vector<std::string_view>& tokens) {
+  return !tokens.empty() && iequals(tokens[0], "Entity");
+}
+
+class DmonReader : Common {
+ public:
+  DmonReader(std::string_view text, const std::string& origin, const DcgmOptions& opt)
+      : Common(origin, opt), text_(text) {}
+
+  Result<Recording> run();
+
+ private:
+  void header_line(std::string_view line, std::string_view t, size_t line_no);
+  void data_line(std::string_view line, std::string_view t, size_t line_no, bool last_unterminated);
+  bool slice(std::string_view line);
+
+  std::string_view text_;
+  DmonLayout L_;
+  bool any_header_ = false;
+  bool active_ = false;  // rows read with L_
+  uint32_t round_ = 0;
+  size_t rows_read_ = 0, gpu_lines_ = 0, header_changes_ = 0;
+  std::vector<std::string_view> tokens_, cells_, sliced_;
+  std::vector<std::pair<std::string_view, size_t>> other_entities_;  // ("GPU-I", rows)
+  std::vector<std::pair<std::string_view, std::string_view>> duplicates_;
+  Problem before_header_, wrong_count_, truncated_, other_line_, bad_entity_;
+};
+
+void DmonReader::header_line(std::string_view line, std::string_view t, size_t line_no) {
+  split_ws(t.substr(1), tokens_);
+  if (!is_entity_header(tokens_)) {
+    problem(other_line_, line_no, "not a dcgmi dmon header: \"{}\"", t.substr(0, 60));
+    return;
+  }
+  std::string key;
+  for (size_t i = 1; i < tokens_.size(); ++i) {
+    if (!key.empty()) key += ' ';
+    key.append(tokens_[i]);
+  }
+  any_header_ = true;
+  if (L_.valid() && key == L_.key) {
+    L_.names_line = text::trim(line);  // the same columns (spaced differently, perhaps)
+    return;
+  }
+  if (L_.valid() && active_) ++header_changes_;
+  L_ = {};
+  active_ = false;
+  L_.key = std::move(key);
+  L_.names_line = text::trim(line);
+  // dcgmi writes "#Entity" at column 0 and every name left-aligned over its column.
+  L_.positional = !line.empty() && line.front() == '#' && tokens_[0].data() == line.data() + 1;
+  std::array<int, kFieldCount> first{};
+  first.fill(-1);
+  for (size_t i = 1; i < tokens_.size(); ++i) {
+    DmonColumn c;
+    c.name = tokens_[i];
+    c.start = static_cast<size_t>(tokens_[i].data() - line.data());
+    const Target tg = target_of_short_name(c.name);
+    if (tg.kind == Target::Kind::kField) {
+      int& f = first[index_of(tg.field)];
+      if (f >= 0) {
+        c.kind = DmonColumn::Kind::kDuplicate;
+        const auto d = std::make_pair(c.name, L_.cols[static_cast<size_t>(f)].name);
+        if (std::find(duplicates_.begin(), duplicates_.end(), d) == duplicates_.end())
+          duplicates_.push_back(d);
+      } else {
+        f = static_cast<int>(L_.cols.size());
+        c.kind = DmonColumn::Kind::kField;
+        c.field = tg.field;
+        mark_field(tg.field, c.name);
+      }
+    } else if (tg.kind == Target::Kind::kIdent) {
+      c.kind = DmonColumn::Kind::kIdent;
+      c.ident = tg.ident;
+    } else {
+      add_unique(unread_, c.name);
+    }
+    L_.cols.push_back(c);
+  }
+}
+
+// Cuts a row at the header's column offsets into cells_ (for values that hold spaces, such as
+// GPU names): dcgmi left-aligns each value under its name and pads it with at least two spaces.
+// cells_ is left as it was when the row does not fit.
+bool DmonReader::slice(std::string_view line) {
+  if (!L_.positional) return false;
+  const size_t n = L_.cols.size();
+  for (size_t i = 0; i < n; ++i) {
+    const size_t s = L_.cols[i].start;
+    if (s >= line.size() || s < 2 || !is_space(line[s - 1]) || is_space(line[s])) return false;
+  }
+  split_ws(line.substr(0, L_.cols[0].start), tokens_);
+  if (tokens_.size() != 2) return false;
+  sliced_ = tokens_;
+  for (size_t i = 0; i < n; ++i) {
+    const size_t s = L_.cols[i].start;
+    const size_t e = i + 1 < n ? L_.cols[i + 1].start : line.size();
+    const std::string_view cell = text::trim(line.substr(s, e - s));
+    // Only strings (names) hold spaces; anything else is a row with a value too many.
+    if (L_.cols[i].kind != DmonColumn::Kind::kIdent &&
+        std::any_of(cell.begin(), cell.end(), is_space))
+      return false;
+    sliced_.push_back(cell);
+  }
+  cells_.swap(sliced_);
+  return true;
+}
+
+void DmonReader::data_line(std::string_view line, std::string_view t, size_t line_no,
+                           bool last_unterminated) {
+  split_ws(t, cells_);
+  // "GPU 0", "GPU-I 1", "GPU-CI 3", "Switch 0" ...: an entity group and a number.
+  const auto id = cells_.size() >= 2 ? text::parse_int(cells_[1]) : std::nullopt;
+  const std::string_view group = cells_[0];
+  const bool entity_like = id && !group.empty() &&
+                           ((group.front() >= 'A' && group.front() <= 'Z') ||
+                            (group.front() >= 'a' && group.front() <= 'z'));
+  if (!entity_like) {
+    problem(other_line_, line_no, "not a dcgmi dmon row: \"{}\"", t.substr(0, 60));
+    return;
+  }
+  if (!L_.valid()) {
+    problem(before_header_, line_no, "a row before any dcgmi dmon header line");
+    return;
+  }
+  if (group != "GPU") {
+    auto it = std::find_if(other_entities_.begin(), other_entities_.end(),
+                           [&](const auto& p) { return p.first == group; });
+    if (it == other_entities_.end())
+      other_entities_.emplace_back(group, 1);
+    else
+      ++it->second;
+    return;
+  }
+  active_ = true;
+  ++gpu_lines_;
+  if (*id < 0 || *id > 1000000) {
+    problem(bad_entity_, line_no, "not a GPU id: \"{}\"", cells_[1]);
+    return;
+  }
+  const size_t want = L_.cols.size() + 2;
+  if (cells_.size() != want && !(cells_.size() > want && slice(line))) {
+    if (last_unterminated && cells_.size() < want)
+      problem(truncated_, line_no, "the last line is cut short ({} of {} columns)",
+              cells_.size() - 2, L_.cols.size());
+    else
+      problem(wrong_count_, line_no, "expected {} values, found {}", L_.cols.size(),
+              cells_.size() - 2);
+    return;
+  }
+  GpuState& g = gpu(static_cast<unsigned>(*id));
+  // No times: a round ends when a GPU comes round again; rounds are dcgmi's default 1 s apart.
+  if (g.seen_round == round_ + 1) ++round_;
+  g.seen_round = round_ + 1;
+  const size_t row = g.series.append_row(static_cast<double>(round_));
+  for (size_t i = 0; i < L_.cols.size(); ++i) {
+    const DmonColumn& c = L_.cols[i];
+    const std::string_view v = cells_[i + 2];
+    if (c.kind == DmonColumn::Kind::kIdent) {
+      set_ident(g, c.ident, v);
+      continue;
+    }
+    if (c.kind != DmonColumn::Kind::kField) continue;
+    double x = 0;
+    const Cell cell = field_value(c.field, v, x);
+    g.count(c.field, cell);
+    if (cell == Cell::kValue)
+      g.series.column_for_write(c.field)[row] = x;
+    else if (cell == Cell::kBad)
+      problem(bad_value_, line_no, "{}: cannot read \"{}\"", c.name, v);
+  }
+  ++rows_read_;
+}
+
+Result<Recording> DmonReader::run() {
+  const std::string_view body = text::strip_bom(text_);
+  if (auto e = check_input(body, "dcgmi dmon output")) return *e;
+
+  const bool unterminated = body.back() != '\n';
+  text::LineReader lines(body);
+  std::string_view line;
+  while (lines.next(line)) {
+    const std::string_view t = text::trim(line);
+    if (t.empty()) continue;
+    const size_t line_no = lines.line_number();
+    if (t.front() == '#') {
+      if (t == L_.names_line) continue;  // the header, repeated every 14 rounds
+      header_line(line, t, line_no);
+      continue;
+    }
+    // The units line under the names ("ID   W   C ..."; profiling fields have no unit).
+    if ((t.size() == 2 || is_space(t[2])) && iequals(t.substr(0, 2), "ID")) {
+      if (!L_.valid()) problem(before_header_, line_no, "a units line before any header line");
+      continue;
+    }
+    // dcgmi's own last words on Ctrl-C ("dmon was stopped do to receiving a signal").
+    if (text::istarts_with(t, "dmon was stopped")) continue;
+    data_line(line, t, line_no, unterminated && lines.rest().empty());
+  }
+
+  if (!any_header_)
+    return usage_error(fmt::format(
+        "{}: no dcgmi dmon header line (\"#Entity   POWER   GPUTL ...\"); is this dcgmi dmon "
+        "output?",
+        origin_));
+  if (rows_read_ == 0) {
+    if (gpu_lines_ == 0 && !other_entities_.empty()) {
+      std::vector<std::string_view> groups;
+      for (const auto& [grp, n] : other_entities_) groups.push_back(grp);
+      return usage_error(
+          fmt::format("{}: no GPU rows, only {} entities (gpudoctor reads whole GPUs)", origin_,
+                      fmt::join(groups, ", ")));
+    }
+    if (gpu_lines_ == 0)
+      return usage_error(fmt::format("{}: a dcgmi dmon header but no data rows", origin_));
+    for (const Problem* p : {&wrong_count_, &bad_entity_, &truncated_})
+      if (p->count > 0)
+        return usage_error(fmt::format("{}: no readable rows ({})", origin_, p->first));
+    return usage_error(fmt::format("{}: no readable rows", origin_));
+  }
+
+  rec_.source = "dcgmi dmon: " + origin_;
+  rec_.start_unix_ms = 0;
+  note(
+      "dcgmi dmon prints no times: rows taken as 1 s apart per round of GPUs, dcgmi's default "
+      "interval; the interval it ran with (-d) is not in the log, so it is unknown, and so is the "
+      "start time");
+  finish_gpus("N/A");
+  if (!unread_.empty())
+    note(fmt::format("dcgmi dmon columns gpudoctor does not read, ignored: {}",
+                     fmt::join(unread_, ", ")));
+  for (const auto& [dup, kept] : duplicates_)
+    note(fmt::format("column {} ignored: the same field as {}", dup, kept));
+  if (!other_entities_.empty()) {
+    size_t total = 0;
+    std::vector<std::string> parts;
+    for (const auto& [grp, n] : other_entities_) {
+      total += n;
+      parts.push_back(fmt::format("{} {}", n, grp));
+    }
+    note(
+        fmt::format("skipped {} row(s) of entities that are not whole GPUs ({}): gpudoctor reads "
+                    "GPUs only",
+                    total, fmt::join(parts, ", ")));
+  }
+  if (header_changes_ > 0)
+    note(
+        fmt::format("the header's columns change {} time(s) mid-file; each part read with its "
+                    "own columns",
+                    header_changes_));
+  skipped(before_header_, "before the first dcgmi dmon header");
+  skipped(wrong_count_, "that are not rows of the header's columns");
+  skipped(bad_entity_, "without a GPU id");
+  skipped(truncated_, "cut short at the end of the file");
+  skipped(other_line_, "that are not dcgmi dmon output");
+  if (bad_value_.count > 0)
+    note(fmt::format("{} unreadable value(s) taken as missing (first: {})", bad_value_.count,
+                     bad_value_.first));
+  return std::move(rec_);
+}
+
+// ---------------------------------------------------------------------------------------------
+// DCGM long field dump
+
+struct LongHeader {
+  int gpu = -1, ts = -1, field = -1, value = -1;
+  size_t cols = 0;
+  bool valid() const { return gpu >= 0 && ts >= 0 && field >= 0 && value >= 0; }
+};
+
+LongHeader long_header(const std::vector<std::string_view>& cells) {
+  LongHeader h;
+  h.cols = cells.size();
+  for (size_t i = 0; i < cells.size(); ++i) {
+    const std::string_view c = cells[i];
+    const int at = static_cast<int>(i);
+    auto is = [&](std::string_view a) { return iequals(c, a); };
+    if (is("GPUId") || is("gpu_id") || is("gpu") || is("EntityId")) {
+      if (h.gpu < 0) h.gpu = at;
+    } else if (is("TimeStampUs") || is("timestamp_us") || is("ts_us")) {
+      if (h.ts < 0) h.ts = at;
+    } else if (is("Field") || is("FieldId") || is("FieldName") || is("field_id")) {
+      if (h.field < 0) h.field = at;
+    } else if (is("Values") || is("Value")) {
+      if (h.value < 0) h.value = at;
+    }
+  }
+  return h;
+}
+
+class LongReader : Common {
+ public:
+  LongReader(std::string_view text, const std::string& origin, const DcgmOptions& opt)
+      : Common(origin, opt), text_(text) {}
+
+  Result<Recording> run();
+
+ private:
+  void read_line(std::string_view t, size_t line_no, bool last_unterminated);
+  void build(GpuState& g, int64_t start_us);
+
+  std::string_view text_;
+  LongHeader H_;
+  std::string_view header_line_;
+  uint32_t seq_ = 0;
+  size_t rows_read_ = 0, data_lines_ = 0, duplicates_ = 0;
+  int64_t max_spread_us_ = 0, max_window_us_ = 0;  // of samples merged from different times
+  std::vector<std::string_view> cells_;
+  std::unordered_map<std::string_view, Target> targets_;
+  Problem before_header_, wrong_count_, truncated_, bad_gpu_, bad_time_;
+};
+
+void LongReader::read_line(std::string_view t, size_t line_no, bool last_unterminated) {
+  ++data_lines_;
+  text::split_trimmed(t, ',', cells_);
+  if (cells_.size() < H_.cols) {
+    if (last_unterminated)
+      problem(truncated_, line_no, "the last line is cut short ({} of {} columns)", cells_.size(),
+              H_.cols);
+    else
+      problem(wrong_count_, line_no, "expected {} columns, found {}", H_.cols, cells_.size());
+    return;
+  }
+  std::string_view value = cells_[static_cast<size_t>(H_.value)];
+  if (cells_.size() > H_.cols) {
+    // A string value holding commas: the rest of the line, when the value is the last column.
+    if (static_cast<size_t>(H_.value) != H_.cols - 1) {
+      problem(wrong_count_, line_no, "expected {} columns, found {}", H_.cols, cells_.size());
+      return;
+    }
+    const size_t at = static_cast<size_t>(value.data() - t.data());
+    value = text::trim(t.substr(at));
+  }
+  const std::string_view gv = cells_[static_cast<size_t>(H_.gpu)];
+  const auto gid = text::parse_int(gv);
+  if (!gid || *gid < 0 || *gid > 1000000) {
+    problem(bad_gpu_, line_no, "not a GPU id: \"{}\"", gv);
+    return;
+  }
+  const std::string_view tv = cells_[static_cast<size_t>(H_.ts)];
+  const auto ts = text::parse_int(tv);
+  // Microseconds since 1970: after 2001 and before 2286 (anything else is not TimeStampUs).
+  if (!ts || *ts < 1000000000LL * 1000000 || *ts > 9999999999LL * 1000000) {
+    problem(bad_time_, line_no, "not a time in microseconds since 1970: \"{}\"", tv);
+    return;
+  }
+  const std::string_view fv = cells_[static_cast<size_t>(H_.field)];
+  Target tg;
+  if (const auto it = targets_.find(fv); it != targets_.end()) {
+    tg = it->second;
+  } else {
+    tg = target_of_field_cell(fv);
+    targets_.emplace(fv, tg);
+    if (tg.kind == Target::Kind::kUnknown) add_unique(unread_, fv);
+    if (tg.kind == Target::Kind::kField) mark_field(tg.field, fv);
+  }
+  ++rows_read_;
+  if (tg.kind == Target::Kind::kUnknown) return;
+  GpuState& g = gpu(static_cast<unsigned>(*gid));
+  if (tg.kind == Target::Kind::kIdent) {
+    set_ident(g, tg.ident, value);
+    return;
+  }
+  double x = 0;
+  const Cell cell = field_value(tg.field, value, x);
+  if (cell == Cell::kBad) problem(bad_value_, line_no, "{}: cannot read \"{}\"", fv, value);
+  g.entries.push_back(
+      {*ts, seq_++, static_cast<uint16_t>(index_of(tg.field)), cell, cell == Cell::kValue ? x : 0});
+}
+
+// Merges a GPU's values into samples: in time order, a value joins the current sample when it was
+// taken within half the sampling interval of the sample's first value and its field is not in the
+// sample yet. DCGM stamps each field when it read it, so one round's fields differ by a little.
+void LongReader::build(GpuState& g, int64_t start_us) {
+  auto& E = g.entries;
+  std::sort(E.begin(), E.end(), [](const Entry& a, const Entry& b) {
+    return a.ts_us != b.ts_us ? a.ts_us < b.ts_us : a.seq < b.seq;
+  });
+  // The sampling interval: the median gap between successive values of one field.
+  std::array<int64_t, kFieldCount> last{};
+  last.fill(-1);
+  std::vector<int64_t> gaps;
+  for (const Entry& e : E) {
+    if (last[e.field] >= 0 && e.ts_us > last[e.field]) gaps.push_back(e.ts_us - last[e.field]);
+    last[e.field] = e.ts_us;
+  }
+  int64_t tol = 500000;  // one round only: half of DCGM's usual 1 s
+  if (!gaps.empty()) {
+    auto mid = gaps.begin() + static_cast<std::ptrdiff_t>(gaps.size() / 2);
+    std::nth_element(gaps.begin(), mid, gaps.end());
+    tol = *mid / 2;
+  }
+  std::array<uint32_t, kFieldCount> gen{};
+  std::array<int64_t, kFieldCount> in_sample_ts{};
+  uint32_t cur = 0;
+  int64_t first_ts = 0;
+  size_t row = 0;
+  int64_t spread = 0;
+  for (const Entry& e : E) {
+    const Field f = static_cast<Field>(e.field);
+    const bool seen = cur > 0 && gen[e.field] == cur;
+    if (seen && in_sample_ts[e.field] == e.ts_us) {
+      ++duplicates_;
+      continue;
+    }
+    if (cur == 0 || seen || e.ts_us - first_ts > tol) {
+      ++cur;
+      first_ts = e.ts_us;
+      row = g.series.append_row(static_cast<double>(e.ts_us - start_us) / 1e6);
+    } else {
+      spread = std::max(spread, e.ts_us - first_ts);
+    }
+    gen[e.field] = cur;
+    in_sample_ts[e.field] = e.ts_us;
+    g.count(f, e.cell);
+    if (e.cell == Cell::kValue) g.series.column_for_write(f)[row] = e.value;
+  }
+  if (spread > 0) {
+    max_spread_us_ = std::max(max_spread_us_, spread);
+    max_window_us_ = std::max(max_window_us_, tol);
+  }
+  E.clear();
+  E.shrink_to_fit();
+}
+
+Result<Recording> LongReader::run() {
+  const std::string_view body = text::strip_bom(text_);
+  if (auto e = check_input(body, "a DCGM field dump")) return *e;
+
+  const bool unterminated = body.back() != '\n';
+  text::LineReader lines(body);
+  std::string_view line;
+  size_t first_line = 0;
+  while (lines.next(line)) {
+    const std::string_view t = text::trim(line);
+    if (t.empty()) continue;
+    const size_t line_no = lines.line_number();
+    if (first_line == 0) first_line = line_no;
+    if (!H_.valid()) {
+      // Lines before the header: what the dumping program wrote to stderr (its configuration).
+      text::split_trimmed(t, ',', cells_);
+      H_ = long_header(cells_);
+      if (H_.valid())
+        header_line_ = t;
+      else
+        problem(before_header_, line_no, "not the dump's header: \"{}\"", t.substr(0, 60));
+      continue;
+    }
+    if (t == header_line_) continue;  // the header again (dumps appended to one file)
+    read_line(t, line_no, unterminated && lines.rest().empty());
+  }
+
+  if (!H_.valid())
+    return usage_error(fmt::format(
+        "{}:{}: no DCGM dump header line (\"GPUId,TimeStampUs,Field,Values\"); is this a DCGM "
+        "field dump?",
+        origin_, first_line));
+  if (data_lines_ == 0)
+    return usage_error(fmt::format("{}: a DCGM dump header but no data rows", origin_));
+  if (rows_read_ == 0) {
+    for (const Problem* p : {&wrong_count_, &bad_gpu_, &bad_time_, &truncated_})
+      if (p->count > 0)
+        return usage_error(fmt::format("{}: no readable rows ({})", origin_, p->first));
+    return usage_error(fmt::format("{}: no readable rows", origin_));
+  }
+
+  int64_t start_us = std::numeric_limits<int64_t>::max();
+  for (const auto& g : gpus_)
+    for (const Entry& e : g.entries) start_us = std::min(start_us, e.ts_us);
+  if (start_us == std::numeric_limits<int64_t>::max())
+    return usage_error(
+        fmt::format("{}: no values of fields gpudoctor reads (fields in the file: {})", origin_,
+                    list_names(unread_, 10)));
+  rec_.start_unix_ms = start_us / 1000;
+  const int64_t start_ms_us = rec_.start_unix_ms * 1000;
+  for (auto& g : gpus_) build(g, start_ms_us);
+
+  rec_.source = "dcgm dump: " + origin_;
+  if (max_spread_us_ > 0)
+    note(
+        fmt::format("DCGM stamps each field when it reads it: values of one GPU up to {} ms apart "
+                    "merged into one sample (those within half the sampling interval, {} ms, of "
+                    "the sample's first)",
+                    fmt_number(static_cast<double>(max_spread_us_) / 1000.0),
+                    fmt_number(static_cast<double>(max_window_us_) / 1000.0)));
+  finish_gpus("N/A or DCGM blanks");
+  if (!unread_.empty())
+    note(fmt::format("DCGM fields gpudoctor does not read, ignored: {}", list_names(unread_, 20)));
+  if (duplicates_ > 0)
+    note(fmt::format("{} repeated value(s) (same GPU, field and time) ignored", duplicates_));
+  skipped(before_header_, "before the header");
+  skipped(wrong_count_, "with the wrong number of columns");
+  skipped(bad_gpu_, "without a GPU id");
+  skipped(bad_time_, "with an unreadable time");
+  skipped(truncated_, "cut short at the end of the file");
+  if (bad_value_.count > 0)
+    note(fmt::format("{} unreadable value(s) taken as missing (first: {})", bad_value_.count,
+                     bad_value_.first));
+  return std::move(rec_);
+}
+
+}  // namespace
+
+bool looks_like_dcgmi_dmon(std::string_view head) {
+  try {
+    head = text::strip_bom(head);
+    if (head.empty() || text::looks_binary(head.substr(0, 4096))) return false;
+    text::LineReader lines(head);
+    std::string_view line;
+    std::vector<std::string_view> tokens;
+    size_t scanned = 0;
+    while (lines.next(line) && scanned < 64) {
+      const std::string_view t = text::trim(line);
+      if (t.empty()) continue;
+      ++scanned;
+      if (t.front() != '#') continue;
+      split_ws(t.substr(1), tokens);
+      if (is_entity_header(tokens)) return true;
+    }
+    return false;
+  } catch (const std::exception&) {
+    return false;
+  }
+}
+
+Result<Recording> read_dcgmi_dmon(std::string_view text, const std::string& origin,
+                                  const DcgmOptions& opt) {
+  try {
+    DmonReader reader(text, origin, opt);
+    return reader.run();
+  } catch (const std::exception& e) {
+    return failure(fmt::format("{}: cannot read the dcgmi dmon log: {}", origin, e.what()));
+  }
+}
+
+bool looks_like_dcgm_long(std::string_view head) {
+  try {
+    head = text::strip_bom(head);
+    if (head.empty() || text::looks_binary(head.substr(0, 4096))) return false;
+    text::LineReader lines(head);
+    std::string_view line;
+    std::vector<std::string_view> cells;
+    size_t scanned = 0;
+    while (lines.next(line) && scanned < 16) {
+      const std::string_view t = text::trim(line);
+      if (t.empty()) continue;
+      ++scanned;
+      text::split_trimmed(t, ',', cells);
+      if (long_header(cells).valid()) return true;
+    }
+    return false;
+  } catch (const std::exception&) {
+    return false;
+  }
+}
+
+Result<Recording> read_dcgm_long(std::string_view text, const std::string& origin,
+                                 const DcgmOptions& opt) {
+  try {
+    LongReader reader(text, origin, opt);
+    return reader.run();
+  } catch (const std::exception& e) {
+    return failure(fmt::format("{}: cannot read the DCGM field dump: {}", origin, e.what()));
+  }
+}
+
+}  // namespace gpudoctor
