@@ -10,13 +10,15 @@
 #include "formats/capture_reader.hpp"
 #include "formats/dcgm.hpp"
 #include "formats/dmon.hpp"
+#include "formats/generic_csv.hpp"
 #include "formats/smi_csv.hpp"
 #include "store/sqlite_store.hpp"
 
 namespace gpudoctor {
 
 std::vector<std::string> input_formats() {
-  return {"auto", "recording", "capture", "smi-csv", "dmon", "dcgmi-dmon", "dcgm-dump"};
+  return {"auto", "recording",  "capture",   "smi-csv",
+          "dmon", "dcgmi-dmon", "dcgm-dump", "generic-csv"};
 }
 
 Result<Recording> load_telemetry(const std::string& path, const LoadOptions& options) {
@@ -38,14 +40,19 @@ Result<Recording> load_telemetry(const std::string& path, const LoadOptions& opt
       format = "dcgmi-dmon";
     else if (looks_like_dcgm_long(head))
       format = "dcgm-dump";
-    else if (looks_like_smi_csv(head) || !options.columns.empty())
+    // Home-made headers can share a name or two with nvidia-smi's (gpu_name, pstate): the
+    // generic reader claims those, nvidia-smi's own dotted names stay with its reader.
+    else if ((looks_like_smi_csv(head) && !looks_like_generic_csv(head)) ||
+             !options.columns.empty())
       format = "smi-csv";
+    else if (looks_like_generic_csv(head))
+      format = "generic-csv";
     else if (head.empty())
       return usage_error(path + ": the file is empty");
     else
       return usage_error(fmt::format(
           "{}: not a format gpudoctor reads (recordings, captures, nvidia-smi --query-gpu CSV, "
-          "nvidia-smi dmon, dcgmi dmon, DCGM field dumps); "
+          "nvidia-smi dmon, dcgmi dmon, DCGM field dumps, CSV with recognised column names); "
           "--input-format forces one",
           path));
   }
@@ -61,6 +68,12 @@ Result<Recording> load_telemetry(const std::string& path, const LoadOptions& opt
     o.columns = options.columns;
     o.power_limit_w = options.power_limit_w;
     return read_smi_csv(text, path, o);
+  }
+  if (format == "generic-csv") {
+    GenericCsvOptions o;
+    o.map = options.map;
+    o.power_limit_w = options.power_limit_w;
+    return read_generic_csv(text, path, o);
   }
   if (format == "dcgmi-dmon" || format == "dcgm-dump") {
     DcgmOptions o;

@@ -4,6 +4,7 @@
 
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "core/recording.hpp"
@@ -15,6 +16,8 @@ struct LoadOptions {
   std::string input_format = "auto";  // auto, recording, capture, smi-csv
   std::vector<std::string> columns;   // headerless nvidia-smi CSV: the --query-gpu list
   std::optional<double> power_limit_w;
+  // Generic CSV: --map COLUMN=FIELD overrides of the alias table.
+  std::vector<std::pair<std::string, std::string>> map;
 };
 
 std::vector<std::string> input_formats();

@@ -507,3 +507,34 @@ TEST(Sim, WritesARecordingToo) {
 }
 
 }  // namespace
+
+namespace {
+
+TEST(Import, GenericCsvWithMapAndEveryCorpusFormat) {
+  const std::string wide = kSrc + "/tests/data/logs/generic-csv/wide_power_iso.csv";
+  const Result no_map = run_with("", "export " + quote(wide));
+  EXPECT_EQ(no_map.exit_code, 2);
+  EXPECT_NE(no_map.err.find("--map"), std::string::npos) << no_map.err;
+  const Result mapped = run_with("", "export " + quote(wide) + " --map 'GPU*=power_w'");
+  ASSERT_EQ(mapped.exit_code, 0) << mapped.err;
+  EXPECT_EQ(lines_of(mapped.out)[0], "time,gpu,power_w");
+  // Every format the corpus writes reads back through the automatic format choice.
+  const fs::path db = temp_file("one.db");
+  for (const char* spec : {"healthy,duration=20s"}) {
+    ASSERT_EQ(run_with("", fmt::format("sim {} -o {}", spec, quote(db.string()))).exit_code, 0);
+    for (const char* fmt_name : {"csv", "smi-csv"}) {
+      const fs::path out = temp_file(std::string("out.") + fmt_name);
+      ASSERT_EQ(run_with("", fmt::format("export {} --format {} -o {}", quote(db.string()),
+                                         fmt_name, quote(out.string())))
+                    .exit_code,
+                0);
+      const Result back = run_with("", "export " + quote(out.string()) + " --format jsonl");
+      EXPECT_EQ(back.exit_code, 0) << fmt_name << ": " << back.err;
+      EXPECT_EQ(lines_of(back.out).size(), 4u * 20) << fmt_name;
+      fs::remove(out);
+    }
+  }
+  fs::remove(db);
+}
+
+}  // namespace

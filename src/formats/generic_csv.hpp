@@ -1,0 +1,44 @@
+// Generic CSV logs: home-made pynvml / DCGM-exporter style loggers, spreadsheets, pandas output,
+// and gpudoctor's own `export --format csv`.
+//
+// Columns are recognised by name through one alias table (generic_csv.cpp): every field id, the
+// nvidia-smi and DCGM names, and common home-made names (power_w, gpu_util, sm_active, temp ...),
+// compared case-insensitively after normalising ("Power Draw (mW)" -> power_draw in mW). Units come
+// from the name ("power_mw", "mem_used_bytes", "util (%)"), the cells ("152 W"), or, where neither
+// says, from the values (percent or 0-1 ratio, W or mW, MiB or bytes) with a note. Times: epoch
+// s / ms / us / ns by magnitude, ISO 8601 with or without a zone, elapsed seconds, time of day.
+// GPUs: a GPU id column (index, uuid, bus id; several hosts in one file too) or one column per GPU
+// ("GPU0,GPU1", "gpu0_power", "power_gpu1"). `--map COLUMN=FIELD` overrides any of it. Separator
+// ',' ';' or tab, RFC 4180 quotes. Unknown columns are ignored and named in a note; what the reader
+// assumed goes into Recording::notes.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "core/recording.hpp"
+#include "core/result.hpp"
+
+namespace gpudoctor {
+
+struct GenericCsvOptions {
+  // --map COLUMN=FIELD: COLUMN is a header name (case-insensitive; '*' and '?' wildcards), FIELD a
+  // field id ("power_w"), any name of the alias table ("power_mw" reads mW), or one of time, gpu,
+  // uuid, pci_bus_id, name, host, ignore.
+  std::vector<std::pair<std::string, std::string>> map;
+  // --power-limit: the limit in W for GPUs whose log has no power limit column.
+  std::optional<double> power_limit_w;
+};
+
+// True when the text looks like a CSV whose header names columns gpudoctor recognises through the
+// alias table. False for nvidia-smi --query-gpu CSV (its own reader), dmon, JSON and binary data.
+bool looks_like_generic_csv(std::string_view head);
+
+// Parses a whole file. origin names the input in messages and notes ("run.csv").
+Result<Recording> read_generic_csv(std::string_view text, const std::string& origin,
+                                   const GenericCsvOptions& opt);
+
+}  // namespace gpudoctor
