@@ -6,7 +6,7 @@
 //
 // Output formats: gpudoctor recording (.db), nvidia-smi --query-gpu CSV with and without units
 // (.csv, .nounits.csv), nvidia-smi dmon -s pucmt -o DT (.dmon), and a generic CSV with one column
-// per field id (.gd.csv; read once the generic CSV reader lands).
+// per field id (.gd.csv, read by the generic CSV reader).
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
