@@ -209,23 +209,8 @@ std::string_view string_value(std::string_view v) {
   return v;
 }
 
-bool is_space(char c) {
-  return c == ' ' || c == '\t' || c == '\r' || c == '\n' || c == '\f' || c == '\v';
-}
-
-// Whitespace-separated tokens of s into out (cleared first).
-void split_ws(std::string_view s, std::vector<std::string_view>& out) {
-  out.clear();
-  const size_t n = s.size();
-  size_t i = 0;
-  while (true) {
-    while (i < n && is_space(s[i])) ++i;
-    if (i >= n) return;
-    const size_t b = i;
-    while (i < n && !is_space(s[i])) ++i;
-    out.push_back(s.substr(b, i - b));
-  }
-}
+using text::is_space;
+using text::split_ws;
 
 // A number to two decimals, without trailing zeros ("152.34", "400").
 std::string fmt_number(double x) {
@@ -233,13 +218,6 @@ std::string fmt_number(double x) {
 }
 std::string fmt_watts(double w) {
   return fmt_number(w);
-}
-
-bool is_utf16(std::string_view body) {
-  return body.size() >= 2 && ((static_cast<unsigned char>(body[0]) == 0xFF &&
-                               static_cast<unsigned char>(body[1]) == 0xFE) ||
-                              (static_cast<unsigned char>(body[0]) == 0xFE &&
-                               static_cast<unsigned char>(body[1]) == 0xFF));
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -318,18 +296,7 @@ class Common {
     if (std::find(v.begin(), v.end(), s) == v.end()) v.push_back(s);
   }
   std::optional<Error> check_input(std::string_view body, std::string_view what) const {
-    if (text::is_blank(body)) return usage_error(fmt::format("{}: empty file", origin_));
-    if (is_utf16(body))
-      return usage_error(fmt::format(
-          "{}: UTF-16 text (as Windows PowerShell's > writes it); convert it to UTF-8 first, "
-          "e.g. iconv -f UTF-16 -t UTF-8",
-          origin_));
-    if (text::looks_binary(body.substr(0, 4096)))
-      return usage_error(fmt::format("{}: binary data, not {}", origin_, what));
-    if (opt_.power_limit_w && !(std::isfinite(*opt_.power_limit_w) && *opt_.power_limit_w > 0))
-      return usage_error(
-          fmt::format("--power-limit: expected watts above 0, got {}", *opt_.power_limit_w));
-    return std::nullopt;
+    return text::check_input(body, origin_, what, opt_.power_limit_w);
   }
 
   GpuState& gpu(unsigned index) {

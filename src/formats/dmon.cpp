@@ -118,23 +118,8 @@ const Name* find_name(std::string_view raw) {
   return nullptr;
 }
 
-bool is_space(char c) {
-  return c == ' ' || c == '\t' || c == '\r' || c == '\n' || c == '\f' || c == '\v';
-}
-
-// Whitespace-separated tokens of s into out (cleared first).
-void split_ws(std::string_view s, std::vector<std::string_view>& out) {
-  out.clear();
-  const size_t n = s.size();
-  size_t i = 0;
-  while (true) {
-    while (i < n && is_space(s[i])) ++i;
-    if (i >= n) return;
-    const size_t b = i;
-    while (i < n && !is_space(s[i])) ++i;
-    out.push_back(s.substr(b, i - b));
-  }
-}
+using text::is_space;
+using text::split_ws;
 
 // The factor that turns a value in dmon's unit into the field's unit; nullopt: a unit this reader
 // does not know.
@@ -639,20 +624,8 @@ void Reader::data_line(std::string_view t, size_t line_no, bool last_unterminate
 
 Result<Recording> Reader::run() {
   const std::string_view body = text::strip_bom(text_);
-  if (text::is_blank(body)) return usage_error(fmt::format("{}: empty file", origin_));
-  if (body.size() >= 2 && ((static_cast<unsigned char>(body[0]) == 0xFF &&
-                            static_cast<unsigned char>(body[1]) == 0xFE) ||
-                           (static_cast<unsigned char>(body[0]) == 0xFE &&
-                            static_cast<unsigned char>(body[1]) == 0xFF)))
-    return usage_error(fmt::format(
-        "{}: UTF-16 text (as Windows PowerShell's > writes it); convert it to UTF-8 first, "
-        "e.g. iconv -f UTF-16 -t UTF-8",
-        origin_));
-  if (text::looks_binary(body.substr(0, 4096)))
-    return usage_error(fmt::format("{}: binary data, not nvidia-smi dmon output", origin_));
-  if (opt_.power_limit_w && !(std::isfinite(*opt_.power_limit_w) && *opt_.power_limit_w > 0))
-    return usage_error(
-        fmt::format("--power-limit: expected watts above 0, got {}", *opt_.power_limit_w));
+  if (auto e = text::check_input(body, origin_, "nvidia-smi dmon output", opt_.power_limit_w))
+    return std::move(*e);
 
   const bool unterminated = body.back() != '\n';
   text::LineReader lines(body);

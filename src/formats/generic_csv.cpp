@@ -1673,20 +1673,8 @@ void Reader::read_rows() {
 
 Result<Recording> Reader::run() {
   body_ = text::strip_bom(text_);
-  if (text::is_blank(body_)) return usage_error(fmt::format("{}: empty file", origin_));
-  if (body_.size() >= 2 && ((static_cast<unsigned char>(body_[0]) == 0xFF &&
-                             static_cast<unsigned char>(body_[1]) == 0xFE) ||
-                            (static_cast<unsigned char>(body_[0]) == 0xFE &&
-                             static_cast<unsigned char>(body_[1]) == 0xFF)))
-    return usage_error(fmt::format(
-        "{}: UTF-16 text (as Windows PowerShell's > writes it); convert it to UTF-8 first, "
-        "e.g. iconv -f UTF-16 -t UTF-8",
-        origin_));
-  if (text::looks_binary(body_.substr(0, 4096)))
-    return usage_error(fmt::format("{}: binary data, not a CSV log", origin_));
-  if (opt_.power_limit_w && !(std::isfinite(*opt_.power_limit_w) && *opt_.power_limit_w > 0))
-    return usage_error(
-        fmt::format("--power-limit: expected watts above 0, got {}", *opt_.power_limit_w));
+  if (auto e = text::check_input(body_, origin_, "a CSV log", opt_.power_limit_w))
+    return std::move(*e);
   if (auto e = find_header()) return std::move(*e);
   if (auto e = make_layout()) return std::move(*e);
   read_rows();

@@ -678,21 +678,9 @@ void Reader::pass(bool prepass) {
 
 Result<Recording> Reader::run() {
   const std::string_view body = text::strip_bom(text_);
-  if (text::is_blank(body)) return usage_error(fmt::format("{}: empty file", origin_));
-  if (body.size() >= 2 && ((static_cast<unsigned char>(body[0]) == 0xFF &&
-                            static_cast<unsigned char>(body[1]) == 0xFE) ||
-                           (static_cast<unsigned char>(body[0]) == 0xFE &&
-                            static_cast<unsigned char>(body[1]) == 0xFF)))
-    return usage_error(fmt::format(
-        "{}: UTF-16 text (as Windows PowerShell's > writes it); convert it to UTF-8 first, "
-        "e.g. iconv -f UTF-16 -t UTF-8",
-        origin_));
-  if (text::looks_binary(body.substr(0, 4096)))
-    return usage_error(
-        fmt::format("{}: binary data, not an nvidia-smi --query-gpu CSV log", origin_));
-  if (opt_.power_limit_w && !(std::isfinite(*opt_.power_limit_w) && *opt_.power_limit_w > 0))
-    return usage_error(
-        fmt::format("--power-limit: expected watts above 0, got {}", *opt_.power_limit_w));
+  if (auto e =
+          text::check_input(body, origin_, "an nvidia-smi --query-gpu CSV log", opt_.power_limit_w))
+    return std::move(*e);
 
   // The first non-blank line: nvidia-smi's header, or (noheader) the first row.
   text::LineReader lines(body);

@@ -10,10 +10,6 @@
 namespace gpudoctor::text {
 namespace {
 
-bool is_space(char c) {
-  return c == ' ' || c == '\t' || c == '\r' || c == '\n';
-}
-
 char lower(char c) {
   return (c >= 'A' && c <= 'Z') ? static_cast<char>(c - 'A' + 'a') : c;
 }
@@ -236,6 +232,42 @@ std::string format_timestamp_ms(int64_t unix_ms, char date_sep) {
   ms_of_day %= 60000;
   return fmt::format("{:04}{}{:02}{}{:02} {:02}:{:02}:{:02}.{:03}", y, date_sep, m, date_sep, d, hh,
                      mm, ms_of_day / 1000, ms_of_day % 1000);
+}
+
+bool is_space(char c) {
+  return c == ' ' || c == '\t' || c == '\r' || c == '\n' || c == '\f' || c == '\v';
+}
+
+// Whitespace-separated tokens of s into out (cleared first).
+void split_ws(std::string_view s, std::vector<std::string_view>& out) {
+  out.clear();
+  const size_t n = s.size();
+  size_t i = 0;
+  while (true) {
+    while (i < n && is_space(s[i])) ++i;
+    if (i >= n) return;
+    const size_t b = i;
+    while (i < n && !is_space(s[i])) ++i;
+    out.push_back(s.substr(b, i - b));
+  }
+}
+
+std::optional<Error> check_input(std::string_view body, const std::string& origin,
+                                 std::string_view what, std::optional<double> power_limit_w) {
+  if (is_blank(body)) return usage_error(fmt::format("{}: empty file", origin));
+  const auto b0 = body.size() >= 2 ? static_cast<unsigned char>(body[0]) : 0;
+  const auto b1 = body.size() >= 2 ? static_cast<unsigned char>(body[1]) : 0;
+  if ((b0 == 0xFF && b1 == 0xFE) || (b0 == 0xFE && b1 == 0xFF))
+    return usage_error(fmt::format(
+        "{}: UTF-16 text (as Windows PowerShell's > writes it); convert it to UTF-8 first, "
+        "e.g. iconv -f UTF-16 -t UTF-8",
+        origin));
+  if (looks_binary(body.substr(0, 4096)))
+    return usage_error(fmt::format("{}: binary data, not {}", origin, what));
+  if (power_limit_w && !(std::isfinite(*power_limit_w) && *power_limit_w > 0))
+    return usage_error(
+        fmt::format("--power-limit: expected watts above 0, got {}", *power_limit_w));
+  return std::nullopt;
 }
 
 }  // namespace gpudoctor::text

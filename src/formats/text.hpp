@@ -10,6 +10,8 @@
 #include <string_view>
 #include <vector>
 
+#include "core/result.hpp"
+
 namespace gpudoctor::text {
 
 // Spaces, tabs, CR and LF removed from both ends.
@@ -64,5 +66,14 @@ int64_t days_from_civil(int64_t y, unsigned m, unsigned d);
 std::optional<int64_t> parse_timestamp_ms(std::string_view s);
 // "2024/03/14 10:15:02.123" (date_sep '/') of a Unix time in ms, as UTC.
 std::string format_timestamp_ms(int64_t unix_ms, char date_sep = '/');
+
+bool is_space(char c);
+// Whitespace-separated tokens of s into out (cleared first): dmon-style columns.
+void split_ws(std::string_view s, std::vector<std::string_view>& out);
+
+// The checks every reader makes first: an empty file, UTF-16 text, binary data, a --power-limit
+// that is not a positive number of watts. `what` names the format ("nvidia-smi dmon output").
+std::optional<Error> check_input(std::string_view body, const std::string& origin,
+                                 std::string_view what, std::optional<double> power_limit_w);
 
 }  // namespace gpudoctor::text
