@@ -17,6 +17,21 @@ size_t GpuSeries::append_row(double t_s) {
   return time_s.size() - 1;
 }
 
+void rebase_times(Recording& rec, bool start_known) {
+  double min_t = 0;
+  for (const auto& g : rec.gpus)
+    if (!g.time_s.empty()) min_t = std::min(min_t, g.time_s.front());
+  if (min_t >= 0) return;
+  const auto shift_ms = static_cast<int64_t>(std::llround(min_t * 1000));
+  const double shift_s = static_cast<double>(shift_ms) / 1000.0;
+  if (start_known) rec.start_unix_ms += shift_ms;
+  for (auto& g : rec.gpus) {
+    for (auto& t : g.time_s) t -= shift_s;
+    for (auto& p : g.processes) p.first_s -= shift_s, p.last_s -= shift_s;
+    if (g.lost_at_s) *g.lost_at_s -= shift_s;
+  }
+}
+
 void append_frame(Recording& rec, const Frame& frame) {
   const double t = static_cast<double>(frame.time_unix_ms - rec.start_unix_ms) / 1000.0;
   for (size_t i = 0; i < frame.devices.size() && i < rec.gpus.size(); ++i) {

@@ -53,6 +53,11 @@ struct Recording {
   std::vector<std::string> notes;  // what the reader assumed (e.g. where a power limit came from)
 };
 
+// Makes the earliest sample time of any GPU 0 when a GPU's first row came before the recording's
+// start (rows of several GPUs interleave with jitter). `start_known`: also move start_unix_ms
+// (false when the input's absolute start is unknown and only relative times matter).
+void rebase_times(Recording& rec, bool start_known = true);
+
 // Appends a frame of a live source: rec.gpus must already hold one GpuSeries per frame device
 // (same order). Times are taken relative to rec.start_unix_ms; unsupported readings are noted,
 // processes become spans, a lost GPU gets lost_at_s.

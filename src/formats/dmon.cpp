@@ -688,17 +688,6 @@ void Reader::finish() {
                        first_date_));
   }
 
-  // A row of an earlier GPU may carry a later time than the first row of the file.
-  double min_t = 0;
-  for (const auto& g : gpus_)
-    if (!g.series.time_s.empty()) min_t = std::min(min_t, g.series.time_s.front());
-  if (min_t < 0) {
-    const auto shift_ms = static_cast<int64_t>(std::llround(min_t * 1000));
-    rec.start_unix_ms += shift_ms;
-    for (auto& g : gpus_)
-      for (auto& t : g.series.time_s) t -= static_cast<double>(shift_ms) / 1000.0;
-  }
-
   // Fields in the header that never had a value ('-' throughout: not supported, or not read).
   std::array<bool, kFieldCount> field_seen{};
   for (auto& g : gpus_) {
@@ -761,6 +750,8 @@ void Reader::finish() {
                    [](const GpuState& a, const GpuState& b) { return a.index < b.index; });
   rec.gpus.reserve(gpus_.size());
   for (auto& g : gpus_) rec.gpus.push_back(std::move(g.series));
+  // A row of an earlier GPU may carry a later time than the first row of the file.
+  rebase_times(rec);
 }
 
 }  // namespace

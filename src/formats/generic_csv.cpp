@@ -1742,17 +1742,6 @@ void Reader::finish() {
   }
   if (decimal_comma_) note("decimal commas read as decimal points");
 
-  // A row of an earlier GPU may carry a later time than the first row of the file.
-  double min_t = 0;
-  for (const auto& g : gpus_)
-    if (!g.series.time_s.empty()) min_t = std::min(min_t, g.series.time_s.front());
-  if (min_t < 0) {
-    const auto shift_ms = static_cast<int64_t>(std::llround(min_t * 1000));
-    if (absolute) rec.start_unix_ms += shift_ms;
-    for (auto& g : gpus_)
-      for (auto& t : g.series.time_s) t -= static_cast<double>(shift_ms) / 1000.0;
-  }
-
   // Units told by the values.
   std::array<double, kFieldCount> auto_factor;
   auto_factor.fill(1);
@@ -1946,6 +1935,8 @@ void Reader::finish() {
 
   rec.gpus.reserve(gpus_.size());
   for (auto& g : gpus_) rec.gpus.push_back(std::move(g.series));
+  // A row of an earlier GPU may carry a later time than the first row of the file.
+  rebase_times(rec, absolute);
 }
 
 // nvidia-smi --query-gpu CSV has its own reader: a header with its dotted query names.

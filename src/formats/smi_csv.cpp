@@ -766,17 +766,6 @@ void Reader::finish(Recording& rec) {
                 "no GPU identity column (index, pci.bus_id or uuid): all rows read as one GPU");
   }
 
-  // A row of an earlier GPU may carry a later timestamp than the first row of the file.
-  double min_t = 0;
-  for (const auto& g : gpus_)
-    if (!g.series.time_s.empty()) min_t = std::min(min_t, g.series.time_s.front());
-  if (min_t < 0) {
-    const auto shift_ms = static_cast<int64_t>(std::llround(min_t * 1000));
-    rec.start_unix_ms += shift_ms;
-    for (auto& g : gpus_)
-      for (auto& t : g.series.time_s) t -= static_cast<double>(shift_ms) / 1000.0;
-  }
-
   // Fields the log had but never with a value: unsupported when nvidia-smi said so.
   std::array<bool, kFieldCount> field_seen{};
   for (auto& g : gpus_) {
@@ -859,6 +848,8 @@ void Reader::finish(Recording& rec) {
   });
   rec.gpus.reserve(gpus_.size());
   for (auto& g : gpus_) rec.gpus.push_back(std::move(g.series));
+  // A row of an earlier GPU may carry a later time than the first row of the file.
+  rebase_times(rec);
 }
 
 // ---------------------------------------------------------------------------------------------
