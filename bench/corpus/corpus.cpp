@@ -41,6 +41,18 @@ int min_gpus(const std::string& name) {
   return 1;
 }
 
+// A run needs long enough to show its story: the degrading run turns bad at 300 s.
+double min_duration_s(const std::string& name) {
+  return name == "degrading" ? 600 : 120;
+}
+
+// Formats that can carry the signal a cause is seen by: contention is several processes on one
+// GPU, and only gpudoctor's recordings list processes (nvidia-smi --query-gpu, dmon and the
+// generic CSV cannot), so a contention run in those formats would carry a label no tool could see.
+bool format_shows(const std::string& name, const std::string& format) {
+  return name != "contention" || format == "recording";
+}
+
 bool write_text(const std::filesystem::path& p, const std::string& text) {
   std::ofstream out(p, std::ios::binary | std::ios::trunc);
   out << text;
@@ -86,7 +98,7 @@ int main(int argc, char** argv) {
         s.ranks.resize(static_cast<size_t>(s.gpus));
       }
       s.interval_s = intervals[rng.next() % std::size(intervals)];
-      s.duration_s = std::max(120.0, std::round(120 + rng.uniform() * 780));
+      s.duration_s = std::max(min_duration_s(name), std::round(120 + rng.uniform() * 780));
       s.startup_s = std::round(rng.uniform() * 60);
       s.workload.jitter = 0.01 + rng.uniform() * 0.07;
       s.seed = rng.next();
@@ -95,7 +107,10 @@ int main(int argc, char** argv) {
         return 1;
       }
       const auto model = gpu_model_by_key(s.model);
-      const std::string format = formats[rng.next() % std::size(formats)];
+      std::string format = formats[rng.next() % std::size(formats)];
+      if (!format_shows(name, format)) format = "recording";
+      // nvidia-smi dmon samples once a second at most (-d takes whole seconds).
+      if (format == "dmon" && s.interval_s < 1) format = "smi-csv";
       const std::string cause = s.cause;
       nlohmann::json label = {{"scenario", name},
                               {"cause", cause},
@@ -106,6 +121,16 @@ int main(int argc, char** argv) {
                               {"startup_s", s.startup_s},
                               {"seed", s.seed},
                               {"format", format}};
+      // What each GPU is: an idle rank is idle; the working ranks of a run whose story is idle
+      // GPUs are healthy; every other rank shares the run's cause (a straggler is part of the
+      // communication wait it causes).
+      nlohmann::json gpu_causes = nlohmann::json::array();
+      for (int g = 0; g < s.gpus; ++g) {
+        const bool idle =
+            static_cast<size_t>(g) < s.ranks.size() && s.ranks[static_cast<size_t>(g)].idle;
+        gpu_causes.push_back(idle ? "idle" : (cause == "idle" ? "healthy" : cause));
+      }
+      label["gpu_causes"] = gpu_causes;
       const Recording rec = sim::simulate_recording(std::move(spec.value()), *model);
       const std::string stem = fmt::format("{}-{:03}", name, r);
       std::filesystem::path file;

@@ -15,48 +15,6 @@
 namespace gpudoctor::cli {
 namespace {
 
-struct InputFlags {
-  std::vector<std::string> map;
-  std::string format = "auto";
-  std::string columns;
-  std::optional<double> power_limit_w;
-};
-
-void add_input_flags(CLI::App& cmd, InputFlags& f) {
-  cmd.add_option("--input-format", f.format,
-                 "auto (by content), recording, capture, smi-csv (nvidia-smi --query-gpu CSV), "
-                 "dmon, dcgmi-dmon, dcgm-dump or generic-csv")
-      ->capture_default_str();
-  cmd.add_option("--columns", f.columns,
-                 "For a headerless nvidia-smi CSV (noheader): the --query-gpu list that made it");
-  cmd.add_option(
-      "--map", f.map,
-      "Generic CSV: read COLUMN as FIELD (a field id of `gpudoctor fields`, or time, gpu, "
-      "ignore); COLUMN may use * and ?. Repeatable.");
-  cmd.add_option("--power-limit", f.power_limit_w,
-                 "Power limit in W when the log has none (else taken from the GPU model table)")
-      ->check(CLI::PositiveNumber);
-}
-
-LoadOptions load_options(const InputFlags& f) {
-  LoadOptions o;
-  o.input_format = f.format;
-  o.power_limit_w = f.power_limit_w;
-  for (const auto& m : f.map) {
-    const auto eq = m.find('=');
-    o.map.emplace_back(m.substr(0, eq), eq == std::string::npos ? "" : m.substr(eq + 1));
-  }
-  for (size_t pos = 0; pos < f.columns.size();) {
-    const size_t comma = std::min(f.columns.find(',', pos), f.columns.size());
-    std::string col = f.columns.substr(pos, comma - pos);
-    while (!col.empty() && col.front() == ' ') col.erase(col.begin());
-    while (!col.empty() && col.back() == ' ') col.pop_back();
-    if (!col.empty()) o.columns.push_back(col);
-    pos = comma + 1;
-  }
-  return o;
-}
-
 size_t samples_of(const Recording& rec) {
   size_t n = 0;
   for (const auto& g : rec.gpus) n += g.size();

@@ -7,6 +7,7 @@
 #include <fmt/format.h>
 
 #include "core/duration.hpp"
+#include "formats/load.hpp"
 
 namespace gpudoctor::cli {
 namespace {
@@ -75,6 +76,47 @@ Result<std::chrono::milliseconds> parse_duration_flag(const std::string& flag,
   if (d.value() < min)
     return usage_error(fmt::format("{} must be at least {}", flag, format_duration(min)));
   return d;
+}
+
+void add_input_flags(CLI::App& cmd, InputFlags& f) {
+  cmd.add_option("--input-format", f.format,
+                 fmt::format("How to read the input (auto detects it by content): "
+                             "{} (docs/formats.md)",
+                             fmt::join(input_formats(), ", ")))
+      ->capture_default_str();
+  cmd.add_option("--columns", f.columns,
+                 "For a headerless nvidia-smi CSV (noheader): the --query-gpu list that made it");
+  cmd.add_option(
+      "--map", f.map,
+      "Generic CSV: read COLUMN as FIELD (a field id of `gpudoctor fields`, or time, gpu, "
+      "ignore); COLUMN may use * and ?. Repeatable.");
+  cmd.add_option("--power-limit", f.power_limit_w,
+                 "Power limit in W when the log has none (else taken from the GPU model table)")
+      ->check(CLI::PositiveNumber);
+  cmd.add_option("--gpu-name", f.gpu_name,
+                 "For logs that do not name their GPUs (nvidia-smi dmon): the GPU model, e.g. "
+                 "\"A100-SXM4-80GB\"; its power limit, clocks and temperatures come from the "
+                 "model table");
+}
+
+LoadOptions load_options(const InputFlags& f) {
+  LoadOptions o;
+  o.input_format = f.format;
+  o.power_limit_w = f.power_limit_w;
+  o.gpu_name = f.gpu_name;
+  for (const auto& m : f.map) {
+    const auto eq = m.find('=');
+    o.map.emplace_back(m.substr(0, eq), eq == std::string::npos ? "" : m.substr(eq + 1));
+  }
+  for (size_t pos = 0; pos < f.columns.size();) {
+    const size_t comma = std::min(f.columns.find(',', pos), f.columns.size());
+    std::string col = f.columns.substr(pos, comma - pos);
+    while (!col.empty() && col.front() == ' ') col.erase(col.begin());
+    while (!col.empty() && col.back() == ' ') col.pop_back();
+    if (!col.empty()) o.columns.push_back(col);
+    pos = comma + 1;
+  }
+  return o;
 }
 
 }  // namespace gpudoctor::cli

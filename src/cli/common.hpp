@@ -9,6 +9,7 @@
 #include <CLI/CLI.hpp>
 
 #include "core/result.hpp"
+#include "formats/load.hpp"
 #include "sources/source.hpp"
 
 namespace gpudoctor::cli {
@@ -41,6 +42,17 @@ Result<std::chrono::milliseconds> parse_duration_flag(const std::string& flag,
                                                       const std::string& text,
                                                       std::chrono::milliseconds min);
 
+// Options every command that reads a log takes (import, export, diagnose).
+struct InputFlags {
+  std::vector<std::string> map;
+  std::string format = "auto";
+  std::string columns;
+  std::optional<double> power_limit_w;
+  std::string gpu_name;
+};
+void add_input_flags(CLI::App& cmd, InputFlags& f);
+LoadOptions load_options(const InputFlags& f);
+
 struct Command {
   CLI::App* app;
   std::function<int()> run;
@@ -54,5 +66,6 @@ Command add_demo_command(CLI::App& root);
 Command add_record_command(CLI::App& root);
 Command add_import_command(CLI::App& root);
 Command add_export_command(CLI::App& root);
+Command add_diagnose_command(CLI::App& root);
 
 }  // namespace gpudoctor::cli

@@ -50,6 +50,11 @@ void append_frame(Recording& rec, const Frame& frame) {
       else if (r.state() == Reading::State::kUnsupported && !g.has(fi.field))
         g.unsupported[fi.field] = r.code();
     }
+    if (g.power_limit_source.empty() &&
+        (s[Field::kPowerLimitDefault].has_value() || s[Field::kPowerLimitEnforced].has_value() ||
+         s[Field::kPowerLimit].has_value()))
+      g.power_limit_source = "log";  // the source itself (NVML, the simulator) gave the limit
+    if (s.processes_supported) g.processes_recorded = true;
     for (const auto& p : s.processes) {
       ProcessSpan* open = nullptr;
       for (auto& span : g.processes)
@@ -62,6 +67,29 @@ void append_frame(Recording& rec, const Frame& frame) {
       if (p.used_memory_mib)
         open->max_memory_mib = std::max(open->max_memory_mib.value_or(0), *p.used_memory_mib);
     }
+  }
+}
+
+void trim_recording(Recording& rec, double since_s, double until_s) {
+  for (auto& g : rec.gpus) {
+    const auto b = std::lower_bound(g.time_s.begin(), g.time_s.end(), since_s) - g.time_s.begin();
+    const auto e = std::lower_bound(g.time_s.begin(), g.time_s.end(), until_s) - g.time_s.begin();
+    auto cut = [&](std::vector<double>& v) {
+      v.erase(v.begin() + e, v.end());
+      v.erase(v.begin(), v.begin() + b);
+    };
+    cut(g.time_s);
+    for (auto& c : g.columns)
+      if (c) cut(*c);
+    std::vector<ProcessSpan> kept;
+    for (auto& p : g.processes) {
+      if (p.last_s < since_s || p.first_s >= until_s) continue;
+      p.first_s = std::max(p.first_s, since_s);
+      p.last_s = std::min(p.last_s, until_s);
+      kept.push_back(std::move(p));
+    }
+    g.processes = std::move(kept);
+    if (g.lost_at_s && *g.lost_at_s >= until_s) g.lost_at_s.reset();
   }
 }
 

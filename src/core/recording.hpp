@@ -34,7 +34,14 @@ struct GpuSeries {
   std::array<std::unique_ptr<std::vector<double>>, kFieldCount> columns{};
   std::map<Field, int32_t> unsupported;  // field -> NVML code, where known
   std::vector<ProcessSpan> processes;
+  // The input lists compute processes (so an empty list means none ran); false for logs that
+  // cannot say (nvidia-smi --query-gpu CSV, dmon, DCGM).
+  bool processes_recorded = false;
   std::optional<double> lost_at_s;
+  // Where the power limit columns came from: "log" (the input itself: a live source, a recording
+  // or a log with a limit column), "model-table" (inferred from the GPU name), "flag"
+  // (--power-limit), or "" when there is none.
+  std::string power_limit_source;
 
   bool has(Field f) const { return columns[index_of(f)] != nullptr; }
   const std::vector<double>* column(Field f) const { return columns[index_of(f)].get(); }
@@ -57,6 +64,10 @@ struct Recording {
 // start (rows of several GPUs interleave with jitter). `start_known`: also move start_unix_ms
 // (false when the input's absolute start is unknown and only relative times matter).
 void rebase_times(Recording& rec, bool start_known = true);
+
+// Keeps only the samples with since_s <= time < until_s (seconds from the start); process spans
+// are clipped to the same range.
+void trim_recording(Recording& rec, double since_s, double until_s);
 
 // Appends a frame of a live source: rec.gpus must already hold one GpuSeries per frame device
 // (same order). Times are taken relative to rec.start_unix_ms; unsupported readings are noted,

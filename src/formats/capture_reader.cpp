@@ -3,6 +3,8 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "formats/finish.hpp"
+
 namespace gpudoctor {
 
 bool looks_like_capture(std::string_view head) {
@@ -80,6 +82,7 @@ Result<Recording> read_capture(std::string_view text, const std::string& origin)
           g.unsupported[f.field] = nvml_code::kNotSupported;  // absent replays as NOT_SUPPORTED
       rec.gpus.push_back(std::move(g));
     }
+    log_reader::mark_logged_power_limits(rec);
     return rec;
   } catch (const nlohmann::json::exception& e) {
     return usage_error(fmt::format("{}: malformed capture: {}", origin, e.what()));

@@ -16,8 +16,8 @@
 
 #include <fmt/format.h>
 
-#include "core/gpu_models.hpp"
 #include "core/reading.hpp"
+#include "formats/finish.hpp"
 #include "formats/text.hpp"
 
 namespace gpudoctor {
@@ -216,17 +216,11 @@ using text::split_ws;
 std::string fmt_number(double x) {
   return fmt::format("{}", std::round(x * 100) / 100);
 }
-std::string fmt_watts(double w) {
-  return fmt_number(w);
-}
 
 // ---------------------------------------------------------------------------------------------
 // What both readers share: per-GPU state, problems, and the finishing notes.
 
-struct Problem {
-  size_t count = 0;
-  std::string first;
-};
+using log_reader::Problem;
 
 // One value of a long dump, before rows are merged into samples.
 struct Entry {
@@ -242,23 +236,23 @@ struct GpuState {
   GpuSeries series;
   uint32_t seen_round = 0;     // dcgmi dmon: round number + 1 of the last row
   std::vector<Entry> entries;  // long dump
-  std::array<uint32_t, kFieldCount> n_value{}, n_not_supported{}, n_no_permission{}, n_other{};
+  log_reader::FieldCounts counts;
 
   void count(Field f, Cell c) {
     const size_t fi = index_of(f);
     switch (c) {
       case Cell::kValue:
-        ++n_value[fi];
+        ++counts.value[fi];
         break;
       case Cell::kNotSupported:
-        ++n_not_supported[fi];
+        ++counts.not_supported[fi];
         break;
       case Cell::kNoPermission:
-        ++n_no_permission[fi];
+        ++counts.no_permission[fi];
         break;
       case Cell::kMissing:
       case Cell::kBad:
-        ++n_other[fi];
+        ++counts.other[fi];
         break;
     }
   }
@@ -271,17 +265,10 @@ class Common {
  protected:
   template <class... Args>
   void problem(Problem& p, size_t line_no, fmt::format_string<Args...> f, Args&&... args) {
-    if (p.count++ == 0)
-      p.first =
-          fmt::format("{}:{}: {}", origin_, line_no, fmt::format(f, std::forward<Args>(args)...));
+    log_reader::count_problem(p, origin_, line_no, f, std::forward<Args>(args)...);
   }
-  void note(std::string n) {
-    if (std::find(rec_.notes.begin(), rec_.notes.end(), n) == rec_.notes.end())
-      rec_.notes.push_back(std::move(n));
-  }
-  void skipped(const Problem& p, std::string_view what) {
-    if (p.count > 0) note(fmt::format("skipped {} line(s) {} (first: {})", p.count, what, p.first));
-  }
+  void note(std::string n) { log_reader::add_note(rec_, std::move(n)); }
+  void skipped(const Problem& p, std::string_view what) { log_reader::note_skipped(rec_, p, what); }
   // "a, b, c" and, past `most` names, " and N more".
   static std::string list_names(const std::vector<std::string_view>& v, size_t most) {
     std::string s;
@@ -358,80 +345,21 @@ class Common {
       note(fmt::format("GPU(s) {} left out: no values of fields gpudoctor reads",
                        fmt::join(no_samples, ", ")));
     }
-    std::array<bool, kFieldCount> field_seen{};
-    for (auto& g : gpus_) {
-      for (size_t fi = 0; fi < kFieldCount; ++fi) {
-        const bool unsupported_only = g.n_value[fi] == 0 && g.n_other[fi] == 0 &&
-                                      (g.n_not_supported[fi] > 0 || g.n_no_permission[fi] > 0);
-        if (unsupported_only)
-          g.series.unsupported[static_cast<Field>(fi)] =
-              g.n_not_supported[fi] > 0 ? nvml_code::kNotSupported : nvml_code::kNoPermission;
-        if (g.n_value[fi] > 0 || unsupported_only) field_seen[fi] = true;
-        if (g.n_value[fi] > 0 && info(static_cast<Field>(fi)).id.starts_with("gpm_"))
-          g.series.info.gpm_supported = true;
-      }
-      if (const auto m = model_of(g.series.info.name)) g.series.info.architecture = m->architecture;
-    }
-    std::vector<std::string_view> empty_fields;
+    log_reader::FinishOptions fo;
+    fo.power_limit_w = opt_.power_limit_w;
+    fo.placeholder = placeholder;
     for (size_t fi = 0; fi < kFieldCount; ++fi)
-      if (field_in_log_[fi] && !field_seen[fi]) empty_fields.push_back(field_label_[fi]);
-    if (!empty_fields.empty())
-      note(fmt::format("no values in the log ({} throughout) for: {}", placeholder,
-                       fmt::join(empty_fields, ", ")));
-
-    // Power limit: the denominator of the efficiency score. The log's own limit first.
-    bool option_used = false;
-    for (auto& g : gpus_) {
-      GpuSeries& s = g.series;
-      const bool logged =
-          std::any_of(std::begin(kLimitFields), std::end(kLimitFields), [&](Field f) {
-            const auto* c = s.column(f);
-            return c && std::any_of(c->begin(), c->end(), [](double v) { return !is_missing(v); });
-          });
-      if (logged) continue;
-      std::optional<double> limit;
-      if (opt_.power_limit_w) {
-        limit = *opt_.power_limit_w;
-        option_used = true;
-        note(fmt::format("power limit {} W from --power-limit", fmt_watts(*limit)));
-      } else if (const auto m = model_of(s.info.name)) {
-        limit = m->tdp_w;
-        note(fmt::format(
-            "power limit {} W from the model table for {}{}", fmt_watts(*limit), s.info.name,
-            iequals(s.info.name, m->nvml_name) ? std::string()
-                                               : fmt::format(" (taken as {})", m->nvml_name)));
-      }
-      if (limit) {
-        auto& col = s.column_for_write(Field::kPowerLimitDefault);
-        std::fill(col.begin(), col.end(), *limit);
-      } else {
-        note(s.info.name.empty()
-                 ? std::string("no power limit in the log, nor a GPU name to look one up by: "
-                               "efficiency cannot be computed (give --power-limit)")
-                 : fmt::format("no power limit in the log and none known for \"{}\": efficiency "
-                               "cannot be computed (give --power-limit)",
-                               s.info.name));
-      }
-    }
-    if (opt_.power_limit_w && !option_used)
-      note("--power-limit ignored: the log has its own power limit");
+      if (field_in_log_[fi])
+        fo.columns.emplace_back(static_cast<Field>(fi), std::string(field_label_[fi]));
+    std::vector<log_reader::GpuToFinish> to_finish;
+    for (auto& g : gpus_) to_finish.push_back({&g.series, &g.counts});
+    log_reader::finish_gpus(rec_, to_finish, fo);
 
     std::stable_sort(gpus_.begin(), gpus_.end(),
                      [](const GpuState& a, const GpuState& b) { return a.index < b.index; });
     rec_.gpus.reserve(gpus_.size());
     for (auto& g : gpus_) rec_.gpus.push_back(std::move(g.series));
   }
-
-  // The model of a GPU name as DCGM wrote it; dcgmi dmon cuts long names to "...".
-  static std::optional<GpuModel> model_of(std::string_view name) {
-    if (name.ends_with("...")) name.remove_suffix(3);
-    name = text::trim(name);
-    if (name.empty()) return std::nullopt;
-    return gpu_model_by_name(name);
-  }
-
-  static constexpr Field kLimitFields[] = {Field::kPowerLimit, Field::kPowerLimitEnforced,
-                                           Field::kPowerLimitDefault};
 
   const std::string& origin_;
   const DcgmOptions& opt_;
@@ -719,9 +647,7 @@ Result<Recording> DmonReader::run() {
   skipped(bad_entity_, "without a GPU id");
   skipped(truncated_, "cut short at the end of the file");
   skipped(other_line_, "that are not dcgmi dmon output");
-  if (bad_value_.count > 0)
-    note(fmt::format("{} unreadable value(s) taken as missing (first: {})", bad_value_.count,
-                     bad_value_.first));
+  log_reader::note_unreadable(rec_, bad_value_);
   return std::move(rec_);
 }
 
@@ -959,9 +885,7 @@ Result<Recording> LongReader::run() {
   skipped(bad_gpu_, "without a GPU id");
   skipped(bad_time_, "with an unreadable time");
   skipped(truncated_, "cut short at the end of the file");
-  if (bad_value_.count > 0)
-    note(fmt::format("{} unreadable value(s) taken as missing (first: {})", bad_value_.count,
-                     bad_value_.first));
+  log_reader::note_unreadable(rec_, bad_value_);
   return std::move(rec_);
 }
 

@@ -12,6 +12,7 @@
 
 #include <fmt/format.h>
 
+#include "formats/finish.hpp"
 #include "formats/text.hpp"
 
 namespace gpudoctor {
@@ -326,17 +327,10 @@ struct GpuState {
   GpuSeries series;
   double last_t = 0;
   uint32_t seen_round = 0;  // round number + 1 of the last row, for logs without times
-  std::array<uint32_t, kFieldCount> n_value{};
+  log_reader::FieldCounts counts;
 };
 
-struct Problem {
-  size_t count = 0;
-  std::string first;
-};
-
-std::string fmt_watts(double w) {
-  return fmt::format("{}", std::round(w * 100) / 100);
-}
+using log_reader::Problem;
 
 class Reader {
  public:
@@ -352,15 +346,10 @@ class Reader {
   void data_line(std::string_view t, size_t line_no, bool last_unterminated);
   size_t slot_for(unsigned index);
   void finish();
-  void note(std::string n) {
-    if (std::find(rec_.notes.begin(), rec_.notes.end(), n) == rec_.notes.end())
-      rec_.notes.push_back(std::move(n));
-  }
+  void note(std::string n) { log_reader::add_note(rec_, std::move(n)); }
   template <class... Args>
   void problem(Problem& p, size_t line_no, fmt::format_string<Args...> f, Args&&... args) {
-    if (p.count++ == 0)
-      p.first =
-          fmt::format("{}:{}: {}", origin_, line_no, fmt::format(f, std::forward<Args>(args)...));
+    log_reader::count_problem(p, origin_, line_no, f, std::forward<Args>(args)...);
   }
   void add_unread(std::string_view name) {
     if (std::find(unread_.begin(), unread_.end(), name) == unread_.end()) unread_.push_back(name);
@@ -614,7 +603,7 @@ void Reader::data_line(std::string_view t, size_t line_no, bool last_unterminate
     if (v.size() == 1 && v[0] == '-') continue;  // dmon's "no value": not supported or not read
     if (const auto x = text::parse_double(v)) {
       g.series.column_for_write(c.field)[row] = *x * c.scale;
-      ++g.n_value[index_of(c.field)];
+      ++g.counts.value[index_of(c.field)];
     } else {
       problem(bad_value_, line_no, "{}: cannot read \"{}\"", c.name, v);
     }
@@ -688,35 +677,16 @@ void Reader::finish() {
                        first_date_));
   }
 
-  // Fields in the header that never had a value ('-' throughout: not supported, or not read).
-  std::array<bool, kFieldCount> field_seen{};
-  for (auto& g : gpus_) {
-    for (size_t fi = 0; fi < kFieldCount; ++fi) {
-      if (g.n_value[fi] == 0) continue;
-      field_seen[fi] = true;
-      if (info(static_cast<Field>(fi)).id.starts_with("gpm_")) g.series.info.gpm_supported = true;
-    }
-  }
-  std::vector<std::string_view> empty_fields;
+  // Empty fields, GPM support, power limit (dmon logs neither a limit nor the GPU's name).
+  log_reader::FinishOptions fo;
+  fo.power_limit_w = opt_.power_limit_w;
+  fo.placeholder = "'-'";
   for (size_t fi = 0; fi < kFieldCount; ++fi)
-    if (field_in_log_[fi] && !field_seen[fi]) empty_fields.push_back(field_column_[fi]);
-  if (!empty_fields.empty())
-    note(fmt::format("no values in the log ('-' throughout) for: {}",
-                     fmt::join(empty_fields, ", ")));
-
-  // Power limit: the denominator of the efficiency score. dmon logs neither a limit nor the GPU's
-  // name (which the model table would need).
-  if (opt_.power_limit_w) {
-    for (auto& g : gpus_) {
-      auto& col = g.series.column_for_write(Field::kPowerLimitDefault);
-      std::fill(col.begin(), col.end(), *opt_.power_limit_w);
-    }
-    note(fmt::format("power limit {} W from --power-limit", fmt_watts(*opt_.power_limit_w)));
-  } else {
-    note(
-        "nvidia-smi dmon logs neither a power limit nor the GPU's name: efficiency cannot be "
-        "computed (give --power-limit)");
-  }
+    if (field_in_log_[fi])
+      fo.columns.emplace_back(static_cast<Field>(fi), std::string(field_column_[fi]));
+  std::vector<log_reader::GpuToFinish> to_finish;
+  for (auto& g : gpus_) to_finish.push_back({&g.series, &g.counts});
+  log_reader::finish_gpus(rec, to_finish, fo);
 
   if (!unread_.empty())
     note(
@@ -730,7 +700,7 @@ void Reader::finish() {
                     "own columns",
                     header_changes_));
   auto skipped = [&](const Problem& p, std::string_view what) {
-    if (p.count > 0) note(fmt::format("skipped {} line(s) {} (first: {})", p.count, what, p.first));
+    log_reader::note_skipped(rec, p, what);
   };
   skipped(before_header_, "before the first dmon header");
   skipped(wrong_count_, "that are not rows of the header's columns");
@@ -742,9 +712,7 @@ void Reader::finish() {
   if (units_mismatch_.count > 0)
     note(fmt::format("{} units line(s) do not match their header (first: {}); units not checked",
                      units_mismatch_.count, units_mismatch_.first));
-  if (bad_value_.count > 0)
-    note(fmt::format("{} unreadable value(s) taken as missing (first: {})", bad_value_.count,
-                     bad_value_.first));
+  log_reader::note_unreadable(rec, bad_value_);
 
   std::stable_sort(gpus_.begin(), gpus_.end(),
                    [](const GpuState& a, const GpuState& b) { return a.index < b.index; });

@@ -11,8 +11,8 @@
 
 #include <fmt/format.h>
 
-#include "core/gpu_models.hpp"
 #include "core/reading.hpp"
+#include "formats/finish.hpp"
 #include "formats/text.hpp"
 
 namespace gpudoctor {
@@ -893,14 +893,11 @@ struct GpuState {
   GpuSeries series;
   double last_t = 0;
   uint32_t seen_round = 0;
-  std::array<uint32_t, kFieldCount> n_value{}, n_not_supported{};
+  log_reader::FieldCounts counts;
   std::array<bool, kFieldCount> scaled{};
 };
 
-struct Problem {
-  size_t count = 0;
-  std::string first;
-};
+using log_reader::Problem;
 
 // Per field, for the rules that tell units apart by the values.
 struct Stats {
@@ -909,10 +906,6 @@ struct Stats {
   bool fraction = false;
   bool cell_unit = false;  // some cell gave its unit: no guessing
 };
-
-std::string fmt_watts(double w) {
-  return fmt::format("{}", std::round(w * 100) / 100);
-}
 
 // "GPU0" -> "GPU*": the --map pattern a message suggests for one-column-per-GPU names.
 std::string wide_pattern(std::string_view name) {
@@ -981,15 +974,10 @@ class Reader {
   Cell parse_cell(const Column& c, std::string_view v, double& out, bool& cell_unit);
   std::optional<double> parse_num(std::string_view v);
   void finish();
-  void note(std::string n) {
-    if (std::find(rec_.notes.begin(), rec_.notes.end(), n) == rec_.notes.end())
-      rec_.notes.push_back(std::move(n));
-  }
+  void note(std::string n) { log_reader::add_note(rec_, std::move(n)); }
   template <class... Args>
   void problem(Problem& p, size_t line_no, fmt::format_string<Args...> f, Args&&... args) {
-    if (p.count++ == 0)
-      p.first =
-          fmt::format("{}:{}: {}", origin_, line_no, fmt::format(f, std::forward<Args>(args)...));
+    log_reader::count_problem(p, origin_, line_no, f, std::forward<Args>(args)...);
   }
 
   std::string_view text_;
@@ -1488,7 +1476,7 @@ void Reader::read_cells(GpuState& g, size_t row, int wide,
     switch (parse_cell(c, v, x, cell_unit)) {
       case Cell::kValue: {
         g.series.column_for_write(fc.field)[row] = x;
-        ++g.n_value[fi];
+        ++g.counts.value[fi];
         if (c.m.rule != Rule::kAsIs) {
           Stats& s = stats_[fi];
           if (cell_unit) {
@@ -1505,7 +1493,7 @@ void Reader::read_cells(GpuState& g, size_t row, int wide,
       case Cell::kMissing:
         break;
       case Cell::kNotSupported:
-        ++g.n_not_supported[fi];
+        ++g.counts.not_supported[fi];
         break;
       case Cell::kBad:
         problem(bad_cell_, line_no, "{}: cannot read \"{}\"", c.name, v);
@@ -1858,58 +1846,13 @@ void Reader::finish() {
         "no GPU column (gpu, gpu_index, index, uuid, pci_bus_id ...): all rows read as one GPU; "
         "name it with --map COLUMN=gpu if there is one");
 
-  // Fields the log had but never with a value.
-  std::array<bool, kFieldCount> field_seen{};
-  for (auto& g : gpus_) {
-    for (size_t fi = 0; fi < kFieldCount; ++fi) {
-      if (g.n_value[fi] > 0) field_seen[fi] = true;
-      if (g.n_value[fi] == 0 && g.n_not_supported[fi] > 0) {
-        g.series.unsupported[static_cast<Field>(fi)] = nvml_code::kNotSupported;
-        field_seen[fi] = true;
-      }
-    }
-    if (const auto m = gpu_model_by_name(g.series.info.name); m && !g.series.info.name.empty())
-      g.series.info.architecture = m->architecture;
-  }
-  std::vector<std::string_view> empty_cols;
-  for (const auto& fc : fields_)
-    if (!field_seen[index_of(fc.field)] &&
-        std::find(empty_cols.begin(), empty_cols.end(), cols_[fc.col].name) == empty_cols.end())
-      empty_cols.push_back(cols_[fc.col].name);
-  if (!empty_cols.empty())
-    note(fmt::format("no values in the log for: {}", fmt::join(empty_cols, ", ")));
-
-  // Power limit: the denominator of the efficiency score.
-  bool option_used = false;
-  for (auto& g : gpus_) {
-    GpuSeries& s = g.series;
-    if (s.has(Field::kPowerLimit) || s.has(Field::kPowerLimitEnforced) ||
-        s.has(Field::kPowerLimitDefault))
-      continue;
-    std::optional<double> limit;
-    if (opt_.power_limit_w) {
-      limit = *opt_.power_limit_w;
-      option_used = true;
-      note(fmt::format("power limit {} W from --power-limit", fmt_watts(*limit)));
-    } else if (const auto m = gpu_model_by_name(s.info.name); m && !s.info.name.empty()) {
-      limit = m->tdp_w;
-      note(fmt::format(
-          "power limit {} W from the model table for {}{}", fmt_watts(*limit), s.info.name,
-          iequals(s.info.name, m->nvml_name) ? std::string()
-                                             : fmt::format(" (taken as {})", m->nvml_name)));
-    }
-    if (limit) {
-      auto& col = s.column_for_write(Field::kPowerLimitDefault);
-      std::fill(col.begin(), col.end(), *limit);
-    } else {
-      note(fmt::format(
-          "no power limit in the log and none known for {}: efficiency cannot be "
-          "computed (give --power-limit)",
-          s.info.name.empty() ? std::string("an unnamed GPU") : "\"" + s.info.name + "\""));
-    }
-  }
-  if (opt_.power_limit_w && !option_used)
-    note("--power-limit ignored: the log has its own power limit");
+  // Unsupported and empty fields, architecture, power limit.
+  log_reader::FinishOptions fo;
+  fo.power_limit_w = opt_.power_limit_w;
+  for (const auto& fc : fields_) fo.columns.emplace_back(fc.field, cols_[fc.col].name);
+  std::vector<log_reader::GpuToFinish> to_finish;
+  for (auto& g : gpus_) to_finish.push_back({&g.series, &g.counts});
+  log_reader::finish_gpus(rec, to_finish, fo);
 
   if (!unknown_.empty())
     note(
@@ -1922,16 +1865,14 @@ void Reader::finish() {
   if (header_repeats_ > 0)
     note(fmt::format("the header line repeats {} time(s) mid-file: skipped", header_repeats_));
   auto skipped = [&](const Problem& p, std::string_view what) {
-    if (p.count > 0) note(fmt::format("skipped {} row(s) {} (first: {})", p.count, what, p.first));
+    log_reader::note_skipped(rec, p, what);
   };
   skipped(wrong_count_, "with the wrong number of cells");
   skipped(malformed_, "with a broken quote");
   skipped(bad_time_, "with an unreadable time");
   skipped(bad_gpu_, "without a GPU");
   skipped(not_increasing_, "whose time did not advance for their GPU");
-  if (bad_cell_.count > 0)
-    note(fmt::format("{} unreadable value(s) taken as missing (first: {})", bad_cell_.count,
-                     bad_cell_.first));
+  log_reader::note_unreadable(rec, bad_cell_);
 
   rec.gpus.reserve(gpus_.size());
   for (auto& g : gpus_) rec.gpus.push_back(std::move(g.series));

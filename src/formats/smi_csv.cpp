@@ -13,13 +13,14 @@
 #include <fmt/format.h>
 
 #include "core/clock_reasons.hpp"
-#include "core/gpu_models.hpp"
 #include "core/reading.hpp"
+#include "formats/finish.hpp"
 #include "formats/text.hpp"
 
 namespace gpudoctor {
 namespace {
 
+using log_reader::Problem;
 using text::iequals;
 
 // ---------------------------------------------------------------------------------------------
@@ -335,12 +336,7 @@ struct GpuState {
   double last_t = 0;
   uint32_t seen_round = 0;  // round number + 1 of the last row, for logs without timestamps
   bool index_set = false;
-  std::array<uint32_t, kFieldCount> n_value{}, n_not_supported{}, n_no_permission{}, n_other{};
-};
-
-struct Problem {
-  size_t count = 0;
-  std::string first;
+  log_reader::FieldCounts counts;
 };
 
 // Rows of a log without an identity column, told apart by position within each sampling round:
@@ -395,10 +391,6 @@ std::vector<uint32_t> positions_from_times(const std::vector<double>& t, uint32_
   return pos;
 }
 
-std::string fmt_watts(double w) {
-  return fmt::format("{}", std::round(w * 100) / 100);
-}
-
 class Reader {
  public:
   Reader(std::string_view text, const std::string& origin, const SmiCsvOptions& opt)
@@ -414,12 +406,10 @@ class Reader {
   void field_cell(GpuState& g, Field f, size_t row, std::string_view v, std::string_view col,
                   size_t line_no);
   void finish(Recording& rec);
-  void note_once(Recording& rec, std::string note);
+  void note_once(Recording& rec, std::string note) { log_reader::add_note(rec, std::move(note)); }
   template <class... Args>
   void problem(Problem& p, size_t line_no, fmt::format_string<Args...> f, Args&&... args) {
-    if (p.count++ == 0)
-      p.first =
-          fmt::format("{}:{}: {}", origin_, line_no, fmt::format(f, std::forward<Args>(args)...));
+    log_reader::count_problem(p, origin_, line_no, f, std::forward<Args>(args)...);
   }
 
   std::string_view text_;
@@ -451,11 +441,6 @@ class Reader {
   std::array<bool, kFieldCount> field_in_log_{};
   Recording rec_;
 };
-
-void Reader::note_once(Recording& rec, std::string note) {
-  if (std::find(rec.notes.begin(), rec.notes.end(), note) == rec.notes.end())
-    rec.notes.push_back(std::move(note));
-}
 
 size_t Reader::slot_for(const Layout& L, const std::vector<std::string_view>& cells) {
   GpuKey key;
@@ -489,24 +474,24 @@ void Reader::field_cell(GpuState& g, Field f, size_t row, std::string_view v, st
   const size_t fi = index_of(f);
   if (const auto x = parse_value(f, v)) {
     g.series.column_for_write(f)[row] = *x;
-    ++g.n_value[fi];
+    ++g.counts.value[fi];
     return;
   }
   if (is_marker(v)) {
     switch (classify(v)) {
       case Missing::kNotSupported:
-        ++g.n_not_supported[fi];
+        ++g.counts.not_supported[fi];
         break;
       case Missing::kNoPermission:
-        ++g.n_no_permission[fi];
+        ++g.counts.no_permission[fi];
         break;
       case Missing::kOther:
-        ++g.n_other[fi];
+        ++g.counts.other[fi];
         break;
     }
     return;
   }
-  ++g.n_other[fi];
+  ++g.counts.other[fi];
   problem(bad_cell_, line_no, "{}: cannot read \"{}\"", col, v);
 }
 
@@ -575,13 +560,13 @@ void Reader::read_row(GpuState& g, size_t row, const Layout& L,
     const size_t fi = index_of(Field::kClockEventReasons);
     if (mask_known) {
       g.series.column_for_write(Field::kClockEventReasons)[row] = static_cast<double>(mask);
-      ++g.n_value[fi];
+      ++g.counts.value[fi];
     } else if (mask_missing == Missing::kNotSupported) {
-      ++g.n_not_supported[fi];
+      ++g.counts.not_supported[fi];
     } else if (mask_missing == Missing::kNoPermission) {
-      ++g.n_no_permission[fi];
+      ++g.counts.no_permission[fi];
     } else {
-      ++g.n_other[fi];
+      ++g.counts.other[fi];
     }
   }
 }
@@ -766,60 +751,17 @@ void Reader::finish(Recording& rec) {
                 "no GPU identity column (index, pci.bus_id or uuid): all rows read as one GPU");
   }
 
-  // Fields the log had but never with a value: unsupported when nvidia-smi said so.
-  std::array<bool, kFieldCount> field_seen{};
-  for (auto& g : gpus_) {
-    for (size_t fi = 0; fi < kFieldCount; ++fi) {
-      const bool unsupported_only = g.n_value[fi] == 0 && g.n_other[fi] == 0 &&
-                                    (g.n_not_supported[fi] > 0 || g.n_no_permission[fi] > 0);
-      if (unsupported_only)
-        g.series.unsupported[static_cast<Field>(fi)] =
-            g.n_not_supported[fi] > 0 ? nvml_code::kNotSupported : nvml_code::kNoPermission;
-      if (g.n_value[fi] > 0 || unsupported_only) field_seen[fi] = true;
-    }
-    if (const auto m = gpu_model_by_name(g.series.info.name); m && !g.series.info.name.empty())
-      g.series.info.architecture = m->architecture;
-  }
-  std::vector<std::string_view> empty_fields;
+  // Unsupported and empty fields, architecture, power limit.
+  log_reader::FinishOptions fo;
+  fo.power_limit_w = opt_.power_limit_w;
+  fo.placeholder = "[N/A]";
   for (size_t fi = 0; fi < kFieldCount; ++fi)
-    if (field_in_log_[fi] && !field_seen[fi])
-      empty_fields.push_back(canonical_smi_name(static_cast<Field>(fi)));
-  if (!empty_fields.empty())
-    note_once(rec, fmt::format("no values in the log ([N/A] throughout) for: {}",
-                               fmt::join(empty_fields, ", ")));
-
-  // Power limit: the denominator of the efficiency score.
-  bool option_used = false;
-  for (auto& g : gpus_) {
-    GpuSeries& s = g.series;
-    if (s.has(Field::kPowerLimit) || s.has(Field::kPowerLimitEnforced) ||
-        s.has(Field::kPowerLimitDefault))
-      continue;
-    std::optional<double> limit;
-    if (opt_.power_limit_w) {
-      limit = *opt_.power_limit_w;
-      option_used = true;
-      note_once(rec, fmt::format("power limit {} W from --power-limit", fmt_watts(*limit)));
-    } else if (const auto m = gpu_model_by_name(s.info.name); m && !s.info.name.empty()) {
-      limit = m->tdp_w;
-      note_once(rec, fmt::format("power limit {} W from the model table for {}{}",
-                                 fmt_watts(*limit), s.info.name,
-                                 iequals(s.info.name, m->nvml_name)
-                                     ? std::string()
-                                     : fmt::format(" (taken as {})", m->nvml_name)));
-    }
-    if (limit) {
-      auto& col = s.column_for_write(Field::kPowerLimitDefault);
-      std::fill(col.begin(), col.end(), *limit);
-    } else {
-      note_once(rec, fmt::format("no power limit in the log and none known for {}: efficiency "
-                                 "cannot be computed (give --power-limit)",
-                                 s.info.name.empty() ? std::string("an unnamed GPU")
-                                                     : "\"" + s.info.name + "\""));
-    }
-  }
-  if (opt_.power_limit_w && !option_used)
-    note_once(rec, "--power-limit ignored: the log has its own power limit");
+    if (field_in_log_[fi])
+      fo.columns.emplace_back(static_cast<Field>(fi),
+                              std::string(canonical_smi_name(static_cast<Field>(fi))));
+  std::vector<log_reader::GpuToFinish> to_finish;
+  for (auto& g : gpus_) to_finish.push_back({&g.series, &g.counts});
+  log_reader::finish_gpus(rec, to_finish, fo);
 
   if (!unknown_.empty())
     note_once(
@@ -831,15 +773,12 @@ void Reader::finish(Recording& rec) {
                                "with its own columns",
                                header_changes_));
   auto skipped = [&](const Problem& p, std::string_view what) {
-    if (p.count > 0)
-      note_once(rec, fmt::format("skipped {} row(s) {} (first: {})", p.count, what, p.first));
+    log_reader::note_skipped(rec, p, what);
   };
   skipped(wrong_count_, "with the wrong number of columns");
   skipped(bad_time_, "with an unreadable timestamp");
   skipped(not_increasing_, "whose time did not advance for their GPU");
-  if (bad_cell_.count > 0)
-    note_once(rec, fmt::format("{} unreadable value(s) taken as missing (first: {})",
-                               bad_cell_.count, bad_cell_.first));
+  log_reader::note_unreadable(rec, bad_cell_);
   for (auto& n : notes) note_once(rec, std::move(n));
 
   // GPUs in index order where the log gives indexes, else in order of appearance.

@@ -2,20 +2,23 @@
 
 #include <sqlite3.h>
 
+#include <algorithm>
+#include <bit>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <cstring>
 
 #include <fmt/format.h>
 
 namespace gpudoctor {
 namespace {
 
-std::string samples_columns_sql() {
-  std::string cols;
-  for (const auto& f : all_fields()) cols += fmt::format(", \"{}\" REAL", f.id);
-  return cols;
-}
+// Blocks are float64 arrays in the machine's byte order, which the format fixes as little-endian.
+static_assert(std::endian::native == std::endian::little,
+              "recordings store little-endian float64 blocks");
+
+constexpr std::string_view kTimeColumn = "t_ms";  // the `field` of a block of sample times
 
 int64_t now_ms() {
   return std::chrono::duration_cast<std::chrono::milliseconds>(
@@ -37,6 +40,25 @@ std::string text_col(sqlite3_stmt* s, int i) {
 std::optional<bool> bool_col(sqlite3_stmt* s, int i) {
   if (sqlite3_column_type(s, i) == SQLITE_NULL) return std::nullopt;
   return sqlite3_column_int(s, i) != 0;
+}
+
+// Decodes a block of n rows into out: n float64 values, or one when all n are the same.
+bool decode_block(const void* data, int bytes, int64_t n, double* out) {
+  if (static_cast<int64_t>(bytes) == n * static_cast<int64_t>(sizeof(double))) {
+    if (n > 0) std::memcpy(out, data, static_cast<size_t>(n) * sizeof(double));
+    return true;
+  }
+  if (bytes != sizeof(double)) return false;
+  double v;
+  std::memcpy(&v, data, sizeof v);
+  std::fill(out, out + n, v);
+  return true;
+}
+
+bool has_limit(const DeviceSample& s) {
+  for (Field f : {Field::kPowerLimitEnforced, Field::kPowerLimit, Field::kPowerLimitDefault})
+    if (s[f].has_value()) return true;
+  return false;
 }
 
 }  // namespace
@@ -71,26 +93,28 @@ Result<std::unique_ptr<RecordingWriter>> RecordingWriter::create(
       SQLITE_OK)
     return w->sqlite_error("cannot create");
   sqlite3_busy_timeout(w->db_, 2000);
-  const std::string schema = fmt::format(R"(
+  if (auto r = w->exec(R"(
     PRAGMA journal_mode=WAL;
     PRAGMA synchronous=NORMAL;
     CREATE TABLE meta(key TEXT PRIMARY KEY, value TEXT NOT NULL);
     CREATE TABLE devices(gpu INTEGER PRIMARY KEY, name TEXT, uuid TEXT, pci_bus_id TEXT,
                          serial TEXT, architecture TEXT, persistence_mode INTEGER,
-                         mig_mode INTEGER, gpm_supported INTEGER);
+                         mig_mode INTEGER, gpm_supported INTEGER, power_limit_source TEXT,
+                         processes_recorded INTEGER NOT NULL DEFAULT 0);
     CREATE TABLE fields(id TEXT PRIMARY KEY, unit TEXT NOT NULL, meaning TEXT NOT NULL);
-    CREATE TABLE samples(gpu INTEGER NOT NULL, t_ms INTEGER NOT NULL{},
-                         PRIMARY KEY(gpu, t_ms)) WITHOUT ROWID;
+    CREATE TABLE samples(gpu INTEGER NOT NULL, first_row INTEGER NOT NULL, field TEXT NOT NULL,
+                         n INTEGER NOT NULL, data BLOB NOT NULL,
+                         UNIQUE(gpu, first_row, field));
     CREATE TABLE field_status(gpu INTEGER NOT NULL, field TEXT NOT NULL, code TEXT NOT NULL,
                               PRIMARY KEY(gpu, field));
     CREATE TABLE processes(gpu INTEGER NOT NULL, pid INTEGER NOT NULL, first_ms INTEGER NOT NULL,
                            last_ms INTEGER NOT NULL, name TEXT, max_memory_mib REAL,
                            PRIMARY KEY(gpu, pid, first_ms));
     CREATE TABLE events(t_ms INTEGER NOT NULL, gpu INTEGER, kind TEXT NOT NULL, detail TEXT);
-    CREATE TABLE annotations(t_ms INTEGER NOT NULL, text TEXT NOT NULL);
-  )",
-                                         samples_columns_sql());
-  if (auto r = w->exec(schema.c_str()); !r) return r.error();
+    CREATE TABLE annotations(t_ms INTEGER NOT NULL, kind TEXT NOT NULL, text TEXT NOT NULL);
+  )");
+      !r)
+    return r.error();
 
   auto meta = [&](const std::string& k, const std::string& v) -> Result<Nothing> {
     Stmt st;
@@ -123,8 +147,8 @@ Result<std::unique_ptr<RecordingWriter>> RecordingWriter::create(
   }
   for (const auto& d : devices) {
     Stmt st;
-    sqlite3_prepare_v2(w->db_, "INSERT INTO devices VALUES(?, ?, ?, ?, ?, ?, ?, ?, ?)", -1, &st.s,
-                       nullptr);
+    sqlite3_prepare_v2(w->db_, "INSERT INTO devices VALUES(?, ?, ?, ?, ?, ?, ?, ?, ?, NULL, 0)", -1,
+                       &st.s, nullptr);
     sqlite3_bind_int(st.s, 1, static_cast<int>(d.index));
     sqlite3_bind_text(st.s, 2, d.name.c_str(), -1, SQLITE_TRANSIENT);
     sqlite3_bind_text(st.s, 3, d.uuid.c_str(), -1, SQLITE_TRANSIENT);
@@ -136,15 +160,13 @@ Result<std::unique_ptr<RecordingWriter>> RecordingWriter::create(
     if (d.mig_mode) sqlite3_bind_int(st.s, 8, *d.mig_mode);
     sqlite3_bind_int(st.s, 9, d.gpm_supported);
     if (sqlite3_step(st.s) != SQLITE_DONE) return w->sqlite_error("writing the device list");
-    w->gpu_index_.push_back(d.index);
+    w->gpus_.push_back({});
+    w->gpus_.back().gpu = d.index;
   }
   if (auto r = w->exec("COMMIT"); !r) return r.error();
-  w->lost_seen_.assign(devices.size(), false);
 
-  std::string insert = "INSERT OR REPLACE INTO samples VALUES(?, ?";
-  for (size_t i = 0; i < kFieldCount; ++i) insert += ", ?";
-  insert += ")";
-  if (sqlite3_prepare_v2(w->db_, insert.c_str(), -1, &w->insert_, nullptr) != SQLITE_OK ||
+  if (sqlite3_prepare_v2(w->db_, "INSERT INTO samples VALUES(?, ?, ?, ?, ?)", -1, &w->block_,
+                         nullptr) != SQLITE_OK ||
       sqlite3_prepare_v2(w->db_,
                          "INSERT INTO processes VALUES(?, ?, ?, ?, ?, ?) ON CONFLICT(gpu, pid, "
                          "first_ms) DO UPDATE SET last_ms = excluded.last_ms, max_memory_mib = "
@@ -169,28 +191,137 @@ Result<Nothing> RecordingWriter::begin_if_needed() {
   return kOk;
 }
 
-Result<Nothing> RecordingWriter::commit() {
+// Writes the pending rows of every GPU, then commits. `final`: also merges each GPU's last,
+// partly filled block.
+Result<Nothing> RecordingWriter::commit(bool final) {
+  for (auto& g : gpus_)
+    if (!g.t_ms.empty() || (final && g.pieces)) {
+      if (auto r = begin_if_needed(); !r) return r;
+      if (auto r = flush_gpu(g, final); !r) return r;
+    }
   if (!in_tx_) return kOk;
   in_tx_ = false;
   last_commit_ms_ = now_ms();
   return exec("COMMIT");
 }
 
-Result<Nothing> RecordingWriter::insert_row(unsigned gpu, int64_t t_ms, const double* values) {
-  sqlite3_reset(insert_);
-  sqlite3_bind_int(insert_, 1, static_cast<int>(gpu));
-  sqlite3_bind_int64(insert_, 2, t_ms);
-  for (size_t i = 0; i < kFieldCount; ++i) {
-    if (std::isnan(values[i]))
-      sqlite3_bind_null(insert_, static_cast<int>(i) + 3);
-    else
-      sqlite3_bind_double(insert_, static_cast<int>(i) + 3, values[i]);
+// Writes a GPU's pending rows as blocks that never cross a multiple of kRecordingBlockRows. A
+// block completed from its first row is written whole; otherwise the rows go in as a small block
+// and, once the block is complete (or at the end), its small blocks are merged into one.
+Result<Nothing> RecordingWriter::flush_gpu(GpuState& g, bool final) {
+  const size_t n = g.t_ms.size();
+  std::array<Strided, kFieldCount> cols;
+  for (size_t off = 0; off < n;) {
+    const int64_t block_first = g.rows_written / kRecordingBlockRows * kRecordingBlockRows;
+    const size_t take =
+        std::min(n - off, static_cast<size_t>(block_first + kRecordingBlockRows - g.rows_written));
+    for (size_t f = 0; f < kFieldCount; ++f)
+      cols[f] = {g.values.data() + off * kFieldCount + f, kFieldCount};
+    if (auto r = write_rows(g.gpu, g.rows_written, take, g.t_ms.data() + off, cols, false); !r)
+      return r;
+    g.rows_written += static_cast<int64_t>(take);
+    off += take;
+    const bool complete = g.rows_written == block_first + kRecordingBlockRows;
+    if (g.pieces && (complete || (final && off == n))) {
+      if (auto r = merge_block(g.gpu, block_first, g.rows_written - block_first); !r) return r;
+      g.pieces = false;
+    } else {
+      g.pieces = !complete && !(final && off == n);
+    }
   }
-  if (sqlite3_step(insert_) != SQLITE_DONE) return sqlite_error("writing samples");
+  if (final && g.pieces) {  // nothing pending, small blocks left from earlier commits
+    const int64_t block_first = g.rows_written / kRecordingBlockRows * kRecordingBlockRows;
+    if (auto r = merge_block(g.gpu, block_first, g.rows_written - block_first); !r) return r;
+    g.pieces = false;
+  }
+  g.t_ms.clear();
+  g.values.clear();
+  return kOk;
+}
+
+// Replaces the small blocks of rows [block_first, block_first + rows) of a GPU by one per field.
+Result<Nothing> RecordingWriter::merge_block(unsigned gpu, int64_t block_first, int64_t rows) {
+  std::map<std::string, std::vector<double>> merged;
+  {
+    Stmt st;
+    if (sqlite3_prepare_v2(db_,
+                           "SELECT field, first_row, n, data FROM samples WHERE gpu = ? AND "
+                           "first_row >= ? AND first_row < ?",
+                           -1, &st.s, nullptr) != SQLITE_OK)
+      return sqlite_error("merging blocks");
+    sqlite3_bind_int(st.s, 1, static_cast<int>(gpu));
+    sqlite3_bind_int64(st.s, 2, block_first);
+    sqlite3_bind_int64(st.s, 3, block_first + kRecordingBlockRows);
+    int rc;
+    while ((rc = sqlite3_step(st.s)) == SQLITE_ROW) {
+      auto& v = merged[text_col(st.s, 0)];
+      if (v.empty()) v.assign(static_cast<size_t>(rows), kMissing);
+      const int64_t at = sqlite3_column_int64(st.s, 1) - block_first;
+      const int64_t count = sqlite3_column_int64(st.s, 2);
+      if (at < 0 || count < 0 || at + count > rows ||
+          !decode_block(sqlite3_column_blob(st.s, 3), sqlite3_column_bytes(st.s, 3), count,
+                        v.data() + at))
+        return failure(fmt::format("recording {}: damaged block while merging", path_));
+    }
+    if (rc != SQLITE_DONE) return sqlite_error("merging blocks");
+  }
+  {
+    Stmt st;
+    sqlite3_prepare_v2(db_,
+                       "DELETE FROM samples WHERE gpu = ? AND first_row >= ? AND first_row < ?", -1,
+                       &st.s, nullptr);
+    sqlite3_bind_int(st.s, 1, static_cast<int>(gpu));
+    sqlite3_bind_int64(st.s, 2, block_first);
+    sqlite3_bind_int64(st.s, 3, block_first + kRecordingBlockRows);
+    if (sqlite3_step(st.s) != SQLITE_DONE) return sqlite_error("merging blocks");
+  }
+  for (const auto& [field, v] : merged)
+    if (auto r = insert_block(gpu, block_first, field, v.data(), v.size()); !r) return r;
+  return kOk;
+}
+
+// Writes rows [first_row, first_row + n) of a GPU: the time column, and each field column that
+// has a value there (keep_empty: each column given, so an imported column without values stays).
+Result<Nothing> RecordingWriter::write_rows(unsigned gpu, int64_t first_row, size_t n,
+                                            const double* t_ms,
+                                            const std::array<Strided, kFieldCount>& cols,
+                                            bool keep_empty) {
+  if (auto r = insert_block(gpu, first_row, kTimeColumn, t_ms, n); !r) return r;
+  scratch_.resize(n);
+  for (size_t f = 0; f < kFieldCount; ++f) {
+    if (!cols[f].p) continue;
+    bool any = keep_empty;
+    for (size_t i = 0; i < n; ++i) {
+      scratch_[i] = cols[f].p[i * cols[f].stride];
+      any = any || !std::isnan(scratch_[i]);
+    }
+    if (any)
+      if (auto r = insert_block(gpu, first_row, all_fields()[f].id, scratch_.data(), n); !r)
+        return r;
+  }
+  return kOk;
+}
+
+Result<Nothing> RecordingWriter::insert_block(unsigned gpu, int64_t first_row,
+                                              std::string_view field, const double* v, size_t n) {
+  sqlite3_reset(block_);
+  sqlite3_bind_int(block_, 1, static_cast<int>(gpu));
+  sqlite3_bind_int64(block_, 2, first_row);
+  sqlite3_bind_text(block_, 3, field.data(), static_cast<int>(field.size()), SQLITE_STATIC);
+  sqlite3_bind_int64(block_, 4, static_cast<int64_t>(n));
+  // A block whose values are all the same (static fields, limits, idle clocks) is stored once.
+  const bool same = n > 0 && std::all_of(v + 1, v + n, [&](const double& x) {
+                      return std::memcmp(&x, v, sizeof x) == 0;
+                    });
+  sqlite3_bind_blob(block_, 5, v, static_cast<int>((same ? 1 : n) * sizeof(double)), SQLITE_STATIC);
+  const int rc = sqlite3_step(block_);
+  sqlite3_clear_bindings(block_);
+  if (rc != SQLITE_DONE) return sqlite_error("writing samples");
   return kOk;
 }
 
 Result<Nothing> RecordingWriter::note_process(unsigned gpu, const ProcessInfo& p, int64_t t_ms) {
+  if (auto r = begin_if_needed(); !r) return r;
   auto key = std::make_pair(gpu, p.pid);
   auto it = process_first_ms_.find(key);
   if (it == process_first_ms_.end()) it = process_first_ms_.emplace(key, t_ms).first;
@@ -212,6 +343,7 @@ Result<Nothing> RecordingWriter::note_status(unsigned gpu, Field f, int32_t code
   auto [it, inserted] = status_seen_.emplace(std::make_pair(gpu, f), code);
   if (!inserted && it->second == code) return kOk;
   it->second = code;
+  if (auto r = begin_if_needed(); !r) return r;
   sqlite3_reset(status_);
   sqlite3_bind_int(status_, 1, static_cast<int>(gpu));
   const auto id = info(f).id;
@@ -222,56 +354,96 @@ Result<Nothing> RecordingWriter::note_status(unsigned gpu, Field f, int32_t code
   return kOk;
 }
 
+Result<Nothing> RecordingWriter::note_lost(unsigned gpu, int64_t t_ms) {
+  sqlite3_reset(event_);
+  sqlite3_bind_int64(event_, 1, t_ms);
+  sqlite3_bind_int(event_, 2, static_cast<int>(gpu));
+  sqlite3_bind_text(event_, 3, "lost", -1, SQLITE_STATIC);
+  sqlite3_bind_text(event_, 4, "GPU_IS_LOST", -1, SQLITE_STATIC);
+  if (sqlite3_step(event_) != SQLITE_DONE) return sqlite_error("writing events");
+  return kOk;
+}
+
+Result<Nothing> RecordingWriter::set_power_limit_source(unsigned gpu, const std::string& source) {
+  Stmt st;
+  sqlite3_prepare_v2(db_, "UPDATE devices SET power_limit_source = ? WHERE gpu = ?", -1, &st.s,
+                     nullptr);
+  sqlite3_bind_text(st.s, 1, source.c_str(), -1, SQLITE_TRANSIENT);
+  sqlite3_bind_int(st.s, 2, static_cast<int>(gpu));
+  if (sqlite3_step(st.s) != SQLITE_DONE) return sqlite_error("writing the device list");
+  return kOk;
+}
+
+Result<Nothing> RecordingWriter::set_processes_recorded(unsigned gpu) {
+  Stmt st;
+  sqlite3_prepare_v2(db_, "UPDATE devices SET processes_recorded = 1 WHERE gpu = ?", -1, &st.s,
+                     nullptr);
+  sqlite3_bind_int(st.s, 1, static_cast<int>(gpu));
+  if (sqlite3_step(st.s) != SQLITE_DONE) return sqlite_error("writing the device list");
+  return kOk;
+}
+
 Result<Nothing> RecordingWriter::add(const Frame& frame) {
   if (!db_) return failure("recording " + path_ + " is closed");
-  if (auto r = begin_if_needed(); !r) return r;
   const int64_t t_ms = frame.time_unix_ms - start_unix_ms_;
-  std::array<double, kFieldCount> values;
-  for (size_t i = 0; i < frame.devices.size() && i < gpu_index_.size(); ++i) {
+  for (size_t i = 0; i < frame.devices.size() && i < gpus_.size(); ++i) {
     const DeviceSample& s = frame.devices[i];
-    const unsigned gpu = gpu_index_[i];
+    GpuState& g = gpus_[i];
     if (s.lost) {
-      if (!lost_seen_[i]) {
-        lost_seen_[i] = true;
-        sqlite3_reset(event_);
-        sqlite3_bind_int64(event_, 1, t_ms);
-        sqlite3_bind_int(event_, 2, static_cast<int>(gpu));
-        sqlite3_bind_text(event_, 3, "lost", -1, SQLITE_STATIC);
-        sqlite3_bind_text(event_, 4, "GPU_IS_LOST", -1, SQLITE_STATIC);
-        if (sqlite3_step(event_) != SQLITE_DONE) return sqlite_error("writing events");
+      if (!g.lost_seen) {
+        g.lost_seen = true;
+        if (auto r = begin_if_needed(); !r) return r;
+        if (auto r = note_lost(g.gpu, t_ms); !r) return r;
       }
       continue;
     }
+    g.t_ms.push_back(static_cast<double>(t_ms));
     for (const auto& fi : all_fields()) {
       const Reading& r = s[fi.field];
-      values[index_of(fi.field)] = r.has_value() ? r.value() : kMissing;
+      g.values.push_back(r.has_value() ? r.value() : kMissing);
       if (r.state() == Reading::State::kUnsupported)
-        if (auto st = note_status(gpu, fi.field, r.code()); !st) return st;
+        if (auto st = note_status(g.gpu, fi.field, r.code()); !st) return st;
     }
-    if (auto r = insert_row(gpu, t_ms, values.data()); !r) return r;
     for (const auto& p : s.processes)
-      if (auto r = note_process(gpu, p, t_ms); !r) return r;
+      if (auto r = note_process(g.gpu, p, t_ms); !r) return r;
+    if (!g.processes_seen && s.processes_supported) {  // an empty list now means none ran
+      g.processes_seen = true;
+      if (auto r = begin_if_needed(); !r) return r;
+      if (auto r = set_processes_recorded(g.gpu); !r) return r;
+    }
+    if (!g.limit_seen && has_limit(s)) {  // a live source reads the limit itself
+      g.limit_seen = true;
+      if (auto r = begin_if_needed(); !r) return r;
+      if (auto r = set_power_limit_source(g.gpu, "log"); !r) return r;
+    }
   }
   ++frames_;
-  if (now_ms() - last_commit_ms_ >= 1000) return commit();
+  if (now_ms() - last_commit_ms_ >= 1000) return commit(false);
   return kOk;
 }
 
 Result<Nothing> RecordingWriter::add_recording(const Recording& rec) {
   if (auto r = begin_if_needed(); !r) return r;
-  std::array<double, kFieldCount> values;
+  std::vector<double> t_ms;
+  std::array<Strided, kFieldCount> cols;
   for (const auto& g : rec.gpus) {
-    for (size_t row = 0; row < g.size(); ++row) {
+    const unsigned gpu = g.info.index;
+    t_ms.resize(g.size());
+    for (size_t i = 0; i < g.size(); ++i)
+      t_ms[i] = static_cast<double>(std::llround(g.time_s[i] * 1000));
+    for (size_t first = 0; first < g.size(); first += kRecordingBlockRows) {
+      const size_t n = std::min(g.size() - first, static_cast<size_t>(kRecordingBlockRows));
       for (size_t f = 0; f < kFieldCount; ++f)
-        values[f] = g.columns[f] ? (*g.columns[f])[row] : kMissing;
-      if (auto r = insert_row(g.info.index, std::llround(g.time_s[row] * 1000), values.data()); !r)
+        cols[f] = {g.columns[f] ? g.columns[f]->data() + first : nullptr, 1};
+      if (auto r = write_rows(gpu, static_cast<int64_t>(first), n, t_ms.data() + first, cols, true);
+          !r)
         return r;
     }
     for (const auto& [f, code] : g.unsupported)
-      if (auto r = note_status(g.info.index, f, code); !r) return r;
+      if (auto r = note_status(gpu, f, code); !r) return r;
     for (const auto& p : g.processes) {
       sqlite3_reset(process_);
-      sqlite3_bind_int(process_, 1, static_cast<int>(g.info.index));
+      sqlite3_bind_int(process_, 1, static_cast<int>(gpu));
       sqlite3_bind_int64(process_, 2, p.pid);
       sqlite3_bind_int64(process_, 3, std::llround(p.first_s * 1000));
       sqlite3_bind_int64(process_, 4, std::llround(p.last_s * 1000));
@@ -282,34 +454,39 @@ Result<Nothing> RecordingWriter::add_recording(const Recording& rec) {
         sqlite3_bind_null(process_, 6);
       if (sqlite3_step(process_) != SQLITE_DONE) return sqlite_error("writing processes");
     }
-    if (g.lost_at_s) {
-      sqlite3_reset(event_);
-      sqlite3_bind_int64(event_, 1, std::llround(*g.lost_at_s * 1000));
-      sqlite3_bind_int(event_, 2, static_cast<int>(g.info.index));
-      sqlite3_bind_text(event_, 3, "lost", -1, SQLITE_STATIC);
-      sqlite3_bind_text(event_, 4, "GPU_IS_LOST", -1, SQLITE_STATIC);
-      if (sqlite3_step(event_) != SQLITE_DONE) return sqlite_error("writing events");
-    }
+    if (g.lost_at_s)
+      if (auto r = note_lost(gpu, std::llround(*g.lost_at_s * 1000)); !r) return r;
+    if (!g.power_limit_source.empty())
+      if (auto r = set_power_limit_source(gpu, g.power_limit_source); !r) return r;
+    if (g.processes_recorded)
+      if (auto r = set_processes_recorded(gpu); !r) return r;
   }
   for (const auto& note : rec.notes)
-    if (auto r = annotate(0, "import: " + note); !r) return r;
-  return commit();
+    if (auto r = add_annotation(0, "note", note); !r) return r;
+  return commit(false);
 }
 
-Result<Nothing> RecordingWriter::annotate(double t_s, const std::string& text) {
+Result<Nothing> RecordingWriter::add_annotation(int64_t t_ms, const char* kind,
+                                                const std::string& text) {
   Stmt st;
-  sqlite3_prepare_v2(db_, "INSERT INTO annotations VALUES(?, ?)", -1, &st.s, nullptr);
-  sqlite3_bind_int64(st.s, 1, std::llround(t_s * 1000));
-  sqlite3_bind_text(st.s, 2, text.c_str(), -1, SQLITE_TRANSIENT);
+  sqlite3_prepare_v2(db_, "INSERT INTO annotations VALUES(?, ?, ?)", -1, &st.s, nullptr);
+  sqlite3_bind_int64(st.s, 1, t_ms);
+  sqlite3_bind_text(st.s, 2, kind, -1, SQLITE_STATIC);
+  sqlite3_bind_text(st.s, 3, text.c_str(), -1, SQLITE_TRANSIENT);
   if (sqlite3_step(st.s) != SQLITE_DONE) return sqlite_error("writing annotations");
   return kOk;
 }
 
+Result<Nothing> RecordingWriter::annotate(double t_s, const std::string& text) {
+  if (!db_) return failure("recording " + path_ + " is closed");
+  return add_annotation(std::llround(t_s * 1000), "user", text);
+}
+
 Result<Nothing> RecordingWriter::close() {
   if (!db_) return kOk;
-  Result<Nothing> r = commit();
-  for (sqlite3_stmt* s : {insert_, process_, status_, event_}) sqlite3_finalize(s);
-  insert_ = process_ = status_ = event_ = nullptr;
+  Result<Nothing> r = commit(true);
+  for (sqlite3_stmt* s : {block_, process_, status_, event_}) sqlite3_finalize(s);
+  block_ = process_ = status_ = event_ = nullptr;
   // Fold the WAL back into the main file so the recording is one self-contained file.
   if (r) sqlite3_exec(db_, "PRAGMA wal_checkpoint(TRUNCATE)", nullptr, nullptr, nullptr);
   sqlite3_close(db_);
@@ -328,7 +505,11 @@ Result<Recording> read_recording(const std::string& path) {
     sqlite3_close(db);
     return usage_error(fmt::format("{}: {}: {}", path, what, why));
   };
-  // One thread reads: no per-call mutex (it was a sixth of the time of a large read).
+  auto damaged = [&](const std::string& what) -> Error {
+    sqlite3_close(db);
+    return usage_error(fmt::format("{}: damaged recording: {}", path, what));
+  };
+  // One thread reads: no per-call mutex.
   if (sqlite3_open_v2(path.c_str(), &db, SQLITE_OPEN_READONLY | SQLITE_OPEN_NOMUTEX, nullptr) !=
       SQLITE_OK)
     return fail("cannot open the recording");
@@ -342,8 +523,17 @@ Result<Recording> read_recording(const std::string& path) {
     while (sqlite3_step(st.s) == SQLITE_ROW) meta[text_col(st.s, 0)] = text_col(st.s, 1);
     if (meta["format"] != "gpudoctor-recording")
       return fail("not a gpudoctor recording (no format marker)");
-    if (std::atoi(meta["schema_version"].c_str()) > kRecordingSchemaVersion)
-      return fail("written by a newer gpudoctor (schema " + meta["schema_version"] + ")");
+    const int version = std::atoi(meta["schema_version"].c_str());
+    if (version != kRecordingSchemaVersion) {
+      sqlite3_close(db);
+      return usage_error(fmt::format(
+          "{}: recording schema {} was written by {} gpudoctor; this one reads schema {}{}", path,
+          meta["schema_version"], version > kRecordingSchemaVersion ? "a newer" : "an older",
+          kRecordingSchemaVersion,
+          version > kRecordingSchemaVersion
+              ? ""
+              : " (export it with the gpudoctor that wrote it, or record it again)"));
+    }
     rec.source = meta["source"];
     rec.start_unix_ms = std::atoll(meta["start_unix_ms"].c_str());
     rec.system = {meta["driver_version"], meta["cuda_driver_version"], meta["nvml_version"],
@@ -354,7 +544,8 @@ Result<Recording> read_recording(const std::string& path) {
     Stmt st;
     if (sqlite3_prepare_v2(db,
                            "SELECT gpu, name, uuid, pci_bus_id, serial, architecture, "
-                           "persistence_mode, mig_mode, gpm_supported FROM devices ORDER BY gpu",
+                           "persistence_mode, mig_mode, gpm_supported, power_limit_source, "
+                           "processes_recorded FROM devices ORDER BY gpu",
                            -1, &st.s, nullptr) != SQLITE_OK)
       return fail("reading devices");
     while (sqlite3_step(st.s) == SQLITE_ROW) {
@@ -368,34 +559,63 @@ Result<Recording> read_recording(const std::string& path) {
       g.info.persistence_mode = bool_col(st.s, 6);
       g.info.mig_mode = bool_col(st.s, 7);
       g.info.gpm_supported = sqlite3_column_int(st.s, 8) != 0;
+      g.power_limit_source = text_col(st.s, 9);
+      g.processes_recorded = sqlite3_column_int(st.s, 10) != 0;
       by_gpu[g.info.index] = rec.gpus.size();
       rec.gpus.push_back(std::move(g));
     }
   }
   {
-    // Columns by name, so files from other versions of the catalogue still read.
+    // Rows per GPU: the end of its last time block.
     Stmt st;
-    if (sqlite3_prepare_v2(db, "SELECT * FROM samples ORDER BY gpu, t_ms", -1, &st.s, nullptr) !=
-        SQLITE_OK)
+    if (sqlite3_prepare_v2(db,
+                           "SELECT gpu, max(first_row + n) FROM samples WHERE field = 't_ms' "
+                           "GROUP BY gpu",
+                           -1, &st.s, nullptr) != SQLITE_OK)
       return fail("reading samples");
-    const int ncol = sqlite3_column_count(st.s);
-    std::vector<std::optional<Field>> col_field(static_cast<size_t>(ncol));
-    for (int c = 2; c < ncol; ++c)
-      col_field[static_cast<size_t>(c)] = field_by_id(sqlite3_column_name(st.s, c));
+    while (sqlite3_step(st.s) == SQLITE_ROW) {
+      const auto it = by_gpu.find(static_cast<unsigned>(sqlite3_column_int(st.s, 0)));
+      const int64_t rows = sqlite3_column_int64(st.s, 1);
+      if (it == by_gpu.end()) continue;
+      if (rows < 0 || rows > (int64_t{1} << 32)) return damaged("bad row count");
+      rec.gpus[it->second].time_s.assign(static_cast<size_t>(rows), kMissing);
+    }
+  }
+  {
+    // Blocks in file order; each lands at its first_row. Fields by name, so files written with
+    // an older or newer catalogue still read (unknown fields are skipped).
+    Stmt st;
+    if (sqlite3_prepare_v2(db, "SELECT gpu, field, first_row, n, data FROM samples", -1, &st.s,
+                           nullptr) != SQLITE_OK)
+      return fail("reading samples");
     int rc;
     while ((rc = sqlite3_step(st.s)) == SQLITE_ROW) {
       const auto it = by_gpu.find(static_cast<unsigned>(sqlite3_column_int(st.s, 0)));
       if (it == by_gpu.end()) continue;
       GpuSeries& g = rec.gpus[it->second];
-      const size_t row = g.append_row(static_cast<double>(sqlite3_column_int64(st.s, 1)) / 1000.0);
-      for (int c = 2; c < ncol; ++c) {
-        if (!col_field[static_cast<size_t>(c)] || sqlite3_column_type(st.s, c) == SQLITE_NULL)
-          continue;
-        g.column_for_write(*col_field[static_cast<size_t>(c)])[row] =
-            sqlite3_column_double(st.s, c);
+      const auto* id = reinterpret_cast<const char*>(sqlite3_column_text(st.s, 1));
+      const std::string_view field = id ? id : "";
+      const int64_t first = sqlite3_column_int64(st.s, 2);
+      const int64_t n = sqlite3_column_int64(st.s, 3);
+      if (first < 0 || n < 0 || first + n > static_cast<int64_t>(g.size()))
+        return damaged(fmt::format("block {} of GPU {} is out of range", first, g.info.index));
+      double* out;
+      if (field == kTimeColumn) {
+        out = g.time_s.data() + first;
+      } else if (const auto f = field_by_id(field)) {
+        out = g.column_for_write(*f).data() + first;
+      } else {
+        continue;
       }
+      if (!decode_block(sqlite3_column_blob(st.s, 4), sqlite3_column_bytes(st.s, 4), n, out))
+        return damaged(fmt::format("block {} of GPU {} has the wrong size", first, g.info.index));
+      if (field == kTimeColumn)
+        for (int64_t i = 0; i < n; ++i) out[i] /= 1000.0;
     }
     if (rc != SQLITE_DONE) return fail("reading samples");
+    for (const auto& g : rec.gpus)
+      if (std::any_of(g.time_s.begin(), g.time_s.end(), [](double t) { return std::isnan(t); }))
+        return damaged(fmt::format("GPU {} has rows without a time", g.info.index));
   }
   {
     Stmt st;
@@ -412,7 +632,7 @@ Result<Recording> read_recording(const std::string& path) {
     Stmt st;
     if (sqlite3_prepare_v2(db,
                            "SELECT gpu, pid, first_ms, last_ms, name, max_memory_mib FROM "
-                           "processes ORDER BY gpu, first_ms",
+                           "processes ORDER BY gpu, first_ms, pid",
                            -1, &st.s, nullptr) == SQLITE_OK)
       while (sqlite3_step(st.s) == SQLITE_ROW) {
         const auto it = by_gpu.find(static_cast<unsigned>(sqlite3_column_int(st.s, 0)));
@@ -437,6 +657,12 @@ Result<Recording> read_recording(const std::string& path) {
           rec.gpus[it->second].lost_at_s =
               static_cast<double>(sqlite3_column_int64(st.s, 0)) / 1000.0;
       }
+  }
+  {
+    Stmt st;
+    if (sqlite3_prepare_v2(db, "SELECT text FROM annotations WHERE kind = 'note' ORDER BY rowid",
+                           -1, &st.s, nullptr) == SQLITE_OK)
+      while (sqlite3_step(st.s) == SQLITE_ROW) rec.notes.push_back(text_col(st.s, 0));
   }
   sqlite3_close(db);
   return rec;

@@ -3,6 +3,8 @@
 // them), plus every fault the NVML source must survive.
 #include <gtest/gtest.h>
 
+#include "e2e_util.hpp"
+
 #include <sys/wait.h>
 
 #include <chrono>
@@ -19,101 +21,7 @@
 
 namespace {
 
-namespace fs = std::filesystem;
-const std::string kSrc = GPUDOCTOR_SOURCE_DIR;
-
-struct Result {
-  int exit_code = -1;
-  std::string out, err;
-  double seconds = 0;
-};
-
-std::string quote(const std::string& s) {
-  return "'" + s + "'";
-}
-
-std::string capture_path(const std::string& name) {
-  return kSrc + "/tests/data/captures/" + name + ".json";
-}
-
-// Runs a shell command line, collecting stdout, stderr, exit code and wall time.
-Result run_shell(const std::string& command_line) {
-  const fs::path dir = fs::temp_directory_path();
-  const fs::path err_file = dir / fmt::format("gpudoctor-e2e-{}.err", getpid());
-  const fs::path script = dir / fmt::format("gpudoctor-e2e-{}.sh", getpid());
-  std::ofstream(script) << command_line << "\n";
-  const std::string cmd =
-      fmt::format("sh {} 2>{}", quote(script.string()), quote(err_file.string()));
-  Result r;
-  const auto t0 = std::chrono::steady_clock::now();
-  FILE* p = popen(cmd.c_str(), "r");
-  if (!p) return r;
-  char buf[4096];
-  size_t n;
-  while ((n = fread(buf, 1, sizeof buf, p)) > 0) r.out.append(buf, n);
-  const int status = pclose(p);
-  r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-  std::ifstream e(err_file);
-  std::stringstream ss;
-  ss << e.rdbuf();
-  r.err = ss.str();
-  fs::remove(err_file);
-  fs::remove(script);
-  return r;
-}
-
-// Runs `gpudoctor ARGS` with extra environment `env` ("VAR=value ..." or "-u VAR").
-Result run_with(const std::string& env, const std::string& args) {
-  return run_shell(fmt::format("env {} {} {}", env, GPUDOCTOR_BIN, args));
-}
-
-std::string fake_env(const std::string& capture, const std::string& lib = FAKE_NVML_LIB) {
-  std::string env = "GPUDOCTOR_NVML_LIB=" + quote(lib);
-  if (!capture.empty()) env += " GPUDOCTOR_FAKE_NVML_CAPTURE=" + quote(capture_path(capture));
-  return env;
-}
-
-Result run(const std::string& capture, const std::string& args) {
-  return run_with(fake_env(capture), args);
-}
-
-// Host names and wall-clock times differ between runs; everything else must not.
-std::string normalise(std::string s) {
-  s = std::regex_replace(s, std::regex(R"(host \S+)"), "host HOST");
-  s = std::regex_replace(s, std::regex(R"((^|\n)\d\d:\d\d:\d\d )"), "$1HH:MM:SS ");
-  s = std::regex_replace(s, std::regex(R"(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z)"), "TIME");
-  return s;
-}
-
-void expect_golden(const std::string& name, const std::string& actual) {
-  const fs::path path = fs::path(kSrc) / "tests/e2e/golden" / (name + ".txt");
-  const std::string norm = normalise(actual);
-  if (std::getenv(GPUDOCTOR_UPDATE_GOLDEN_ENV)) {
-    std::ofstream(path) << norm;
-    return;
-  }
-  std::ifstream in(path);
-  ASSERT_TRUE(in) << "missing golden file " << path << " (run with GPUDOCTOR_UPDATE_GOLDEN=1)";
-  std::stringstream ss;
-  ss << in.rdbuf();
-  EXPECT_EQ(norm, ss.str()) << "output differs from " << path;
-}
-
-std::vector<std::string> lines_of(const std::string& s) {
-  std::vector<std::string> out;
-  std::stringstream ss(s);
-  for (std::string line; std::getline(ss, line);) out.push_back(line);
-  return out;
-}
-
-std::vector<std::string> split(const std::string& s, char sep) {
-  std::vector<std::string> out;
-  std::stringstream ss(s);
-  for (std::string cell; std::getline(ss, cell, sep);) out.push_back(cell);
-  if (!s.empty() && s.back() == sep) out.emplace_back();
-  return out;
-}
+using namespace e2e;
 
 // ---- status against each capture -------------------------------------------------------------
 
@@ -534,6 +442,49 @@ TEST(Import, GenericCsvWithMapAndEveryCorpusFormat) {
       fs::remove(out);
     }
   }
+  fs::remove(db);
+}
+
+}  // namespace
+
+namespace {
+
+TEST(Import, SmiTableSnapshotsIntoARecordingAndBackOut) {
+  const std::string dir = kSrc + "/tests/data/logs/smi-table/";
+  const std::string log = dir + "a100_470_4gpu_mig_row.txt";
+  const fs::path db = temp_file("table.db");
+  const Result r = run_with("", "import " + quote(log) + " -o " + quote(db.string()));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.err.find("imported 20 samples of 4 GPUs"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("note: skipped 1 snapshot(s) cut short"), std::string::npos) << r.err;
+  const Result csv = run_with("", "export " + quote(db.string()) + " --format csv");
+  ASSERT_EQ(csv.exit_code, 0) << csv.err;
+  const auto lines = lines_of(csv.out);
+  ASSERT_EQ(lines.size(), 1u + 20) << csv.out;
+  EXPECT_EQ(lines[0],
+            "time,gpu,util_gpu_pct,power_w,power_limit_enforced_w,temp_c,pstate,mem_used_mib,"
+            "mem_total_mib");
+  EXPECT_EQ(lines[4], "2022-06-17T11:40:52.000Z,3,100,246,250,52,0,9835,40536");
+  // The recording and the log itself export the same rows.
+  const Result direct = run_with("", "export " + quote(log) + " --format csv");
+  ASSERT_EQ(direct.exit_code, 0) << direct.err;
+  EXPECT_EQ(direct.out, csv.out);
+
+  // JSON lines straight from a log of another driver generation; --input-format names the reader.
+  const Result jsonl = run_with("", "export " + quote(dir + "rtx6000ada_570_2gpu_crlf.txt") +
+                                        " --input-format smi-table --format jsonl");
+  ASSERT_EQ(jsonl.exit_code, 0) << jsonl.err;
+  ASSERT_EQ(lines_of(jsonl.out).size(), 6u);
+  const auto j = nlohmann::json::parse(lines_of(jsonl.out)[1]);
+  EXPECT_EQ(j["gpu"], 1);
+  EXPECT_EQ(j["fan_pct"], 62.0);
+  EXPECT_EQ(j["power_w"], 289.0);
+
+  // A power cap of N/A: --power-limit fills in the limit.
+  const Result na = run_with(
+      "", "export " + quote(dir + "gb10_580_na_cap.txt") + " --power-limit 140 --format csv");
+  ASSERT_EQ(na.exit_code, 0) << na.err;
+  EXPECT_EQ(lines_of(na.out)[1], "2025-11-03T21:07:45.000Z,0,96,105,140,74,0");
   fs::remove(db);
 }
 

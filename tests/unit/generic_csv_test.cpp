@@ -594,13 +594,13 @@ TEST(GenericCsv, SkipsBadRowsAndSaysSo) {
   expect_values(g.time_s, {0, 2, 4});
   expect_values(col(g, Field::kPower), {100, 102, kNaN});
   expect_values(col(g, Field::kTemp), {50, 52, kNaN});
-  EXPECT_TRUE(has_note(rec, "skipped 1 row(s) with the wrong number of cells (first: run.csv:3:"))
+  EXPECT_TRUE(has_note(rec, "skipped 1 line(s) with the wrong number of cells (first: run.csv:3:"))
       << all_notes(rec);
   EXPECT_TRUE(has_note(rec, "header line repeats 1 time(s)")) << all_notes(rec);
-  EXPECT_TRUE(has_note(rec, "skipped 1 row(s) whose time did not advance")) << all_notes(rec);
-  EXPECT_TRUE(has_note(rec, "skipped 1 row(s) with an unreadable time (first: run.csv:7:"))
+  EXPECT_TRUE(has_note(rec, "skipped 1 line(s) whose time did not advance")) << all_notes(rec);
+  EXPECT_TRUE(has_note(rec, "skipped 1 line(s) with an unreadable time (first: run.csv:7:"))
       << all_notes(rec);
-  EXPECT_TRUE(has_note(rec, "skipped 1 row(s) without a GPU")) << all_notes(rec);
+  EXPECT_TRUE(has_note(rec, "skipped 1 line(s) without a GPU")) << all_notes(rec);
   EXPECT_TRUE(has_note(rec, "1 unreadable value(s) taken as missing (first: run.csv:8: power_w"))
       << all_notes(rec);
 }

@@ -383,7 +383,7 @@ TEST(SmiCsv, SkipsRowsWithTheWrongCellCountAndSaysSo) {
       "2024/01/01 00:00:03.000, 0, 53 %, 103.00 W, 1003 MiB\n");
   ASSERT_EQ(rec.gpus.size(), 1u);
   EXPECT_EQ(col(rec.gpus[0], Field::kUtilGpu), (std::vector<double>{50, 51, 53}));
-  EXPECT_TRUE(has_note(rec, "skipped 1 row(s)")) << all_notes(rec);
+  EXPECT_TRUE(has_note(rec, "skipped 1 line(s)")) << all_notes(rec);
   EXPECT_TRUE(has_note(rec, "run.csv:4: expected 5 columns, found 3")) << all_notes(rec);
 
   const std::string msg =
@@ -397,7 +397,7 @@ TEST(SmiCsv, SkipsRowsWhoseTimeDoesNotAdvance) {
       "2024/01/01 00:00:01.000, 0, 1 W\n2024/01/01 00:00:01.000, 0, 2 W\n"
       "2024/01/01 00:00:00.500, 0, 3 W\n2024/01/01 00:00:02.000, 0, 4 W\n");
   EXPECT_EQ(col(rec.gpus.at(0), Field::kPower), (std::vector<double>{1, 4}));
-  EXPECT_TRUE(has_note(rec, "skipped 2 row(s) whose time did not advance")) << all_notes(rec);
+  EXPECT_TRUE(has_note(rec, "skipped 2 line(s) whose time did not advance")) << all_notes(rec);
 }
 
 TEST(SmiCsv, ReadsCrlfBomUnitsAndLeadingSpacesInline) {

@@ -1,0 +1,227 @@
+// Shared helpers of the detectors: feature computation over a sample range, and the small
+// formatting functions their summaries use.
+#include <algorithm>
+#include <cmath>
+
+#include <fmt/format.h>
+
+#include "analysis/detectors/detector.hpp"
+#include "core/clock_reasons.hpp"
+
+namespace gpudoctor::diag {
+namespace {
+
+struct Acc {
+  double sum = 0, sq = 0;
+  size_t n = 0;
+  void add(double v) {
+    if (!known(v)) return;
+    sum += v, sq += v * v, ++n;
+  }
+  double mean() const { return n ? sum / static_cast<double>(n) : kNaN; }
+  double sd() const {
+    if (n < 2) return kNaN;
+    const double m = mean();
+    return std::sqrt(std::max(0.0, sq / static_cast<double>(n) - m * m));
+  }
+};
+
+double mean_of(const std::vector<double>* c, size_t i0, size_t i1) {
+  if (!c) return kNaN;
+  Acc a;
+  for (size_t i = i0; i < i1; ++i) a.add((*c)[i]);
+  return a.mean();
+}
+
+// The first clear peak of the autocorrelation of x (after it has crossed zero): the period of a
+// duty cycle, in samples. Returns {lag, r} or {0, NaN}.
+std::pair<size_t, double> dominant_period(const std::vector<double>& x) {
+  const size_t n = x.size();
+  if (n < 8) return {0, kNaN};
+  double m = 0;
+  for (double v : x) m += v;
+  m /= static_cast<double>(n);
+  double var = 0;
+  for (double v : x) var += (v - m) * (v - m);
+  if (var <= 1e-9) return {0, kNaN};
+  bool crossed = false;
+  double prev = 1;
+  size_t best = 0;
+  double best_r = kNaN;
+  for (size_t lag = 1; lag <= n / 2; ++lag) {
+    double c = 0;
+    for (size_t i = 0; i + lag < n; ++i) c += (x[i] - m) * (x[i + lag] - m);
+    const double r = c / var;
+    if (r < 0) crossed = true;
+    if (crossed && r < prev && prev >= 0.3 && best == 0) {
+      best = lag - 1, best_r = prev;
+      break;
+    }
+    prev = r;
+  }
+  return {best, best_r};
+}
+
+}  // namespace
+
+std::pair<size_t, size_t> Context::range(size_t g, double t0, double t1) const {
+  const auto& t = gpus[g].s->time_s;
+  const auto a = std::lower_bound(t.begin(), t.end(), t0);
+  const auto b = std::lower_bound(a, t.end(), t1);
+  return {static_cast<size_t>(a - t.begin()), static_cast<size_t>(b - t.begin())};
+}
+
+Features Context::features(size_t g, size_t i0, size_t i1) const {
+  const GpuData& d = gpus[g];
+  Features f;
+  f.n = i1 - i0;
+  if (f.n == 0) return f;
+  const auto* util = d.col(Field::kUtilGpu);
+  if (util) {
+    Acc a;
+    size_t dips = 0, busy = 0, n = 0;
+    for (size_t i = i0; i < i1; ++i) {
+      const double u = (*util)[i];
+      if (!known(u)) continue;
+      a.add(u), ++n;
+      if (u < cfg.dip_util_pct) ++dips;
+      if (u >= cfg.busy_util_pct) ++busy;
+    }
+    f.util = a.mean();
+    if (n) {
+      f.dip_fraction = static_cast<double>(dips) / static_cast<double>(n);
+      f.busy_fraction = static_cast<double>(busy) / static_cast<double>(n);
+    }
+  }
+  if (const auto* p = d.col(Field::kPower)) {
+    Acc a;
+    for (size_t i = i0; i < i1; ++i) a.add((*p)[i]);
+    f.power_w = a.mean();
+    if (known(d.default_limit_w) && d.default_limit_w > 0) {
+      f.power_ratio = f.power_w / d.default_limit_w;
+      f.power_sd_ratio = a.sd() / d.default_limit_w;
+    }
+  }
+  const auto* enf = d.col(Field::kPowerLimitEnforced);
+  if (!enf) enf = d.col(Field::kPowerLimit);
+  if (enf) {
+    std::vector<double> v;
+    for (size_t i = i0; i < i1; ++i)
+      if (known((*enf)[i])) v.push_back((*enf)[i]);
+    if (!v.empty()) {
+      std::nth_element(v.begin(), v.begin() + static_cast<long>(v.size() / 2), v.end());
+      f.enforced_w = v[v.size() / 2];
+      if (known(f.power_w) && f.enforced_w > 0) f.at_cap = f.power_w / f.enforced_w;
+    }
+  }
+  f.sm = mean_of(d.col(Field::kGpmSmUtil), i0, i1);
+  f.tensor = mean_of(d.col(Field::kGpmTensorAny), i0, i1);
+  f.dram = mean_of(d.col(Field::kGpmDramBw), i0, i1);
+  f.mem_util = mean_of(d.col(Field::kUtilMem), i0, i1);
+  {
+    Acc a;
+    for (size_t i = i0; i < i1; ++i) a.add(d.efficiency[i]);
+    f.efficiency = a.mean();
+  }
+  if (const auto* clk = d.col(Field::kClockSm);
+      clk && known(d.clock_max_mhz) && d.clock_max_mhz > 0) {
+    Acc a;
+    for (size_t i = i0; i < i1; ++i) {
+      const bool loaded = !util || !known((*util)[i]) || (*util)[i] >= cfg.busy_util_pct;
+      if (loaded) a.add((*clk)[i] / d.clock_max_mhz);
+    }
+    f.clock_ratio = a.mean();
+    if (const auto* app = d.col(Field::kClockAppSm))
+      f.app_clock_ratio = mean_of(app, i0, i1) / d.clock_max_mhz;
+  }
+  if (const auto* t = d.col(Field::kTemp)) {
+    Acc a;
+    double mx = kNaN;
+    for (size_t i = i0; i < i1; ++i) {
+      a.add((*t)[i]);
+      if (known((*t)[i]) && !(mx >= (*t)[i])) mx = (*t)[i];
+    }
+    f.temp_mean = a.mean(), f.temp_max = mx;
+  }
+  f.pcie_tx = mean_of(d.col(Field::kPcieTx), i0, i1);
+  f.pcie_rx = mean_of(d.col(Field::kPcieRx), i0, i1);
+  if (!known(f.pcie_tx)) f.pcie_tx = mean_of(d.col(Field::kGpmPcieTx), i0, i1);
+  if (!known(f.pcie_rx)) f.pcie_rx = mean_of(d.col(Field::kGpmPcieRx), i0, i1);
+  {
+    const double rx = mean_of(d.col(Field::kGpmNvlinkRx), i0, i1);
+    const double tx = mean_of(d.col(Field::kGpmNvlinkTx), i0, i1);
+    if (known(rx) || known(tx)) f.nvlink = (known(rx) ? rx : 0) + (known(tx) ? tx : 0);
+  }
+  if (known(d.mem_total_mib) && d.mem_total_mib > 0)
+    f.mem_used_ratio = mean_of(d.col(Field::kMemUsed), i0, i1) / d.mem_total_mib;
+  if (const auto* r = d.col(Field::kClockEventReasons)) {
+    size_t n = 0;
+    std::array<size_t, 16> count{};
+    for (size_t i = i0; i < i1; ++i) {
+      const double v = (*r)[i];
+      if (!known(v) || v < 0 || v > 1e15) continue;
+      const auto mask = static_cast<uint64_t>(v);
+      ++n;
+      for (size_t b = 0; b < 16; ++b)
+        if (mask & (uint64_t{1} << b)) ++count[b];
+    }
+    if (n) {
+      f.has_reasons = true;
+      for (size_t b = 0; b < 16; ++b)
+        f.reason_fraction[b] = static_cast<double>(count[b]) / static_cast<double>(n);
+    }
+  }
+  // Processes: those present for most of the window (spans are per pid).
+  if (!d.s->processes.empty() || d.s->processes_recorded) {
+    const double t0 = d.s->time_s[i0], t1 = d.s->time_s[i1 - 1];
+    const double len = std::max(t1 - t0, d.interval_s);
+    int count = 0;
+    for (const auto& p : d.s->processes) {
+      const double overlap = std::min(p.last_s, t1) - std::max(p.first_s, t0);
+      if (overlap + d.interval_s >= cfg.contention_overlap * len) ++count;
+    }
+    f.processes = count;
+  }
+  // Period of the duty cycle: util where it varies, else power.
+  {
+    const std::vector<double>* src = util;
+    if (!src || !(f.dip_fraction > 0)) src = d.col(Field::kPower);
+    if (src) {
+      std::vector<double> x;
+      x.reserve(f.n);
+      for (size_t i = i0; i < i1; ++i)
+        if (known((*src)[i])) x.push_back((*src)[i]);
+      const auto [lag, r] = dominant_period(x);
+      if (lag > 0) f.period_s = static_cast<double>(lag) * d.interval_s, f.period_strength = r;
+    }
+  }
+  return f;
+}
+
+double round_to(double v, int digits) {
+  if (!known(v)) return v;
+  const double p = std::pow(10.0, digits);
+  return std::round(v * p) / p;
+}
+
+double ev(const Finding& f, const char* key) {
+  const auto it = f.evidence.find(key);
+  if (it == f.evidence.end() || !it->is_number()) return kNaN;
+  return it->get<double>();
+}
+
+std::string gpu_list(const std::vector<unsigned>& gpus) {
+  if (gpus.empty()) return "no GPU";
+  if (gpus.size() == 1) return fmt::format("GPU {}", gpus[0]);
+  bool contiguous = true;
+  for (size_t i = 1; i < gpus.size(); ++i) contiguous = contiguous && gpus[i] == gpus[i - 1] + 1;
+  if (contiguous) return fmt::format("GPUs {}-{}", gpus.front(), gpus.back());
+  return fmt::format("GPUs {}", fmt::join(gpus, ", "));
+}
+
+std::string pct(double ratio) {
+  if (!known(ratio)) return "?";
+  return fmt::format("{:.0f} %", ratio * 100);
+}
+
+}  // namespace gpudoctor::diag

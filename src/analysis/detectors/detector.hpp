@@ -1,0 +1,134 @@
+// What the detectors see, and the one interface they share. Internal to src/analysis.
+//
+// A Window is a stretch of one GPU's timeline that gets one judgement: part of a steady phase, or
+// an idle stretch long enough to blame. Its Features are the numbers every detector reads; a
+// detector answers "does my cause explain this window?" with a Candidate (confidence, evidence)
+// or nothing. Detectors are tried in the cause table's priority order; the first that fits wins.
+#pragma once
+
+#include <array>
+#include <cmath>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "analysis/causes.hpp"
+#include "analysis/config.hpp"
+#include "analysis/diagnosis.hpp"
+#include "core/recording.hpp"
+
+namespace gpudoctor::diag {
+
+inline constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
+inline bool known(double v) {
+  return !std::isnan(v);
+}
+
+// Clock event reason bits the detectors read (NVML's values).
+inline constexpr uint64_t kReasonIdle = 0x1;
+inline constexpr uint64_t kReasonAppClocks = 0x2;
+inline constexpr uint64_t kReasonSwPowerCap = 0x4;
+inline constexpr uint64_t kReasonHwSlowdown = 0x8;
+inline constexpr uint64_t kReasonSwThermal = 0x20;
+inline constexpr uint64_t kReasonHwThermal = 0x40;
+inline constexpr uint64_t kReasonHwPowerBrake = 0x80;
+
+struct Features {
+  size_t n = 0;                 // samples with a time in the window
+  double util = kNaN;           // mean GPU-Util, %
+  double dip_fraction = kNaN;   // share of samples with util below dip_util_pct
+  double busy_fraction = kNaN;  // share with util >= busy_util_pct
+  double power_w = kNaN;
+  double power_ratio = kNaN;     // mean power / default limit
+  double power_sd_ratio = kNaN;  // standard deviation of power / default limit
+  double enforced_w = kNaN;      // median enforced limit
+  double at_cap = kNaN;          // mean power / enforced limit
+  double sm = kNaN, tensor = kNaN, dram = kNaN, mem_util = kNaN;  // %
+  double efficiency = kNaN;
+  double clock_ratio = kNaN;      // SM clock / max over loaded samples
+  double app_clock_ratio = kNaN;  // application clock / max
+  double temp_max = kNaN, temp_mean = kNaN;
+  double pcie_tx = kNaN, pcie_rx = kNaN, nvlink = kNaN;  // MiB/s means
+  double mem_used_ratio = kNaN;
+  double period_s = kNaN;         // util (or power) period from the autocorrelation
+  double period_strength = kNaN;  // autocorrelation at that period
+  bool has_reasons = false;
+  std::array<double, 16> reason_fraction{};  // per bit 0..15: share of samples with it set
+  int processes = -1;  // compute processes present most of the window; -1 unknown
+
+  double reason(uint64_t bit) const {
+    for (int b = 0; b < 16; ++b)
+      if ((uint64_t{1} << b) == bit) return reason_fraction[static_cast<size_t>(b)];
+    return 0;
+  }
+};
+
+struct Window {
+  bool idle = false;  // an idle stretch (whole run or a long pause), not steady work
+  double t0 = 0, t1 = 0;
+  size_t i0 = 0, i1 = 0;  // sample index range [i0, i1)
+  Features f;
+};
+
+struct GpuData {
+  const GpuSeries* s = nullptr;
+  double interval_s = 1;             // median time between samples
+  std::vector<double> dt;            // per sample, gaps capped at 2 intervals
+  double default_limit_w = kNaN;     // efficiency denominator
+  std::string limit_source;          // "log", "model-table", "flag", ""
+  bool default_limit_known = false;  // a real default (not the enforced limit standing in)
+  double clock_max_mhz = kNaN, slowdown_temp_c = kNaN, mem_total_mib = kNaN;
+  std::vector<double> efficiency;  // per sample (NaN unknown)
+  std::vector<uint8_t> active;     // per sample
+  std::vector<Phase> phases;
+  std::vector<Window> windows;
+  const std::vector<double>* col(Field f) const { return s->column(f); }
+};
+
+struct Context {
+  const Recording& rec;
+  const DiagnosisConfig& cfg;
+  std::vector<GpuData> gpus;
+  // Computes the features of GPU g over samples [i0, i1).
+  Features features(size_t g, size_t i0, size_t i1) const;
+  // Sample index range of GPU g with times in [t0, t1).
+  std::pair<size_t, size_t> range(size_t g, double t0, double t1) const;
+};
+
+struct Candidate {
+  double confidence = 0.5;
+  // Tells apart kinds of one cause that make separate findings ("held" / "free" idle GPUs, a
+  // straggler / a see-saw).
+  std::string variant;
+  nlohmann::ordered_json evidence = nlohmann::ordered_json::object();
+};
+
+struct Detector {
+  Cause cause;
+  std::optional<Candidate> (*check)(const Context& ctx, size_t gpu, const Window& w);
+  // One sentence from a finding's merged evidence and GPUs.
+  std::string (*describe)(const Finding& f);
+};
+
+// One per file in detectors/.
+extern const Detector kIdleDetector;
+extern const Detector kContentionDetector;
+extern const Detector kThermalDetector;
+extern const Detector kPowerCapDetector;
+extern const Detector kClocksDetector;
+extern const Detector kHealthyDetector;
+extern const Detector kCommunicationDetector;
+extern const Detector kStarvationDetector;
+extern const Detector kMemoryBoundDetector;
+extern const Detector kLaunchOverheadDetector;
+
+// Rounded for evidence (JSON numbers a person reads).
+double round_to(double v, int digits);
+// The evidence number, or NaN when the finding lacks it.
+double ev(const Finding& f, const char* key);
+std::string gpu_list(const std::vector<unsigned>& gpus);  // "GPU 0", "GPUs 0-3", "GPUs 0, 2"
+std::string pct(double ratio);                            // 0.34 -> "34 %"
+
+}  // namespace gpudoctor::diag

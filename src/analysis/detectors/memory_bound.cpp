@@ -1,0 +1,41 @@
+// memory_bound: busy, not efficient, with DRAM activity high (GPM DRAM bandwidth or DCGM
+// DRAM_ACTIVE; else nvidia-smi's memory utilisation) and tensor cores quiet.
+#include <fmt/format.h>
+
+#include "analysis/detectors/detector.hpp"
+
+namespace gpudoctor::diag {
+namespace {
+
+std::optional<Candidate> check(const Context& ctx, size_t, const Window& w) {
+  if (w.idle || !known(w.f.efficiency)) return std::nullopt;
+  const Features& f = w.f;
+  const bool from_dram = known(f.dram);
+  const double dram = from_dram ? f.dram : f.mem_util;
+  if (!(dram >= ctx.cfg.memory_bound_dram_pct)) return std::nullopt;
+  if (f.tensor >= ctx.cfg.memory_bound_tensor_pct) return std::nullopt;
+  Candidate c;
+  c.confidence = from_dram ? 0.8 : 0.6;
+  c.evidence[from_dram ? "dram_pct" : "mem_util_pct"] = round_to(dram, 1);
+  c.evidence["tensor_pct"] = round_to(f.tensor, 1);
+  c.evidence["util_pct"] = round_to(f.util, 1);
+  c.evidence["power_ratio"] = round_to(f.power_ratio, 3);
+  c.evidence["efficiency"] = round_to(f.efficiency, 3);
+  return c;
+}
+
+std::string describe(const Finding& f) {
+  const bool dram = known(ev(f, "dram_pct"));
+  std::string s = fmt::format("{} memory bound: {} {:.0f} %", gpu_list(f.gpus),
+                              dram ? "DRAM activity" : "memory-controller utilisation",
+                              dram ? ev(f, "dram_pct") : ev(f, "mem_util_pct"));
+  if (known(ev(f, "tensor_pct"))) s += fmt::format(", tensor cores {:.0f} %", ev(f, "tensor_pct"));
+  s += fmt::format(", power {} of the limit", pct(ev(f, "power_ratio")));
+  return s;
+}
+
+}  // namespace
+
+const Detector kMemoryBoundDetector{Cause::kMemoryBound, check, describe};
+
+}  // namespace gpudoctor::diag

@@ -1,0 +1,47 @@
+// data_starvation: the GPU waits for its input. While it waits no kernel runs, so GPU-Util itself
+// drops (unlike communication wait, where NCCL kernels keep it high): a duty cycle of bursts and
+// gaps, often with a period (one batch) and host-to-device copy bursts.
+#include <algorithm>
+
+#include <fmt/format.h>
+
+#include "analysis/detectors/detector.hpp"
+
+namespace gpudoctor::diag {
+namespace {
+
+std::optional<Candidate> check(const Context& ctx, size_t, const Window& w) {
+  if (w.idle || !known(w.f.util)) return std::nullopt;
+  const Features& f = w.f;
+  const auto& cfg = ctx.cfg;
+  if (!(f.util < cfg.busy_util_pct || f.dip_fraction >= cfg.dip_fraction)) return std::nullopt;
+  Candidate c;
+  c.confidence = 0.65;
+  if (f.period_strength >= 0.3) c.confidence += 0.15;
+  if (f.dip_fraction >= 2 * cfg.dip_fraction) c.confidence += 0.1;
+  c.confidence = std::min(c.confidence, 0.9);
+  c.evidence["util_pct"] = round_to(f.util, 1);
+  c.evidence["dip_fraction"] = round_to(f.dip_fraction, 3);
+  c.evidence["period_s"] = round_to(f.period_s, 1);
+  c.evidence["power_ratio"] = round_to(f.power_ratio, 3);
+  c.evidence["efficiency"] = round_to(f.efficiency, 3);
+  c.evidence["pcie_rx_mibs"] = round_to(f.pcie_rx, 0);
+  return c;
+}
+
+std::string describe(const Finding& f) {
+  std::string s = fmt::format(
+      "{} wait for input: GPU-Util averages {:.0f} % and drops below "
+      "60 % in {} of samples",
+      gpu_list(f.gpus), ev(f, "util_pct"), pct(ev(f, "dip_fraction")));
+  if (known(ev(f, "period_s"))) s += fmt::format(", every {:.1f} s", ev(f, "period_s"));
+  if (known(ev(f, "power_ratio")))
+    s += fmt::format("; power at {} of the limit", pct(ev(f, "power_ratio")));
+  return s;
+}
+
+}  // namespace
+
+const Detector kStarvationDetector{Cause::kDataStarvation, check, describe};
+
+}  // namespace gpudoctor::diag

@@ -1,0 +1,650 @@
+#include "analysis/diagnosis.hpp"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <map>
+#include <set>
+
+#include <fmt/format.h>
+
+#include "analysis/detectors/detector.hpp"
+#include "core/clock_reasons.hpp"
+#include "core/duration.hpp"
+#include "core/gpu_models.hpp"
+
+namespace gpudoctor {
+
+std::string_view severity_code(Severity s) {
+  switch (s) {
+    case Severity::kInfo:
+      return "info";
+    case Severity::kWarning:
+      return "warning";
+    case Severity::kCritical:
+      return "critical";
+  }
+  return "info";
+}
+
+namespace diag {
+namespace {
+
+// In the cause table's priority order.
+const Detector* const kDetectors[] = {
+    &kIdleDetector,        &kContentionDetector,     &kThermalDetector, &kPowerCapDetector,
+    &kClocksDetector,      &kCommunicationDetector,  &kHealthyDetector, &kStarvationDetector,
+    &kMemoryBoundDetector, &kLaunchOverheadDetector,
+};
+
+const Detector& detector_for(Cause c) {
+  for (const Detector* d : kDetectors)
+    if (d->cause == c) return *d;
+  return kHealthyDetector;
+}
+
+double median_of(const std::vector<double>* c) {
+  if (!c) return kNaN;
+  std::vector<double> v;
+  for (double x : *c)
+    if (known(x)) v.push_back(x);
+  if (v.empty()) return kNaN;
+  std::nth_element(v.begin(), v.begin() + static_cast<long>(v.size() / 2), v.end());
+  return v[v.size() / 2];
+}
+
+std::string dur(double s) {
+  return format_duration(std::chrono::milliseconds(static_cast<int64_t>(std::max(0.0, s) * 1000)));
+}
+
+// Static facts and per-sample derived series of one GPU.
+GpuData prepare(const GpuSeries& s, const DiagnosisConfig& cfg) {
+  GpuData d;
+  d.s = &s;
+  const size_t n = s.size();
+  {
+    std::vector<double> gaps;
+    for (size_t i = 1; i < n; ++i) gaps.push_back(s.time_s[i] - s.time_s[i - 1]);
+    if (!gaps.empty()) {
+      std::nth_element(gaps.begin(), gaps.begin() + static_cast<long>(gaps.size() / 2), gaps.end());
+      d.interval_s = std::max(1e-3, gaps[gaps.size() / 2]);
+    }
+  }
+  d.dt.resize(n);
+  for (size_t i = 0; i < n; ++i)
+    d.dt[i] = i + 1 < n ? std::min(s.time_s[i + 1] - s.time_s[i], 2 * d.interval_s) : d.interval_s;
+
+  const auto model = s.info.name.empty() ? std::nullopt : gpu_model_by_name(s.info.name);
+  const double col_default = median_of(s.column(Field::kPowerLimitDefault));
+  double enforced = median_of(s.column(Field::kPowerLimitEnforced));
+  if (!known(enforced)) enforced = median_of(s.column(Field::kPowerLimit));
+  if (known(col_default) && col_default > 0) {
+    d.default_limit_w = col_default;
+    d.default_limit_known = true;
+    d.limit_source = s.power_limit_source.empty() ? "log" : s.power_limit_source;
+  } else if (model) {
+    d.default_limit_w = model->tdp_w;
+    d.default_limit_known = true;
+    d.limit_source = "model-table";
+  } else if (known(enforced) && enforced > 0) {
+    d.default_limit_w = enforced;
+    d.limit_source = s.power_limit_source.empty() ? "log" : s.power_limit_source;
+  }
+  d.clock_max_mhz = median_of(s.column(Field::kClockSmMax));
+  if (!known(d.clock_max_mhz) && model) d.clock_max_mhz = model->sm_clock_max_mhz;
+  d.slowdown_temp_c = median_of(s.column(Field::kTempSlowdown));
+  if (!known(d.slowdown_temp_c) && model) d.slowdown_temp_c = model->slowdown_temp_c;
+  d.mem_total_mib = median_of(s.column(Field::kMemTotal));
+  if (!known(d.mem_total_mib) && model) d.mem_total_mib = model->mem_total_mib;
+
+  const auto* util = s.column(Field::kUtilGpu);
+  const auto* power = s.column(Field::kPower);
+  const auto* sm = s.column(Field::kGpmSmUtil);
+  d.efficiency.assign(n, kNaN);
+  d.active.assign(n, 0);
+  uint8_t last = 0;
+  for (size_t i = 0; i < n; ++i) {
+    const double pr = power && known(d.default_limit_w) ? (*power)[i] / d.default_limit_w : kNaN;
+    const double a = sm ? (*sm)[i] / 100 : kNaN;
+    double e = kNaN;
+    if (known(pr) && known(a))
+      e = pr * a;
+    else if (known(pr))
+      e = pr;
+    else if (known(a))
+      e = a;
+    d.efficiency[i] = known(e) ? std::clamp(e, 0.0, 1.5) : kNaN;
+    int act = -1;
+    if (util && known((*util)[i]))
+      act = (*util)[i] >= cfg.idle_util_pct;
+    else if (known(pr))
+      act = pr >= cfg.idle_power_ratio;
+    else if (known(a))
+      act = a * 100 >= cfg.idle_util_pct;
+    if (act >= 0) last = static_cast<uint8_t>(act);
+    d.active[i] = last;
+  }
+  return d;
+}
+
+struct Run {
+  bool active;
+  size_t i0, i1;  // [i0, i1)
+};
+
+// Phases from the activity mask: short gaps inside work are part of the work (duty cycles), short
+// bursts inside idleness are not work; what stays idle before, between and after is start-up,
+// pause or shutdown.
+void segment(GpuData& d, const DiagnosisConfig& cfg) {
+  const auto& t = d.s->time_s;
+  const size_t n = t.size();
+  if (n == 0) return;
+  auto span = [&](const Run& r) { return t[r.i1 - 1] - t[r.i0] + d.interval_s; };
+  std::vector<Run> runs;
+  for (size_t i = 0; i < n; ++i) {
+    if (runs.empty() || runs.back().active != static_cast<bool>(d.active[i]))
+      runs.push_back({static_cast<bool>(d.active[i]), i, i + 1});
+    else
+      runs.back().i1 = i + 1;
+  }
+  auto merge = [&](auto&& absorb) {
+    std::vector<Run> out;
+    for (size_t k = 0; k < runs.size(); ++k) {
+      Run r = runs[k];
+      if (absorb(k)) r.active = !r.active;
+      if (!out.empty() && out.back().active == r.active)
+        out.back().i1 = r.i1;
+      else
+        out.push_back(r);
+    }
+    runs = std::move(out);
+  };
+  // Gaps shorter than a pause between two stretches of work: part of the work.
+  merge([&](size_t k) {
+    return !runs[k].active && k > 0 && k + 1 < runs.size() && span(runs[k]) < cfg.pause_min_s;
+  });
+  // Bursts shorter than a pause with idleness on both sides: not steady work.
+  merge([&](size_t k) {
+    if (!runs[k].active || runs.size() == 1 || span(runs[k]) >= cfg.pause_min_s) return false;
+    const bool idle_before = k == 0 || span(runs[k - 1]) >= cfg.pause_min_s;
+    const bool idle_after = k + 1 == runs.size() || span(runs[k + 1]) >= cfg.pause_min_s;
+    return idle_before && idle_after;
+  });
+  const bool any_active =
+      std::any_of(runs.begin(), runs.end(), [](const Run& r) { return r.active; });
+  for (size_t k = 0; k < runs.size(); ++k) {
+    const Run& r = runs[k];
+    std::string kind = "steady";
+    if (!any_active)
+      kind = "idle";
+    else if (!r.active)
+      kind = k == 0 ? "startup" : (k + 1 == runs.size() ? "shutdown" : "pause");
+    d.phases.push_back({kind, t[r.i0], t[r.i1 - 1] + d.dt[r.i1 - 1]});
+  }
+  // Windows: the steady phases cut into pieces of about window_s; idle stretches long enough to
+  // blame as they are.
+  const double len = std::max(cfg.window_s, cfg.window_samples * d.interval_s);
+  for (size_t k = 0; k < runs.size(); ++k) {
+    const Run& r = runs[k];
+    const Phase& p = d.phases[k];
+    const bool blame_idle =
+        !r.active && (p.kind == "idle" || p.end_s - p.start_s > cfg.pause_max_s);
+    if (!r.active && !blame_idle) continue;
+    const double dur = p.end_s - p.start_s;
+    const size_t pieces = std::max<size_t>(1, static_cast<size_t>(std::llround(dur / len)));
+    size_t i = r.i0;
+    for (size_t q = 0; q < pieces; ++q) {
+      const double end_t = q + 1 == pieces ? p.end_s + 1 : p.start_s + dur * (q + 1) / pieces;
+      size_t j = i;
+      while (j < r.i1 && t[j] < end_t) ++j;
+      if (j > i) {
+        Window w;
+        w.idle = !r.active;
+        w.i0 = i, w.i1 = j;
+        w.t0 = t[i];
+        w.t1 = t[j - 1] + d.dt[j - 1];
+        d.windows.push_back(w);
+      }
+      i = j;
+    }
+  }
+}
+
+struct Judged {
+  size_t gpu;
+  const Window* w;
+  Cause cause;
+  Candidate c;
+  std::optional<double> lost_h;
+  double hours;  // GPU hours the window covers
+};
+
+std::optional<double> lost_hours(const Context& ctx, size_t g, const Window& w) {
+  const GpuData& d = ctx.gpus[g];
+  double lost = 0;
+  bool any = false;
+  for (size_t i = w.i0; i < w.i1; ++i) {
+    if (w.idle) {
+      lost += d.dt[i], any = true;
+      continue;
+    }
+    const double e = d.efficiency[i];
+    if (!known(e)) continue;
+    any = true;
+    lost += d.dt[i] * std::max(0.0, 1 - e / ctx.cfg.reference_efficiency);
+  }
+  if (!any) return std::nullopt;
+  return lost / 3600;
+}
+
+// Duration-weighted mean of numeric evidence; strings and GPU ids take the most common value.
+nlohmann::ordered_json merge_evidence(const std::vector<const Judged*>& parts) {
+  struct Num {
+    double sum = 0, weight = 0;
+  };
+  std::vector<std::string> order;
+  std::map<std::string, Num> nums;
+  std::map<std::string, std::map<std::string, double>> modes;
+  std::map<std::string, nlohmann::ordered_json> mode_values;
+  for (const Judged* j : parts) {
+    const double wgt = std::max(1e-9, j->w->t1 - j->w->t0);
+    for (const auto& [k, v] : j->c.evidence.items()) {
+      if (std::find(order.begin(), order.end(), k) == order.end()) order.push_back(k);
+      const bool is_id = k.size() > 4 && k.compare(k.size() - 4, 4, "_gpu") == 0;
+      if (v.is_number() && !is_id) {
+        const double x = v.get<double>();
+        if (!known(x)) continue;
+        nums[k].sum += x * wgt, nums[k].weight += wgt;
+      } else if (!v.is_null()) {
+        modes[k][v.dump()] += wgt;
+        mode_values[v.dump()] = v;
+      }
+    }
+  }
+  nlohmann::ordered_json out = nlohmann::ordered_json::object();
+  for (const auto& k : order) {
+    if (auto it = nums.find(k); it != nums.end() && it->second.weight > 0) {
+      const double m = it->second.sum / it->second.weight;
+      const double digits = std::abs(m) >= 100 ? 1 : (std::abs(m) >= 1 ? 2 : 3);
+      out[k] = round_to(m, static_cast<int>(digits));
+    } else if (auto mt = modes.find(k); mt != modes.end()) {
+      const auto best = std::max_element(mt->second.begin(), mt->second.end(),
+                                         [](auto& a, auto& b) { return a.second < b.second; });
+      out[k] = mode_values[best->first];
+    }
+  }
+  return out;
+}
+
+nlohmann::ordered_json gpu_metrics(const Context& ctx, size_t g,
+                                   const std::vector<const Judged*>& steady) {
+  const GpuData& d = ctx.gpus[g];
+  const auto& cfg = ctx.cfg;
+  nlohmann::ordered_json m = nlohmann::ordered_json::object();
+  double observed = 0, steady_s = 0;
+  for (double x : d.dt) observed += x;
+  for (const Judged* j : steady) steady_s += j->w->t1 - j->w->t0;
+  m["samples"] = d.s->size();
+  m["interval_s"] = round_to(d.interval_s, 3);
+  m["observed_s"] = round_to(observed, 1);
+  m["steady_s"] = round_to(steady_s, 1);
+  if (steady.empty()) return m;
+  struct Acc {
+    double sum = 0, w = 0;
+    void add(double v, double wt) {
+      if (known(v)) sum += v * wt, w += wt;
+    }
+    double get() const { return w > 0 ? sum / w : kNaN; }
+  };
+  Acc power, pr, util, sm, tensor, dram, memu, eff, clock, tmean, rx, tx, nvl, busy, period;
+  double tmax = kNaN;
+  std::array<Acc, 16> reasons{};
+  bool has_reasons = false;
+  for (const Judged* j : steady) {
+    const Features& f = j->w->f;
+    const double wt = j->w->t1 - j->w->t0;
+    power.add(f.power_w, wt), pr.add(f.power_ratio, wt), util.add(f.util, wt), sm.add(f.sm, wt);
+    tensor.add(f.tensor, wt), dram.add(f.dram, wt), memu.add(f.mem_util, wt);
+    eff.add(f.efficiency, wt), clock.add(f.clock_ratio, wt), tmean.add(f.temp_mean, wt);
+    rx.add(f.pcie_rx, wt), tx.add(f.pcie_tx, wt), nvl.add(f.nvlink, wt);
+    busy.add(f.busy_fraction, wt), period.add(f.period_s, wt);
+    if (known(f.temp_max) && !(tmax >= f.temp_max)) tmax = f.temp_max;
+    if (f.has_reasons) {
+      has_reasons = true;
+      for (size_t b = 0; b < 16; ++b) reasons[b].add(f.reason_fraction[b], wt);
+    }
+  }
+  // Busy but idle: share of steady samples with util >= busy and power < low_power_ratio.
+  double bi_n = 0, bi = 0;
+  const auto* u = d.col(Field::kUtilGpu);
+  const auto* p = d.col(Field::kPower);
+  // Memory churn: the largest change of memory used per second, as a share of the total.
+  double churn = kNaN;
+  const auto* mem = d.col(Field::kMemUsed);
+  for (const Judged* j : steady) {
+    for (size_t i = j->w->i0; i < j->w->i1; ++i) {
+      if (u && p && known((*u)[i]) && known((*p)[i]) && known(d.default_limit_w)) {
+        bi_n += 1;
+        bi += (*u)[i] >= cfg.busy_util_pct && (*p)[i] / d.default_limit_w < cfg.low_power_ratio;
+      }
+      if (mem && i > j->w->i0 && known(d.mem_total_mib) && d.mem_total_mib > 0) {
+        const double dt = d.s->time_s[i] - d.s->time_s[i - 1];
+        if (dt > 0 && known((*mem)[i]) && known((*mem)[i - 1])) {
+          const double c =
+              std::abs((*mem)[i] - (*mem)[i - 1]) / d.mem_total_mib / std::max(dt, 1.0);
+          if (!(churn >= c)) churn = c;
+        }
+      }
+    }
+  }
+  auto put = [&](const char* k, double v, int digits) {
+    if (known(v)) m[k] = round_to(v, digits);
+  };
+  put("mean_power_w", power.get(), 1);
+  put("mean_power_ratio", pr.get(), 3);
+  put("mean_util_pct", util.get(), 1);
+  put("mean_sm_pct", sm.get(), 1);
+  put("mean_tensor_pct", tensor.get(), 1);
+  put("mean_dram_pct", dram.get(), 1);
+  put("mean_mem_util_pct", memu.get(), 1);
+  put("efficiency", eff.get(), 3);
+  put("busy_idle_fraction", bi_n > 0 ? bi / bi_n : kNaN, 3);
+  put("duty_cycle", busy.get(), 3);
+  put("period_s", period.get(), 1);
+  put("clock_ratio", clock.get(), 3);
+  put("mean_temp_c", tmean.get(), 1);
+  put("max_temp_c", tmax, 0);
+  if (known(tmax) && known(d.slowdown_temp_c)) put("thermal_margin_c", d.slowdown_temp_c - tmax, 0);
+  put("memory_churn_ratio_per_s", churn, 3);
+  put("mean_pcie_rx_mibs", rx.get(), 0);
+  put("mean_pcie_tx_mibs", tx.get(), 0);
+  put("mean_nvlink_mibs", nvl.get(), 0);
+  if (has_reasons) {
+    nlohmann::ordered_json r = nlohmann::ordered_json::object();
+    for (const auto& cr : clock_reasons()) {
+      for (size_t b = 0; b < 16; ++b)
+        if (cr.bit == (uint64_t{1} << b) && reasons[b].get() >= 0.01)
+          r[std::string(cr.code)] = round_to(reasons[b].get(), 3);
+    }
+    m["clock_event_reasons"] = r;
+  }
+  return m;
+}
+
+}  // namespace
+}  // namespace diag
+
+Diagnosis diagnose(const Recording& rec, const DiagnosisConfig& cfg) {
+  using namespace diag;
+  Diagnosis out;
+  out.source = rec.source;
+  out.start_unix_ms = rec.start_unix_ms;
+  out.input_notes = rec.notes;
+  Context ctx{rec, cfg, {}};
+  for (const auto& s : rec.gpus) ctx.gpus.push_back(prepare(s, cfg));
+  for (auto& d : ctx.gpus) segment(d, cfg);
+  // Features of every window before any detector runs.
+  for (size_t g = 0; g < ctx.gpus.size(); ++g)
+    for (auto& w : ctx.gpus[g].windows) w.f = ctx.features(g, w.i0, w.i1);
+  for (const auto& s : rec.gpus)
+    if (!s.time_s.empty()) out.duration_s = std::max(out.duration_s, s.time_s.back());
+
+  // Judge every window.
+  std::vector<Judged> judged;
+  std::vector<size_t> steady_samples(ctx.gpus.size(), 0);
+  for (size_t g = 0; g < ctx.gpus.size(); ++g)
+    for (const auto& w : ctx.gpus[g].windows)
+      if (!w.idle) steady_samples[g] += w.i1 - w.i0;
+  for (size_t g = 0; g < ctx.gpus.size(); ++g) {
+    for (const auto& w : ctx.gpus[g].windows) {
+      if (!w.idle && steady_samples[g] < static_cast<size_t>(cfg.min_samples)) continue;
+      for (const Detector* det : kDetectors) {
+        auto c = det->check(ctx, g, w);
+        if (!c) continue;
+        judged.push_back(
+            {g, &w, det->cause, std::move(*c), lost_hours(ctx, g, w), (w.t1 - w.t0) / 3600});
+        break;
+      }
+    }
+  }
+
+  // Per GPU: consecutive windows with the same cause become one span.
+  struct Span {
+    size_t gpu;
+    Cause cause;
+    std::string variant;
+    double t0, t1;
+    std::vector<const Judged*> parts;
+  };
+  std::vector<Span> spans;
+  for (const auto& j : judged) {
+    if (!spans.empty() && spans.back().gpu == j.gpu && spans.back().cause == j.cause &&
+        spans.back().variant == j.c.variant) {
+      spans.back().t1 = j.w->t1;
+      spans.back().parts.push_back(&j);
+    } else {
+      spans.push_back({j.gpu, j.cause, j.c.variant, j.w->t0, j.w->t1, {&j}});
+    }
+  }
+  // Across GPUs: spans of the same cause that overlap in time become one finding.
+  struct Group {
+    Cause cause;
+    std::string variant;
+    double t0, t1;
+    std::vector<const Span*> spans;
+  };
+  std::vector<Group> groups;
+  for (const auto& s : spans) {
+    if (s.cause == Cause::kHealthy) continue;
+    Group* into = nullptr;
+    for (auto& gr : groups)
+      if (gr.cause == s.cause && gr.variant == s.variant && s.t0 <= gr.t1 && gr.t0 <= s.t1)
+        into = &gr;
+    if (!into) {
+      groups.push_back({s.cause, s.variant, s.t0, s.t1, {}});
+      into = &groups.back();
+    }
+    into->t0 = std::min(into->t0, s.t0), into->t1 = std::max(into->t1, s.t1);
+    into->spans.push_back(&s);
+  }
+
+  // Time each GPU was judged (its judged windows), the denominator of a finding's share.
+  std::vector<double> judged_h(ctx.gpus.size(), 0);
+  for (const auto& j : judged) judged_h[j.gpu] += j.hours;
+
+  // Per GPU, per cause: lost hours and covered hours (for verdicts).
+  std::vector<std::map<Cause, std::pair<double, double>>> per_gpu(ctx.gpus.size());
+  for (const auto& j : judged) {
+    auto& e = per_gpu[j.gpu][j.cause];
+    e.first += j.lost_h.value_or(0);
+    e.second += j.hours;
+  }
+
+  for (const auto& gr : groups) {
+    Finding f;
+    f.cause = gr.cause;
+    f.start_s = gr.t0, f.end_s = gr.t1;
+    std::vector<const Judged*> parts;
+    std::set<unsigned> gpus;
+    double lost = 0, hours = 0, conf = 0, max_share = 0;
+    bool lost_known = false;
+    std::map<size_t, double> gpu_hours;
+    for (const Span* s : gr.spans) {
+      gpus.insert(ctx.gpus[s->gpu].s->info.index);
+      for (const Judged* j : s->parts) {
+        parts.push_back(j);
+        if (j->lost_h) lost += *j->lost_h, lost_known = true;
+        hours += j->hours;
+        conf += j->c.confidence * j->hours;
+        gpu_hours[s->gpu] += j->hours;
+      }
+    }
+    for (const auto& [g, h] : gpu_hours)
+      if (judged_h[g] > 0) max_share = std::max(max_share, h / judged_h[g]);
+    f.gpus.assign(gpus.begin(), gpus.end());
+    f.confidence = hours > 0 ? round_to(conf / hours, 2) : 0;
+    f.evidence = merge_evidence(parts);
+    if (lost_known) f.lost_gpu_hours = round_to(lost, 3);
+    const double lost_share = hours > 0 && lost_known ? lost / hours : 0;
+    const bool free_idle = f.cause == Cause::kIdle && ev(f, "held") < 0.5;
+    if (max_share < cfg.finding_min_share || free_idle)
+      f.severity = Severity::kInfo;
+    else if (lost_share >= cfg.critical_lost_share)
+      f.severity = Severity::kCritical;
+    else
+      f.severity = Severity::kWarning;
+    f.evidence["duration_s"] = round_to(gr.t1 - gr.t0, 1);
+    f.summary = detector_for(f.cause).describe(f);
+    out.findings.push_back(std::move(f));
+  }
+  std::stable_sort(out.findings.begin(), out.findings.end(),
+                   [](const Finding& a, const Finding& b) {
+                     if (a.severity != b.severity) return a.severity > b.severity;
+                     return a.lost_gpu_hours.value_or(0) > b.lost_gpu_hours.value_or(0);
+                   });
+
+  // Per-GPU results.
+  std::map<Cause, double> run_lost, run_hours;
+  for (size_t g = 0; g < ctx.gpus.size(); ++g) {
+    const GpuData& d = ctx.gpus[g];
+    GpuDiagnosis gd;
+    gd.index = d.s->info.index;
+    gd.name = d.s->info.name;
+    gd.uuid = d.s->info.uuid;
+    gd.phases = d.phases;
+    if (known(d.default_limit_w)) gd.power_limit_w = round_to(d.default_limit_w, 1);
+    gd.power_limit_source = d.limit_source;
+    {
+      const auto* enf = d.col(Field::kPowerLimitEnforced);
+      if (!enf) enf = d.col(Field::kPowerLimit);
+      const double e = median_of(enf);
+      if (known(e)) gd.enforced_limit_w = round_to(e, 1);
+    }
+    std::vector<const Judged*> steady;
+    double lost = 0, conf = 0, conf_h = 0;
+    bool lost_known = false;
+    for (const auto& j : judged) {
+      if (j.gpu != g) continue;
+      if (!j.w->idle) steady.push_back(&j);
+      if (j.lost_h) lost += *j.lost_h, lost_known = true;
+    }
+    gd.metrics = gpu_metrics(ctx, g, steady);
+    if (auto it = gd.metrics.find("efficiency"); it != gd.metrics.end())
+      gd.efficiency = it->get<double>();
+    if (lost_known) gd.lost_gpu_hours = round_to(lost, 3);
+    // Verdict: among causes covering at least finding_min_share of the judged time, the one that
+    // lost the most GPU time (then the one covering most); healthy when no problem qualifies.
+    std::optional<Cause> best;
+    double best_lost = -1, best_cover = -1;
+    for (const auto& [cause, lc] : per_gpu[g]) {
+      if (cause == Cause::kHealthy || judged_h[g] <= 0) continue;
+      if (lc.second / judged_h[g] < cfg.finding_min_share) continue;
+      if (lc.first > best_lost + 1e-12 ||
+          (std::abs(lc.first - best_lost) <= 1e-12 && lc.second > best_cover))
+        best = cause, best_lost = lc.first, best_cover = lc.second;
+    }
+    if (!best && judged_h[g] > 0) best = Cause::kHealthy;
+    gd.verdict = best;
+    if (best) {
+      for (const auto& j : judged)
+        if (j.gpu == g && j.cause == *best) conf += j.c.confidence * j.hours, conf_h += j.hours;
+      gd.confidence = conf_h > 0 ? round_to(conf / conf_h, 2) : 0;
+      const auto& lc = per_gpu[g][*best];
+      run_lost[*best] += lc.first;
+      run_hours[*best] += lc.second;
+    }
+    out.gpus.push_back(std::move(gd));
+  }
+  // The run's verdict: the problem that lost the most GPU time over the GPUs it is the verdict
+  // of (then the one covering most); healthy when every judged GPU is.
+  {
+    std::optional<Cause> best;
+    double best_lost = -1, best_hours = -1;
+    for (const auto& [cause, l] : run_lost) {
+      if (cause == Cause::kHealthy) continue;
+      if (l > best_lost + 1e-12 ||
+          (std::abs(l - best_lost) <= 1e-12 && run_hours[cause] > best_hours))
+        best = cause, best_lost = l, best_hours = run_hours[cause];
+    }
+    if (!best && run_hours.count(Cause::kHealthy)) best = Cause::kHealthy;
+    out.verdict = best;
+  }
+
+  // What this input could not show.
+  auto any_has = [&](Field f) {
+    return std::any_of(rec.gpus.begin(), rec.gpus.end(),
+                       [&](const GpuSeries& s) { return s.has(f); });
+  };
+  auto& lim = out.limitations;
+  if (rec.gpus.empty() || out.duration_s <= 0 ||
+      std::all_of(rec.gpus.begin(), rec.gpus.end(),
+                  [](const GpuSeries& s) { return s.size() < 2; }))
+    lim.push_back("fewer than two samples per GPU: nothing over time can be judged");
+  if (!any_has(Field::kPower))
+    lim.push_back(
+        "no power draw in this input: efficiency and the power-based causes (busy but idle, "
+        "power cap, launch overhead, communication wait, memory bound) cannot be judged; "
+        "verdicts rest on GPU-Util, SM activity and clocks");
+  if (!any_has(Field::kUtilGpu))
+    lim.push_back("no GPU-Util in this input: duty cycles (data starvation) cannot be seen");
+  if (!any_has(Field::kGpmSmUtil))
+    lim.push_back(
+        "no SM activity in this input: efficiency is power / limit alone (lower confidence), and "
+        "launch overhead is told from communication wait only by peer traffic and by how the GPUs "
+        "differ; record with gpudoctor on a Hopper or newer GPU, or with DCGM "
+        "(DCGM_FI_PROF_SM_ACTIVE)");
+  if (!any_has(Field::kClockEventReasons))
+    lim.push_back(
+        "no clock event reasons: thermal and clock limits are judged from temperature and clocks "
+        "alone");
+  if (std::none_of(rec.gpus.begin(), rec.gpus.end(),
+                   [](const GpuSeries& s) { return s.processes_recorded || !s.processes.empty(); }))
+    lim.push_back(
+        "no process list in this input: contention (several processes on one GPU) "
+        "cannot be checked");
+  if (rec.gpus.size() > 1 && !any_has(Field::kPcieTx) && !any_has(Field::kGpmPcieTx) &&
+      !any_has(Field::kGpmNvlinkTx))
+    lim.push_back(
+        "no PCIe or NVLink throughput: GPUs waiting on each other are recognised only "
+        "by how their power differs");
+  for (size_t g = 0; g < ctx.gpus.size(); ++g) {
+    const GpuData& d = ctx.gpus[g];
+    const auto& s = *d.s;
+    const std::string who = fmt::format("GPU {}", s.info.index);
+    if (!known(d.default_limit_w) && s.has(Field::kPower))
+      lim.push_back(fmt::format(
+          "{}: no power limit in the input and none known for {}: efficiency cannot be computed "
+          "(give --gpu-name MODEL or --power-limit W)",
+          who, s.info.name.empty() ? std::string("an unnamed GPU") : "\"" + s.info.name + "\""));
+    else if (known(d.default_limit_w) && !d.default_limit_known)
+      lim.push_back(fmt::format(
+          "{}: default power limit unknown: efficiency is measured against the enforced limit, "
+          "and a lowered cap cannot be seen",
+          who));
+    if (s.size() >= 2 && steady_samples[g] > 0 &&
+        steady_samples[g] < static_cast<size_t>(cfg.min_samples))
+      lim.push_back(fmt::format("{}: only {} samples of steady work: too few to judge", who,
+                                steady_samples[g]));
+    if (s.lost_at_s)
+      lim.push_back(fmt::format("{} fell off the bus (GPU lost) at {}: nothing after it", who,
+                                dur(*s.lost_at_s)));
+    if (!out.gpus[g].verdict && s.size() >= 2 &&
+        steady_samples[g] >= static_cast<size_t>(cfg.min_samples))
+      lim.push_back(
+          fmt::format("{}: busy, but the input has neither power nor SM activity to tell "
+                      "real work from busy-but-idle",
+                      who));
+  }
+  {
+    double worst = 0;
+    for (const auto& d : ctx.gpus) worst = std::max(worst, d.interval_s);
+    if (worst > 2)
+      lim.push_back(
+          fmt::format("samples are {:.0f} s apart: duty cycles shorter than about {:.0f} s "
+                      "are averaged away",
+                      worst, 2 * worst));
+  }
+  return out;
+}
+
+}  // namespace gpudoctor

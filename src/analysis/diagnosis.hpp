@@ -1,0 +1,70 @@
+// Diagnosis: from any telemetry (a recording, a log, a live window) say per GPU and for the run
+// whether the GPUs really worked and, if not, why, with evidence, fixes and the GPU time lost.
+// The JSON form is a stable contract (docs/diagnosis.md, docs/diagnosis.schema.json).
+//
+// How: each GPU's series is segmented into phases (start-up, steady, pauses, shutdown, idle);
+// the steady state is cut into windows; each window is judged by the detectors (one file per cause
+// in detectors/, tried in the cause table's priority order); consecutive windows with the same
+// cause become findings, merged across GPUs; the verdict is the cause that cost the most GPU time.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "analysis/causes.hpp"
+#include "analysis/config.hpp"
+#include "core/recording.hpp"
+
+namespace gpudoctor {
+
+enum class Severity : uint8_t { kInfo, kWarning, kCritical };
+std::string_view severity_code(Severity s);  // "info", "warning", "critical"
+
+struct Phase {
+  std::string kind;  // "startup", "steady", "pause", "shutdown", "idle"
+  double start_s = 0, end_s = 0;
+};
+
+struct Finding {
+  Cause cause = Cause::kHealthy;
+  std::vector<unsigned> gpus;  // GPU indexes
+  Severity severity = Severity::kInfo;
+  double confidence = 0;  // 0-1
+  double start_s = 0, end_s = 0;
+  std::string summary;
+  nlohmann::ordered_json evidence = nlohmann::ordered_json::object();
+  std::optional<double> lost_gpu_hours;  // nullopt where the input has no power or SM activity
+};
+
+struct GpuDiagnosis {
+  unsigned index = 0;
+  std::string name, uuid;
+  std::optional<Cause> verdict;  // nullopt: nothing in the input to judge this GPU by
+  double confidence = 0;
+  std::optional<double> efficiency;     // mean over the steady state
+  std::optional<double> power_limit_w;  // the efficiency denominator (default limit)
+  std::string power_limit_source;       // "log", "model-table", "flag", "" (none)
+  std::optional<double> enforced_limit_w;
+  std::vector<Phase> phases;
+  nlohmann::ordered_json metrics = nlohmann::ordered_json::object();
+  std::optional<double> lost_gpu_hours;
+};
+
+struct Diagnosis {
+  std::optional<Cause> verdict;  // nullopt only when no GPU could be judged
+  std::string source;
+  int64_t start_unix_ms = 0;
+  double duration_s = 0;
+  std::vector<GpuDiagnosis> gpus;
+  std::vector<Finding> findings;  // most GPU time lost first
+  std::vector<std::string> limitations;
+  std::vector<std::string> input_notes;  // what the reader assumed
+};
+
+Diagnosis diagnose(const Recording& rec, const DiagnosisConfig& config = {});
+
+}  // namespace gpudoctor

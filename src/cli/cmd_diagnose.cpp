@@ -1,0 +1,203 @@
+// gpudoctor diagnose: why each GPU is underused, from a recording, any log the readers accept, or
+// a live window of GPUs (--live).
+#include <unistd.h>
+
+#include <cstdio>
+
+#include <fmt/format.h>
+
+#include "analysis/diagnosis.hpp"
+#include "cli/common.hpp"
+#include "core/duration.hpp"
+#include "formats/text.hpp"
+#include "report/diagnosis_report.hpp"
+
+namespace gpudoctor::cli {
+namespace {
+
+inline constexpr int kExitFindings = 3;  // --fail-on matched
+
+// "10m" (from the start of the input) or an absolute UTC time ("2026-01-01T10:00:00Z").
+Result<double> parse_time_flag(const std::string& flag, const std::string& text,
+                               const Recording& rec) {
+  if (auto d = parse_duration(text)) return static_cast<double>(d.value().count()) / 1000.0;
+  if (auto ms = text::parse_timestamp_ms(text)) {
+    if (rec.start_unix_ms <= 0)
+      return usage_error(fmt::format(
+          "{} {}: this input has no absolute start time; give a time from its start (e.g. 10m)",
+          flag, text));
+    return static_cast<double>(*ms - rec.start_unix_ms) / 1000.0;
+  }
+  return usage_error(
+      fmt::format("{} {}: expected a time from the start of the input (10m, 1h30m) or a UTC time "
+                  "(2026-01-01T10:00:00Z)",
+                  flag, text));
+}
+
+Result<Recording> sample_live(const SourceFlags& flags, std::chrono::milliseconds interval,
+                              std::chrono::milliseconds duration) {
+  auto src = open_source_from(flags, std::clamp(interval * 3 / 4, std::chrono::milliseconds(50),
+                                                std::chrono::milliseconds(1000)));
+  if (!src) return src.error();
+  Source& s = *src.value();
+  install_stop_handlers();
+  Recording rec;
+  rec.system = s.system();
+  rec.source = flags.source == "nvml" ? "live: nvml" : "live: " + flags.source;
+  for (const auto& d : s.devices()) {
+    GpuSeries g;
+    g.info = d;
+    g.power_limit_source = "log";
+    rec.gpus.push_back(std::move(g));
+  }
+  Frame first = s.sample();
+  rec.start_unix_ms = first.time_unix_ms;
+  append_frame(rec, first);
+  const bool progress = isatty(STDERR_FILENO);
+  const auto start = std::chrono::steady_clock::now();
+  auto next = start + interval;
+  size_t frames = 1;
+  while (next <= start + duration) {
+    if (!sleep_until(next)) break;
+    append_frame(rec, s.sample());
+    ++frames;
+    next += interval;
+    if (const auto now = std::chrono::steady_clock::now(); now > next) next = now;
+    if (progress) {
+      const auto left = std::chrono::duration_cast<std::chrono::seconds>(start + duration - next);
+      fmt::print(stderr, "\rsampling {} GPU{} for the diagnosis: {} samples, {} s left ",
+                 rec.gpus.size(), rec.gpus.size() == 1 ? "" : "s", frames,
+                 std::max<long long>(0, left.count()));
+    }
+  }
+  if (progress) fmt::print(stderr, "\n");
+  return rec;
+}
+
+}  // namespace
+
+Command add_diagnose_command(CLI::App& root) {
+  struct Opts {
+    std::string input;
+    InputFlags in;
+    SourceFlags source;
+    std::string format = "text";
+    std::string since, until;
+    std::string fail_on;
+    std::string config;
+    bool print_config = false;
+    bool live = false;
+    std::string duration = "60s";
+    std::string interval = "500ms";
+  };
+  auto opts = std::make_shared<Opts>();
+  CLI::App* cmd = root.add_subcommand(
+      "diagnose",
+      "Say whether each GPU really worked and, if not, why: the cause, its evidence, the GPU time "
+      "it cost and what to change. INPUT is a recording or any log gpudoctor reads "
+      "(docs/formats.md); --live samples GPUs now. Exit status 3 when --fail-on matches.");
+  cmd->add_option("input", opts->input, "Recording or log to diagnose");
+  add_input_flags(*cmd, opts->in);
+  add_source_flags(*cmd, opts->source);
+  cmd->add_option("--format", opts->format, "text, json (docs/diagnosis.md) or markdown")
+      ->check(CLI::IsMember({"text", "json", "markdown"}))
+      ->capture_default_str();
+  cmd->add_option("--since", opts->since,
+                  "Diagnose from this time on: from the input's start (10m) or UTC "
+                  "(2026-01-01T10:00:00Z)");
+  cmd->add_option("--until", opts->until, "Diagnose up to this time (same forms as --since)");
+  cmd->add_option("--fail-on", opts->fail_on,
+                  "Exit with status 3 when a finding is at least this severe: warning or critical")
+      ->check(CLI::IsMember({"warning", "critical"}));
+  cmd->add_option("--config", opts->config,
+                  "JSON file of thresholds to override (see --print-config)");
+  cmd->add_flag("--print-config", opts->print_config,
+                "Print the thresholds in force as JSON and exit");
+  cmd->add_flag("--live", opts->live, "Sample the GPUs of --source now instead of reading INPUT");
+  cmd->add_option("--duration", opts->duration, "With --live: how long to sample")
+      ->capture_default_str();
+  cmd->add_option("-i,--interval", opts->interval, "With --live: sampling interval")
+      ->capture_default_str();
+  return {cmd, [opts]() -> int {
+            DiagnosisConfig config;
+            if (!opts->config.empty()) {
+              auto c = load_diagnosis_config(opts->config);
+              if (!c) return report(c.error());
+              config = c.value();
+            }
+            if (opts->print_config) {
+              fmt::print("{}\n", config_to_json(config).dump(2));
+              return kExitOk;
+            }
+            Recording rec;
+            if (opts->live) {
+              if (!opts->input.empty())
+                return report(usage_error("give either INPUT or --live, not both"));
+              auto interval =
+                  parse_duration_flag("--interval", opts->interval, std::chrono::milliseconds(10));
+              if (!interval) return report(interval.error());
+              auto duration =
+                  parse_duration_flag("--duration", opts->duration, std::chrono::milliseconds(1));
+              if (!duration) return report(duration.error());
+              auto r = sample_live(opts->source, interval.value(), duration.value());
+              if (!r) return report(r.error());
+              rec = std::move(r.value());
+            } else {
+              if (opts->input.empty())
+                return report(
+                    usage_error("diagnose needs INPUT (a recording or log) or --live; see --help"));
+              auto r = load_telemetry(opts->input, load_options(opts->in));
+              if (!r) return report(r.error());
+              rec = std::move(r.value());
+              if (!opts->source.gpus.empty() && opts->source.gpus != "all") {
+                auto sel = parse_gpu_list(opts->source.gpus);
+                if (!sel) return report(sel.error());
+                std::vector<GpuSeries> kept;
+                for (auto& g : rec.gpus)
+                  if (std::find(sel->begin(), sel->end(), g.info.index) != sel->end())
+                    kept.push_back(std::move(g));
+                if (kept.empty())
+                  return report(usage_error(fmt::format("--gpus {}: none of these GPUs is in {}",
+                                                        opts->source.gpus, opts->input)));
+                rec.gpus = std::move(kept);
+              }
+            }
+            if (!opts->since.empty() || !opts->until.empty()) {
+              double since = 0, until = 1e300;
+              if (!opts->since.empty()) {
+                auto t = parse_time_flag("--since", opts->since, rec);
+                if (!t) return report(t.error());
+                since = t.value();
+              }
+              if (!opts->until.empty()) {
+                auto t = parse_time_flag("--until", opts->until, rec);
+                if (!t) return report(t.error());
+                until = t.value();
+              }
+              if (until <= since) return report(usage_error("--until must be later than --since"));
+              trim_recording(rec, since, until);
+            }
+            if (rec.gpus.empty())
+              return report(failure(fmt::format("{}: no GPU data to diagnose",
+                                                opts->live ? opts->source.source : opts->input)));
+            const Diagnosis d = diagnose(rec, config);
+            if (opts->format == "json")
+              fmt::print("{}\n", diagnosis_json(d).dump(2));
+            else if (opts->format == "markdown")
+              fmt::print("{}", diagnosis_markdown(d));
+            else
+              fmt::print("{}", diagnosis_text(d));
+            std::fflush(stdout);
+            if (!d.verdict && opts->format == "text")
+              fmt::print(stderr, "gpudoctor: nothing in this input to judge the GPUs by\n");
+            if (!opts->fail_on.empty()) {
+              const Severity min =
+                  opts->fail_on == "critical" ? Severity::kCritical : Severity::kWarning;
+              for (const auto& f : d.findings)
+                if (f.severity >= min) return kExitFindings;
+            }
+            return kExitOk;
+          }};
+}
+
+}  // namespace gpudoctor::cli

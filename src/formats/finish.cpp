@@ -1,0 +1,216 @@
+#include "formats/finish.hpp"
+
+#include <algorithm>
+#include <cmath>
+
+#include "core/reading.hpp"
+#include "formats/text.hpp"
+
+namespace gpudoctor::log_reader {
+namespace {
+
+constexpr std::array<Field, 3> kLimitFields{Field::kPowerLimit, Field::kPowerLimitEnforced,
+                                            Field::kPowerLimitDefault};
+
+std::string fmt_watts(double w) {
+  return fmt::format("{}", std::round(w * 100) / 100);
+}
+
+// "NVIDIA A100-SXM4-40GB" -> "a100-sxm4-40gb": lower case, without a leading vendor word (older
+// drivers leave "NVIDIA" out of some names), spaces collapsed.
+std::string normalised(std::string_view name) {
+  name = text::trim(name);
+  for (const std::string_view vendor : {"NVIDIA ", "Tesla "})
+    if (text::istarts_with(name, vendor)) name = text::trim_left(name.substr(vendor.size()));
+  std::string out;
+  out.reserve(name.size());
+  for (const char c : name) {
+    if (text::is_space(c)) {
+      if (!out.empty() && out.back() != ' ') out.push_back(' ');
+    } else {
+      out.push_back((c >= 'A' && c <= 'Z') ? static_cast<char>(c - 'A' + 'a') : c);
+    }
+  }
+  return out;
+}
+
+bool has_digit(std::string_view s) {
+  return std::any_of(s.begin(), s.end(), [](char c) { return c >= '0' && c <= '9'; });
+}
+
+// "no power limit ... for ..." when a GPU has none.
+std::string no_limit_note(const std::string& name, const ModelMatch& m) {
+  if (name.empty())
+    return "no power limit in the log, nor a GPU name to look one up by: efficiency cannot be "
+           "computed (give --power-limit, or --gpu-name MODEL)";
+  std::string why;
+  if (m.truncated && m.candidates.size() > 1)
+    why = fmt::format(" (a name cut short that fits {})", fmt::join(m.candidates, ", "));
+  return fmt::format(
+      "no power limit in the log and none known for \"{}\"{}: efficiency cannot be computed "
+      "(give --power-limit)",
+      name, why);
+}
+
+}  // namespace
+
+void add_note(Recording& rec, std::string note) {
+  if (std::find(rec.notes.begin(), rec.notes.end(), note) == rec.notes.end())
+    rec.notes.push_back(std::move(note));
+}
+
+void note_skipped(Recording& rec, const Problem& p, std::string_view what, std::string_view unit) {
+  if (p.count > 0)
+    add_note(rec, fmt::format("skipped {} {} {} (first: {})", p.count, unit, what, p.first));
+}
+
+void note_unreadable(Recording& rec, const Problem& p) {
+  if (p.count > 0)
+    add_note(rec,
+             fmt::format("{} unreadable value(s) taken as missing (first: {})", p.count, p.first));
+}
+
+ModelMatch match_model(std::string_view name) {
+  ModelMatch m;
+  name = text::trim(name);
+  if (name.ends_with("...")) {
+    m.truncated = true;
+    const std::string prefix = normalised(name.substr(0, name.size() - 3));
+    // "NVIDIA GeForce ..." says nothing about the board: a model number must be left.
+    if (!has_digit(prefix)) return m;
+    for (const auto& model : gpu_models())
+      if (normalised(model.nvml_name).starts_with(prefix)) m.candidates.push_back(model.nvml_name);
+    if (m.candidates.empty()) return m;
+    const auto first = gpu_model_by_name(m.candidates.front());
+    if (!first) return m;
+    for (const auto c : m.candidates) {
+      const auto other = gpu_model_by_name(c);
+      if (!other || other->tdp_w != first->tdp_w || other->architecture != first->architecture)
+        return m;
+    }
+    m.model = first;
+    return m;
+  }
+  if (!name.empty()) m.model = gpu_model_by_name(name);
+  return m;
+}
+
+bool has_logged_power_limit(const GpuSeries& g) {
+  return std::any_of(kLimitFields.begin(), kLimitFields.end(), [&](Field f) {
+    const auto* c = g.column(f);
+    return c && std::any_of(c->begin(), c->end(), [](double v) { return !is_missing(v); });
+  });
+}
+
+void mark_logged_power_limits(Recording& rec) {
+  for (auto& g : rec.gpus)
+    if (g.power_limit_source.empty() && has_logged_power_limit(g)) g.power_limit_source = "log";
+}
+
+void finish_gpus(Recording& rec, const std::vector<GpuToFinish>& gpus, const FinishOptions& opt) {
+  // Fields the log had but never with a value: unsupported where the log said so.
+  std::array<bool, kFieldCount> field_seen{};
+  for (const auto& [s, counts] : gpus) {
+    for (size_t fi = 0; fi < kFieldCount; ++fi) {
+      const auto f = static_cast<Field>(fi);
+      bool value = s->has(f) && std::any_of(s->column(f)->begin(), s->column(f)->end(),
+                                            [](double v) { return !is_missing(v); });
+      if (counts) {
+        value = value || counts->value[fi] > 0;
+        const bool unsupported_only =
+            counts->value[fi] == 0 && counts->other[fi] == 0 &&
+            (counts->not_supported[fi] > 0 || counts->no_permission[fi] > 0);
+        if (unsupported_only) {
+          s->unsupported[f] =
+              counts->not_supported[fi] > 0 ? nvml_code::kNotSupported : nvml_code::kNoPermission;
+          field_seen[fi] = true;
+        }
+      }
+      if (value) {
+        field_seen[fi] = true;
+        if (info(f).id.starts_with("gpm_")) s->info.gpm_supported = true;
+      }
+    }
+    if (const ModelMatch m = match_model(s->info.name); m.model)
+      s->info.architecture = m.model->architecture;
+  }
+  std::vector<std::string_view> empty;
+  for (const auto& [f, label] : opt.columns)
+    if (!field_seen[index_of(f)] && std::find(empty.begin(), empty.end(), label) == empty.end())
+      empty.push_back(label);
+  if (!empty.empty())
+    add_note(rec,
+             fmt::format("no values in the log{} for: {}",
+                         opt.placeholder.empty() ? std::string()
+                                                 : fmt::format(" ({} throughout)", opt.placeholder),
+                         fmt::join(empty, ", ")));
+
+  // Power limit: the denominator of the efficiency score. The log's own limit first.
+  bool option_used = false;
+  for (const auto& [s, counts] : gpus) {
+    if (has_logged_power_limit(*s)) {
+      s->power_limit_source = "log";
+      continue;
+    }
+    std::optional<double> limit;
+    const ModelMatch m = match_model(s->info.name);
+    if (opt.power_limit_w) {
+      limit = *opt.power_limit_w;
+      option_used = true;
+      s->power_limit_source = "flag";
+      add_note(rec, fmt::format("power limit {} W from --power-limit", fmt_watts(*limit)));
+    } else if (m.model) {
+      limit = m.model->tdp_w;
+      s->power_limit_source = "model-table";
+      std::string how;
+      if (m.truncated && m.candidates.size() > 1)
+        how = fmt::format(" (a name cut short: {}, all {} W)", fmt::join(m.candidates, " or "),
+                          fmt_watts(*limit));
+      else if (m.truncated)
+        how = fmt::format(" (a name cut short: taken as {})", m.model->nvml_name);
+      else if (!text::iequals(text::trim(s->info.name), m.model->nvml_name))
+        how = fmt::format(" (taken as {})", m.model->nvml_name);
+      add_note(rec, fmt::format("power limit {} W from the model table for {}{}", fmt_watts(*limit),
+                                s->info.name, how));
+    } else {
+      s->power_limit_source.clear();
+      add_note(rec, no_limit_note(s->info.name, m));
+    }
+    if (limit) {
+      auto& col = s->column_for_write(Field::kPowerLimitDefault);
+      std::fill(col.begin(), col.end(), *limit);
+    }
+  }
+  if (opt.power_limit_w && !option_used && !gpus.empty())
+    add_note(rec, "--power-limit ignored: the log has its own power limit");
+}
+
+void name_unnamed_gpus(Recording& rec, const std::string& name) {
+  bool used = false;
+  const ModelMatch m = match_model(name);
+  for (auto& g : rec.gpus) {
+    if (!g.info.name.empty()) continue;
+    used = true;
+    g.info.name = name;
+    if (!m.model) continue;
+    g.info.architecture = m.model->architecture;
+    if (!g.power_limit_source.empty() || has_logged_power_limit(g)) continue;
+    auto& col = g.column_for_write(Field::kPowerLimitDefault);
+    std::fill(col.begin(), col.end(), m.model->tdp_w);
+    g.power_limit_source = "model-table";
+    add_note(rec, fmt::format("power limit {} W from the model table for {} (--gpu-name)",
+                              fmt_watts(m.model->tdp_w), name));
+  }
+  if (!used) {
+    add_note(rec, "--gpu-name ignored: the log names its GPUs");
+    return;
+  }
+  add_note(rec, fmt::format("GPU name \"{}\" from --gpu-name{}", name,
+                            m.model ? std::string() : ": not in the model table"));
+  const bool all_limited = std::all_of(rec.gpus.begin(), rec.gpus.end(), [](const GpuSeries& g) {
+    return !g.power_limit_source.empty();
+  });
+  if (all_limited) std::erase(rec.notes, no_limit_note("", ModelMatch{}));
+}
+
+}  // namespace gpudoctor::log_reader

@@ -1,0 +1,98 @@
+// The step every log reader ends with, in one place so that behaviour and notes are the same
+// whatever the format: fields the log had but never with a value (recorded as unsupported where the
+// log said so, listed in a note otherwise), GPM support, the architecture and the power limit
+// (from the log itself, else --power-limit, else the GPU model table by name) with
+// GpuSeries::power_limit_source, and the notes on skipped lines and unreadable values.
+#pragma once
+
+#include <array>
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include <fmt/format.h>
+
+#include "core/gpu_models.hpp"
+#include "core/recording.hpp"
+
+namespace gpudoctor::log_reader {
+
+// What a reader saw in the cells of one GPU, per field.
+struct FieldCounts {
+  std::array<uint32_t, kFieldCount> value{};          // a number
+  std::array<uint32_t, kFieldCount> not_supported{};  // "[Not Supported]" and the like
+  std::array<uint32_t, kFieldCount> no_permission{};  // "[Insufficient Permissions]"
+  std::array<uint32_t, kFieldCount> other{};          // any other "no value" or unreadable cell
+};
+
+// One kind of line or value a reader skipped: how many, and where the first one was.
+struct Problem {
+  size_t count = 0;
+  std::string first;
+};
+
+// Counts a problem; the first one's message is "ORIGIN:LINE: MESSAGE".
+template <class... Args>
+void count_problem(Problem& p, std::string_view origin, size_t line_no,
+                   fmt::format_string<Args...> f, Args&&... args) {
+  if (p.count++ == 0)
+    p.first =
+        fmt::format("{}:{}: {}", origin, line_no, fmt::format(f, std::forward<Args>(args)...));
+}
+
+// Adds a note unless the recording has the same one already.
+void add_note(Recording& rec, std::string note);
+// "skipped N line(s) WHAT (first: ORIGIN:LINE: ...)", when p.count > 0; `unit` names what was
+// skipped when it is not lines ("snapshot(s)").
+void note_skipped(Recording& rec, const Problem& p, std::string_view what,
+                  std::string_view unit = "line(s)");
+// "N unreadable value(s) taken as missing (first: ...)", when p.count > 0.
+void note_unreadable(Recording& rec, const Problem& p);
+
+// A GPU name as a log wrote it, matched against the model table. Names that end in "..." were cut
+// short by the tool that wrote them (nvidia-smi's table, dcgmi dmon): they match the boards whose
+// name starts with what is left, and count only when those boards agree.
+struct ModelMatch {
+  std::optional<GpuModel> model;  // the board, or one of the boards that agree
+  bool truncated = false;
+  std::vector<std::string_view> candidates;  // truncated names: every board the prefix fits
+};
+ModelMatch match_model(std::string_view name);
+
+struct GpuToFinish {
+  GpuSeries* series = nullptr;
+  const FieldCounts* counts = nullptr;  // null: the reader counted nothing (no unsupported marks)
+};
+
+struct FinishOptions {
+  std::optional<double> power_limit_w;  // --power-limit
+  // The log's columns that map to a field, with the name the log gave each (several may share a
+  // field); the note on fields without values lists them in this order.
+  std::vector<std::pair<Field, std::string>> columns;
+  // What the log writes for "no value" ("[N/A]", "'-'"), named in that note; "" names none.
+  std::string_view placeholder;
+};
+
+// Marks fields that had only "not supported" / "no permission" cells as unsupported, notes the
+// fields that never had a value, sets gpm_supported and the architecture, and gives each GPU a
+// power limit: the log's own (a limit column with a value: source "log"), else --power-limit
+// ("flag"), else the model table's TDP by the GPU's name ("model-table"); each fills
+// power_limit_default_w. A GPU without any gets source "" and a note saying efficiency cannot be
+// computed. Notes go to rec.notes in a fixed order.
+void finish_gpus(Recording& rec, const std::vector<GpuToFinish>& gpus, const FinishOptions& opt);
+
+// --gpu-name: names the GPUs the log left unnamed (nvidia-smi dmon names none), sets their
+// architecture, and gives those without a power limit the model table's, noting both.
+void name_unnamed_gpus(Recording& rec, const std::string& name);
+
+// True when any power limit column of the GPU has a value.
+bool has_logged_power_limit(const GpuSeries& g);
+// Sets power_limit_source to "log" on every GPU whose limit columns have a value and that has no
+// source yet (live sources, captures, recordings).
+void mark_logged_power_limits(Recording& rec);
+
+}  // namespace gpudoctor::log_reader

@@ -1,0 +1,856 @@
+#include "formats/smi_table.hpp"
+
+#include <algorithm>
+#include <array>
+#include <cstdint>
+#include <exception>
+#include <limits>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include <fmt/format.h>
+
+#include "core/reading.hpp"
+#include "formats/finish.hpp"
+#include "formats/text.hpp"
+
+namespace gpudoctor {
+namespace {
+
+using log_reader::Problem;
+using text::iequals;
+
+// ---------------------------------------------------------------------------------------------
+// What the GPU table shows, in the order the finishing note lists it.
+
+constexpr size_t kFan = 0, kTemp = 1, kPerf = 2, kPwr = 3, kCap = 4, kMemUsed = 5, kMemTotal = 6,
+                 kUtil = 7, kSlots = 8;
+constexpr std::array<Field, kSlots> kSlotField{
+    Field::kFan,     Field::kTemp,     Field::kPstate, Field::kPower, Field::kPowerLimitEnforced,
+    Field::kMemUsed, Field::kMemTotal, Field::kUtilGpu};
+constexpr std::array<std::string_view, kSlots> kSlotLabel{
+    "Fan",     "Temp", "Perf", "Pwr:Usage", "Cap", "Memory-Usage (used)", "Memory-Usage (total)",
+    "GPU-Util"};
+
+enum class Cell : uint8_t { kNone, kValue, kNa, kNotSupported, kErr, kBad };
+
+struct SnapGpu {
+  unsigned index = 0;
+  std::string name, bus_id;
+  std::optional<bool> persistence, mig;
+  std::array<double, kSlots> value{};
+  std::array<Cell, kSlots> cell{};
+  size_t line = 0;
+};
+
+struct SnapProcess {
+  unsigned gpu = 0;
+  uint32_t pid = 0;
+  bool compute = false;
+  std::string name;
+  std::optional<double> memory_mib;
+  size_t line = 0;
+};
+
+struct Snapshot {
+  size_t line = 0;                 // where it starts (its date line or banner)
+  std::optional<int64_t> time_ms;  // from the date line, whole seconds
+  std::vector<SnapGpu> gpus;
+  std::vector<SnapProcess> processes;
+  std::vector<unsigned> processes_unsupported;  // GPUs whose process list says "Not Supported"
+  bool table_done = false, processes_done = false;
+  bool broken = false;
+  std::string broken_why;
+  size_t broken_line = 0;
+};
+
+struct GpuState {
+  GpuSeries series;
+  log_reader::FieldCounts counts;
+  std::vector<size_t> open_spans;  // indexes into series.processes seen in the last snapshot
+  bool processes_known = true;
+};
+
+// ---------------------------------------------------------------------------------------------
+// Cells
+
+bool contains_ci(std::string_view s, std::string_view needle) {
+  if (needle.size() > s.size()) return false;
+  for (size_t i = 0; i + needle.size() <= s.size(); ++i)
+    if (iequals(s.substr(i, needle.size()), needle)) return true;
+  return false;
+}
+
+std::optional<double> unit_factor(size_t slot, std::string_view u) {
+  auto is = [&](std::string_view a) { return iequals(u, a); };
+  switch (slot) {
+    case kFan:
+    case kUtil:
+      if (is("%")) return 1.0;
+      break;
+    case kTemp:
+      if (is("C") || is("\xC2\xB0"
+                        "C"))
+        return 1.0;
+      break;
+    case kPwr:
+    case kCap:
+      if (is("W")) return 1.0;
+      if (is("mW")) return 1e-3;
+      break;
+    case kMemUsed:
+    case kMemTotal:
+      if (is("MiB") || is("MB")) return 1.0;
+      if (is("GiB") || is("GB")) return 1024.0;
+      if (is("KiB") || is("KB")) return 1.0 / 1024;
+      break;
+    default:
+      break;
+  }
+  return std::nullopt;
+}
+
+// One value as the table prints it: "37%", "44C", "P0", "231W", "4MiB", or a marker.
+Cell parse_cell(size_t slot, std::string_view v, double& out) {
+  v = text::trim(v);
+  if (v.empty() || iequals(v, "N/A") || iequals(v, "[N/A]")) return Cell::kNa;
+  if (text::istarts_with(v, "ERR!") || contains_ci(v, "Unknown Error") ||
+      contains_ci(v, "GPU is lost"))
+    return Cell::kErr;
+  if (contains_ci(v, "Not Supported")) return Cell::kNotSupported;
+  if (slot == kPerf) {
+    if (v.size() < 2 || (v[0] != 'P' && v[0] != 'p')) return Cell::kBad;
+    const auto n = text::parse_int(v.substr(1));
+    if (!n || *n < 0 || *n > 32) return Cell::kBad;
+    out = static_cast<double>(*n);
+    return Cell::kValue;
+  }
+  const auto nu = text::parse_number_with_unit(v);
+  if (!nu) return Cell::kBad;
+  const auto k = unit_factor(slot, nu->unit);
+  if (!k) return Cell::kBad;
+  out = nu->value * *k;
+  return Cell::kValue;
+}
+
+std::optional<bool> parse_on_off(std::string_view v) {
+  if (iequals(v, "On") || iequals(v, "Enabled")) return true;
+  if (iequals(v, "Off") || iequals(v, "Disabled")) return false;
+  return std::nullopt;
+}
+
+// "C", "G", "C+G", "M", "M+C": the process table's Type column.
+bool is_process_type(std::string_view t) {
+  if (t.empty() || t.size() > 5) return false;
+  bool letter = false;
+  for (const char c : t) {
+    if (c == 'C' || c == 'G' || c == 'M') {
+      if (letter) return false;
+      letter = true;
+    } else if (c == '+') {
+      if (!letter) return false;
+      letter = false;
+    } else {
+      return false;
+    }
+  }
+  return letter;
+}
+
+// "Tue Nov 26 10:21:07 2024": the wall-clock time in ms (read as UTC), or nullopt.
+std::optional<int64_t> parse_date_line(std::string_view t) {
+  if (t.size() < 20 || t.size() > 40 || t[0] < 'A' || t[0] > 'Z') return std::nullopt;
+  std::vector<std::string_view> tok;
+  text::split_ws(t, tok);
+  if (tok.size() != 5) return std::nullopt;
+  static constexpr std::array<std::string_view, 7> kDays{"Mon", "Tue", "Wed", "Thu",
+                                                         "Fri", "Sat", "Sun"};
+  static constexpr std::array<std::string_view, 12> kMonths{
+      "Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"};
+  if (std::find(kDays.begin(), kDays.end(), tok[0]) == kDays.end()) return std::nullopt;
+  const auto m = std::find(kMonths.begin(), kMonths.end(), tok[1]);
+  if (m == kMonths.end()) return std::nullopt;
+  const auto day = text::parse_int(tok[2]);
+  const auto year = text::parse_int(tok[4]);
+  const std::string_view hms = tok[3];
+  if (!day || *day < 1 || *day > 31 || !year || *year < 1970 || *year > 9999 || hms.size() != 8 ||
+      hms[2] != ':' || hms[5] != ':')
+    return std::nullopt;
+  const auto h = text::parse_int(hms.substr(0, 2));
+  const auto mi = text::parse_int(hms.substr(3, 2));
+  const auto s = text::parse_int(hms.substr(6, 2));
+  if (!h || !mi || !s || *h > 23 || *mi > 59 || *s > 60) return std::nullopt;
+  const int64_t days = text::days_from_civil(*year, static_cast<unsigned>(m - kMonths.begin() + 1),
+                                             static_cast<unsigned>(*day));
+  return ((days * 24 + *h) * 60 + *mi) * 60000 + *s * 1000;
+}
+
+// The text after "KEY:" up to the next run of spaces ("Driver Version: 535.104.05   CUDA ...").
+std::string_view value_after(std::string_view line, std::string_view key) {
+  const size_t at = line.find(key);
+  if (at == std::string_view::npos) return {};
+  std::string_view rest = text::trim_left(line.substr(at + key.size()));
+  size_t e = 0;
+  while (e < rest.size() && !text::is_space(rest[e]) && rest[e] != '|') ++e;
+  return rest.substr(0, e);
+}
+
+// The cells of a table row "| a | b | c |" (without the outer bars; kept untrimmed).
+void row_cells(std::string_view t, std::vector<std::string_view>& out) {
+  out.clear();
+  if (t.empty() || t.front() != '|') return;
+  t.remove_prefix(1);
+  if (!t.empty() && t.back() == '|') t.remove_suffix(1);
+  text::split(t, '|', out);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Reader
+
+enum class State : uint8_t {
+  kOutside,     // between snapshots
+  kGpuHeader,   // after the banner, before the GPU table's "|===" line
+  kGpuBody,     // GPU rows
+  kAfterGpu,    // after the GPU table: MIG devices or the process table may follow
+  kMig,         // the MIG devices table (skipped)
+  kProcHeader,  // after "| Processes:", before its "|===" line
+  kProcBody,    // process rows
+};
+
+enum class Expect : uint8_t { kRow1, kRow2, kRow3 };
+
+class Reader {
+ public:
+  Reader(std::string_view text, const std::string& origin, const SmiTableOptions& opt)
+      : text_(text), origin_(origin), opt_(opt) {}
+
+  Result<Recording> run();
+
+ private:
+  void line(std::string_view t, size_t line_no);
+  void banner(std::string_view t, size_t line_no);
+  void gpu_row(std::string_view t, size_t line_no);
+  void process_row(std::string_view t, size_t line_no);
+  void end_gpu_table();
+  void begin_snapshot(size_t line_no, std::optional<int64_t> ms);
+  void close_snapshot(bool at_eof);
+  void accept(Snapshot&& s);
+  void flush_pending();
+  void commit(const Snapshot& s, double t);
+  void finish();
+  void broken(size_t line_no, std::string why) {
+    if (!snap_.broken) {
+      snap_.broken = true;
+      snap_.broken_why = std::move(why);
+      snap_.broken_line = line_no;
+    }
+  }
+  void note(std::string n) { log_reader::add_note(rec_, std::move(n)); }
+  template <class... Args>
+  void problem(Problem& p, size_t line_no, fmt::format_string<Args...> f, Args&&... args) {
+    log_reader::count_problem(p, origin_, line_no, f, std::forward<Args>(args)...);
+  }
+  void cell(SnapGpu& g, size_t slot, std::string_view v, size_t line_no);
+
+  std::string_view text_;
+  const std::string& origin_;
+  const SmiTableOptions& opt_;
+
+  State state_ = State::kOutside;
+  Expect expect_ = Expect::kRow1;
+  bool open_ = false;
+  Snapshot snap_;
+  std::vector<std::string_view> cells_, tokens_;
+
+  // Timing: snapshots of one date second wait in pending_ and are spread over that second.
+  enum class Mode : uint8_t { kUndecided, kDated, kRelative } mode_ = Mode::kUndecided;
+  int64_t start_ms_ = 0, pending_ms_ = 0, last_ms_ = std::numeric_limits<int64_t>::min();
+  std::vector<Snapshot> pending_;
+  size_t shared_second_ = 0, relative_count_ = 0;
+
+  std::vector<GpuState> gpus_;  // the first accepted snapshot's GPUs, in index order
+  size_t banners_ = 0, snapshots_read_ = 0;
+  std::vector<std::string> drivers_;
+  std::vector<std::string> graphics_only_;
+  std::vector<unsigned> no_process_list_;
+  Problem garbage_, cut_short_, garbled_, other_gpus_, no_date_, not_advancing_, bad_value_,
+      err_values_, stray_process_;
+  Recording rec_;
+};
+
+void Reader::cell(SnapGpu& g, size_t slot, std::string_view v, size_t line_no) {
+  double x = 0;
+  const Cell c = parse_cell(slot, v, x);
+  g.cell[slot] = c;
+  if (c == Cell::kValue) g.value[slot] = x;
+  if (c == Cell::kBad)
+    problem(bad_value_, line_no, "{}: cannot read \"{}\"", kSlotLabel[slot], text::trim(v));
+  if (c == Cell::kErr) problem(err_values_, line_no, "{} of GPU {}", kSlotLabel[slot], g.index);
+}
+
+void Reader::begin_snapshot(size_t line_no, std::optional<int64_t> ms) {
+  if (open_) close_snapshot(false);
+  snap_ = Snapshot{};
+  snap_.line = line_no;
+  snap_.time_ms = ms;
+  open_ = true;
+  state_ = State::kOutside;
+}
+
+void Reader::close_snapshot(bool at_eof) {
+  if (!open_) return;
+  open_ = false;
+  state_ = State::kOutside;
+  if (snap_.broken) {
+    problem(garbled_, snap_.broken_line, "{}", snap_.broken_why);
+    return;
+  }
+  if (!snap_.table_done || !snap_.processes_done || snap_.gpus.empty()) {
+    problem(cut_short_, snap_.line, "{}{}",
+            !snap_.table_done ? "no complete GPU table" : "no complete process table",
+            at_eof ? " at the end of the file" : "");
+    return;
+  }
+  accept(std::move(snap_));
+}
+
+// A complete snapshot: check its GPUs against the first one's, then place it in time.
+void Reader::accept(Snapshot&& s) {
+  std::sort(s.gpus.begin(), s.gpus.end(),
+            [](const SnapGpu& a, const SnapGpu& b) { return a.index < b.index; });
+  for (size_t i = 1; i < s.gpus.size(); ++i) {
+    if (s.gpus[i].index == s.gpus[i - 1].index) {
+      problem(garbled_, s.gpus[i].line, "GPU {} appears twice in one snapshot", s.gpus[i].index);
+      return;
+    }
+  }
+  if (gpus_.empty()) {
+    for (const auto& g : s.gpus) {
+      GpuState st;
+      st.series.info.index = g.index;
+      st.series.info.name = g.name;
+      st.series.info.pci_bus_id = g.bus_id;
+      gpus_.push_back(std::move(st));
+    }
+  } else {
+    bool same = s.gpus.size() == gpus_.size();
+    for (size_t i = 0; same && i < s.gpus.size(); ++i) {
+      const DeviceInfo& d = gpus_[i].series.info;
+      same = s.gpus[i].index == d.index && s.gpus[i].name == d.name &&
+             (s.gpus[i].bus_id.empty() || d.pci_bus_id.empty() || s.gpus[i].bus_id == d.pci_bus_id);
+    }
+    if (!same) {
+      std::vector<unsigned> idx;
+      for (const auto& g : s.gpus) idx.push_back(g.index);
+      problem(other_gpus_, s.line, "GPU(s) {} where the first snapshot has {} GPU(s)",
+              fmt::join(idx, ", "), gpus_.size());
+      return;
+    }
+  }
+
+  if (mode_ == Mode::kUndecided) {
+    mode_ = s.time_ms ? Mode::kDated : Mode::kRelative;
+    if (s.time_ms) start_ms_ = *s.time_ms;
+  }
+  if (mode_ == Mode::kRelative) {
+    commit(s, static_cast<double>(relative_count_++));
+    return;
+  }
+  if (!s.time_ms) {
+    problem(no_date_, s.line, "a table without the date line nvidia-smi prints above it");
+    return;
+  }
+  const int64_t ms = *s.time_ms;
+  if (!pending_.empty() && ms == pending_ms_) {
+    pending_.push_back(std::move(s));
+    return;
+  }
+  if (ms <= last_ms_ || (!pending_.empty() && ms < pending_ms_)) {
+    problem(not_advancing_, s.line, "{} is not after the snapshot before",
+            text::format_timestamp_ms(ms, '-'));
+    return;
+  }
+  flush_pending();
+  pending_ms_ = ms;
+  pending_.push_back(std::move(s));
+}
+
+// The snapshots of one date second, spread evenly over it (nvidia-smi -lms prints several).
+void Reader::flush_pending() {
+  if (pending_.empty()) return;
+  const size_t n = pending_.size();
+  if (n > 1) shared_second_ += n;
+  for (size_t k = 0; k < n; ++k)
+    commit(pending_[k], static_cast<double>(pending_ms_ - start_ms_) / 1000.0 +
+                            static_cast<double>(k) / static_cast<double>(n));
+  last_ms_ = pending_ms_;
+  pending_.clear();
+}
+
+void Reader::commit(const Snapshot& s, double t) {
+  ++snapshots_read_;
+  for (size_t i = 0; i < s.gpus.size(); ++i) {
+    const SnapGpu& sg = s.gpus[i];
+    GpuState& g = gpus_[i];
+    DeviceInfo& d = g.series.info;
+    if (sg.persistence) d.persistence_mode = sg.persistence;
+    if (sg.mig) d.mig_mode = sg.mig;
+    const double prev_t = g.series.size() ? g.series.time_s.back() : -1;
+    const size_t row = g.series.append_row(t);
+    for (size_t slot = 0; slot < kSlots; ++slot) {
+      const size_t fi = index_of(kSlotField[slot]);
+      switch (sg.cell[slot]) {
+        case Cell::kValue:
+          g.series.column_for_write(kSlotField[slot])[row] = sg.value[slot];
+          ++g.counts.value[fi];
+          break;
+        case Cell::kNotSupported:
+          ++g.counts.not_supported[fi];
+          break;
+        case Cell::kNone:
+          break;
+        case Cell::kNa:
+        case Cell::kErr:
+        case Cell::kBad:
+          ++g.counts.other[fi];
+          break;
+      }
+    }
+
+    // Processes: one span per pid while it is seen in consecutive snapshots.
+    if (std::find(s.processes_unsupported.begin(), s.processes_unsupported.end(), sg.index) !=
+        s.processes_unsupported.end())
+      g.processes_known = false;
+    // Entries of one pid in one snapshot (several MIG instances) add up.
+    std::vector<std::pair<const SnapProcess*, std::optional<double>>> here;
+    for (const SnapProcess& p : s.processes) {
+      if (p.gpu != sg.index || !p.compute) continue;
+      auto it = std::find_if(here.begin(), here.end(),
+                             [&](const auto& e) { return e.first->pid == p.pid; });
+      if (it == here.end()) {
+        here.emplace_back(&p, p.memory_mib);
+      } else if (p.memory_mib) {
+        it->second = it->second.value_or(0) + *p.memory_mib;
+      }
+    }
+    std::vector<size_t> open;
+    for (const auto& [p, memory] : here) {
+      size_t at = g.series.processes.size();
+      for (const size_t o : g.open_spans)
+        if (g.series.processes[o].pid == p->pid && g.series.processes[o].last_s == prev_t) at = o;
+      if (at == g.series.processes.size()) {
+        ProcessSpan span;
+        span.pid = p->pid;
+        span.name = p->name;
+        span.first_s = t;
+        g.series.processes.push_back(std::move(span));
+      }
+      ProcessSpan& span = g.series.processes[at];
+      span.last_s = t;
+      if (memory) span.max_memory_mib = std::max(span.max_memory_mib.value_or(0), *memory);
+      open.push_back(at);
+    }
+    g.open_spans = std::move(open);
+  }
+  for (const SnapProcess& p : s.processes) {
+    if (!std::any_of(s.gpus.begin(), s.gpus.end(),
+                     [&](const SnapGpu& g) { return g.index == p.gpu; })) {
+      problem(stray_process_, p.line, "pid {} on GPU {}", p.pid, p.gpu);
+      continue;
+    }
+    if (!p.compute && !p.name.empty() &&
+        std::find(graphics_only_.begin(), graphics_only_.end(), p.name) == graphics_only_.end() &&
+        graphics_only_.size() < 64)
+      graphics_only_.push_back(p.name);
+  }
+}
+
+void Reader::banner(std::string_view t, size_t line_no) {
+  // A banner starts a snapshot; one that follows a table without a date line of its own starts
+  // the next (undated) snapshot.
+  if (!open_ || state_ != State::kOutside || !snap_.gpus.empty() || snap_.table_done)
+    begin_snapshot(line_no, std::nullopt);
+  ++banners_;
+  const std::string_view driver = value_after(t, "Driver Version:");
+  const std::string_view cuda = value_after(t, "CUDA Version:");
+  if (!driver.empty() && !iequals(driver, "N/A")) {
+    if (rec_.system.driver_version.empty()) rec_.system.driver_version = std::string(driver);
+    if (std::find(drivers_.begin(), drivers_.end(), driver) == drivers_.end())
+      drivers_.emplace_back(driver);
+  }
+  if (!cuda.empty() && !iequals(cuda, "N/A") && rec_.system.cuda_driver_version.empty())
+    rec_.system.cuda_driver_version = std::string(cuda);
+  state_ = State::kGpuHeader;
+}
+
+void Reader::gpu_row(std::string_view t, size_t line_no) {
+  row_cells(t, cells_);
+  if (cells_.size() < 3) {
+    broken(line_no, fmt::format("cannot read the GPU table row \"{}\"", t));
+    return;
+  }
+  text::split_ws(cells_[0], tokens_);
+  const bool blank = tokens_.empty();
+  const bool index_first = !blank && text::parse_int(tokens_[0]).has_value() &&
+                           tokens_[0].find_first_not_of("0123456789") == std::string_view::npos;
+  if (expect_ == Expect::kRow3 && blank) {
+    // The third row: MIG mode in the last cell.
+    SnapGpu& g = snap_.gpus.back();
+    text::split_ws(cells_.back(), tokens_);
+    if (!tokens_.empty()) g.mig = parse_on_off(tokens_[0]);
+    expect_ = Expect::kRow1;
+    return;
+  }
+  if (index_first && expect_ != Expect::kRow2) {
+    // "   0  NVIDIA A100-SXM4-40GB          On  | 00000000:07:00.0 Off |    0 |"
+    SnapGpu g;
+    g.line = line_no;
+    g.index = static_cast<unsigned>(*text::parse_int(tokens_[0]));
+    g.cell.fill(Cell::kNone);
+    const std::string_view c0 = text::trim(cells_[0]);
+    std::string_view rest = text::trim(c0.substr(tokens_[0].size()));
+    if (tokens_.size() >= 3) {
+      const std::string_view last = tokens_.back();
+      if (iequals(last, "On") || iequals(last, "Off") || iequals(last, "N/A") ||
+          iequals(last, "WDDM") || iequals(last, "TCC") || iequals(last, "MCDM")) {
+        g.persistence = parse_on_off(last);
+        rest = text::trim(rest.substr(0, rest.size() - last.size()));
+      }
+    }
+    g.name = std::string(rest);
+    text::split_ws(cells_[1], tokens_);
+    if (!tokens_.empty() && !iequals(tokens_[0], "N/A")) g.bus_id = std::string(tokens_[0]);
+    snap_.gpus.push_back(std::move(g));
+    expect_ = Expect::kRow2;
+    return;
+  }
+  if (expect_ == Expect::kRow2 && !blank) {
+    // " N/A   44C    P0   231W / 300W |  15847MiB / 32480MiB |     99%      Default |"
+    SnapGpu& g = snap_.gpus.back();
+    text::split_ws(cells_[0], tokens_);
+    // Fan, temperature and P-state, then "usage / cap" (or "usage/cap" in one token).
+    std::string_view pwr, cap;
+    size_t slash = tokens_.size();
+    for (size_t i = 0; i < tokens_.size(); ++i)
+      if (tokens_[i] == "/") slash = i;
+    size_t n = slash;
+    if (slash < tokens_.size()) {
+      if (n > 0) pwr = tokens_[--n];
+      if (slash + 1 < tokens_.size()) cap = tokens_[slash + 1];
+    } else if (n > 0 && tokens_[n - 1].find('/') != std::string_view::npos) {
+      const std::string_view both = tokens_[--n];
+      pwr = both.substr(0, both.find('/'));
+      cap = both.substr(both.find('/') + 1);
+    }
+    if (n != 3 || pwr.empty()) {
+      broken(line_no, fmt::format("cannot read the GPU table row \"{}\"", t));
+      return;
+    }
+    cell(g, kFan, tokens_[0], line_no);
+    cell(g, kTemp, tokens_[1], line_no);
+    cell(g, kPerf, tokens_[2], line_no);
+    cell(g, kPwr, pwr, line_no);
+    cell(g, kCap, cap, line_no);
+    const std::string_view mem = text::trim(cells_[1]);
+    if (const size_t sl = mem.find('/'); sl != std::string_view::npos) {
+      cell(g, kMemUsed, mem.substr(0, sl), line_no);
+      cell(g, kMemTotal, mem.substr(sl + 1), line_no);
+    } else {
+      cell(g, kMemUsed, mem, line_no);
+      cell(g, kMemTotal, mem, line_no);
+    }
+    text::split_ws(cells_[2], tokens_);
+    cell(g, kUtil, tokens_.empty() ? std::string_view() : tokens_[0], line_no);
+    expect_ = Expect::kRow3;
+    return;
+  }
+  broken(line_no, fmt::format("cannot read the GPU table row \"{}\"", t));
+}
+
+void Reader::process_row(std::string_view t, size_t line_no) {
+  row_cells(t, cells_);
+  const std::string_view inner = cells_.empty() ? std::string_view() : text::trim(cells_[0]);
+  if (inner.empty() || text::istarts_with(inner, "No running processes")) return;
+  text::split_ws(inner, tokens_);
+  // "0   N/A  N/A   3375095      C   /usr/bin/python   18430MiB" (GI/CI) or
+  // "0      4910      C   /usr/bin/xmr-stak      2203MiB" (R440 and older).
+  size_t type_at = 0;
+  if (tokens_.size() >= 6 && is_process_type(tokens_[4]))
+    type_at = 4;
+  else if (tokens_.size() >= 4 && is_process_type(tokens_[2]))
+    type_at = 2;
+  const auto gpu = text::parse_int(tokens_[0]);
+  if (contains_ci(inner, "Not Supported") && type_at == 0) {
+    if (gpu && *gpu >= 0) snap_.processes_unsupported.push_back(static_cast<unsigned>(*gpu));
+    return;
+  }
+  int64_t pid = 0;
+  if (type_at > 0)
+    if (const auto v = text::parse_int(tokens_[type_at - 1])) pid = *v;
+  if (!gpu || *gpu < 0 || pid <= 0 || pid > std::numeric_limits<uint32_t>::max()) {
+    broken(line_no, fmt::format("cannot read the process table row \"{}\"", t));
+    return;
+  }
+  SnapProcess p;
+  p.line = line_no;
+  p.gpu = static_cast<unsigned>(*gpu);
+  p.pid = static_cast<uint32_t>(pid);
+  p.compute = tokens_[type_at].find_first_of("C") != std::string_view::npos;
+  const std::string_view mem = tokens_.back();
+  if (tokens_.size() > type_at + 2) {
+    const char* b = tokens_[type_at + 1].data();
+    const char* e = tokens_[tokens_.size() - 2].data() + tokens_[tokens_.size() - 2].size();
+    p.name = std::string(b, static_cast<size_t>(e - b));
+  }
+  if (const auto nu = text::parse_number_with_unit(mem)) {
+    if (const auto k = unit_factor(kMemUsed, nu->unit)) p.memory_mib = nu->value * *k;
+  } else if (tokens_.size() == type_at + 2 && !iequals(mem, "N/A")) {
+    p.name = std::string(mem);  // a name and no memory column
+  }
+  snap_.processes.push_back(std::move(p));
+}
+
+void Reader::end_gpu_table() {
+  if (expect_ == Expect::kRow2)
+    broken(snap_.gpus.empty() ? snap_.line : snap_.gpus.back().line,
+           "a GPU of the table has only its first row");
+  expect_ = Expect::kRow1;
+  snap_.table_done = !snap_.gpus.empty();
+  state_ = State::kAfterGpu;
+}
+
+void Reader::line(std::string_view t, size_t line_no) {
+  if (t.empty()) {
+    if (state_ == State::kGpuBody) end_gpu_table();
+    if (state_ == State::kMig) state_ = State::kAfterGpu;
+    return;
+  }
+  if (const auto ms = parse_date_line(t)) {
+    if (state_ == State::kGpuBody) end_gpu_table();
+    begin_snapshot(line_no, ms);
+    return;
+  }
+  const char c = t.front();
+  if (c == '|' && t.find("NVIDIA-SMI") != std::string_view::npos &&
+      t.find("Driver Version") != std::string_view::npos) {
+    if (state_ == State::kGpuBody) end_gpu_table();
+    banner(t, line_no);
+    return;
+  }
+  const bool table_line = c == '|' || c == '+';
+  const bool processes = c == '|' && text::istarts_with(text::trim(t.substr(1)), "Processes:");
+  const bool mig = c == '|' && text::istarts_with(text::trim(t.substr(1)), "MIG devices:");
+  switch (state_) {
+    case State::kOutside:
+      if (c == '+') return;  // the border above the banner or below the process table
+      problem(garbage_, line_no, "\"{}\"", t.substr(0, 60));
+      return;
+    case State::kGpuHeader:
+      if (t.starts_with("|=")) {
+        state_ = State::kGpuBody;
+        expect_ = Expect::kRow1;
+      } else if (!table_line) {
+        broken(line_no, "the GPU table's header is cut short");
+        state_ = State::kOutside;
+      }
+      return;
+    case State::kGpuBody:
+      if (processes || mig) {
+        end_gpu_table();
+        break;  // read below as the next table
+      }
+      if (c == '+') {
+        if (expect_ == Expect::kRow2) broken(line_no, "a GPU of the table has only its first row");
+        expect_ = Expect::kRow1;
+        return;
+      }
+      if (c == '|') {
+        gpu_row(t, line_no);
+        return;
+      }
+      end_gpu_table();
+      problem(garbage_, line_no, "\"{}\"", t.substr(0, 60));
+      return;
+    case State::kAfterGpu:
+    case State::kMig:
+    case State::kProcHeader:
+    case State::kProcBody:
+      break;
+  }
+  switch (state_) {
+    case State::kAfterGpu:
+    case State::kMig:
+      if (processes) {
+        state_ = State::kProcHeader;
+      } else if (mig) {
+        state_ = State::kMig;
+      } else if (!table_line) {
+        state_ = State::kAfterGpu;
+        problem(garbage_, line_no, "\"{}\"", t.substr(0, 60));
+      } else if (state_ == State::kAfterGpu && c == '|') {
+        problem(garbage_, line_no, "\"{}\"", t.substr(0, 60));
+      }
+      return;
+    case State::kProcHeader:
+      if (t.starts_with("|=")) {
+        state_ = State::kProcBody;
+      } else if (!table_line) {
+        broken(line_no, "the process table's header is cut short");
+        state_ = State::kOutside;
+      }
+      return;
+    case State::kProcBody:
+      if (c == '+') {
+        snap_.processes_done = true;
+        state_ = State::kOutside;
+      } else if (c == '|') {
+        process_row(t, line_no);
+      } else {
+        broken(line_no, "the process table is cut short");
+        state_ = State::kOutside;
+        problem(garbage_, line_no, "\"{}\"", t.substr(0, 60));
+      }
+      return;
+    default:
+      return;
+  }
+}
+
+Result<Recording> Reader::run() {
+  const std::string_view body = text::strip_bom(text_);
+  if (auto e = text::check_input(body, origin_, "nvidia-smi table output", opt_.power_limit_w))
+    return std::move(*e);
+  text::LineReader lines(body);
+  std::string_view l;
+  while (lines.next(l)) line(text::trim(l), lines.line_number());
+  close_snapshot(true);  // a GPU table still open at the end is cut short, not garbled
+  flush_pending();
+
+  if (banners_ == 0)
+    return usage_error(fmt::format(
+        "{}: no nvidia-smi table (\"| NVIDIA-SMI ... Driver Version: ... |\" and the GPU table "
+        "below it); is this the output of plain nvidia-smi?",
+        origin_));
+  if (snapshots_read_ == 0) {
+    for (const Problem* p : {&cut_short_, &garbled_, &other_gpus_, &no_date_, &not_advancing_})
+      if (p->count > 0)
+        return usage_error(
+            fmt::format("{}: no complete nvidia-smi snapshot ({})", origin_, p->first));
+    return usage_error(fmt::format("{}: no complete nvidia-smi snapshot", origin_));
+  }
+  finish();
+  return std::move(rec_);
+}
+
+void Reader::finish() {
+  Recording& rec = rec_;
+  rec.source = "nvidia-smi table: " + origin_;
+  rec.start_unix_ms = mode_ == Mode::kDated ? start_ms_ : 0;
+  if (mode_ == Mode::kDated)
+    note(
+        "the date line above each table is the local time of the machine that ran nvidia-smi, "
+        "read as UTC (the log does not say its time zone), to the whole second");
+  else
+    note(
+        "no date line above the first table: snapshots taken as 1 s apart; the start time is "
+        "unknown");
+  if (shared_second_ > 0)
+    note(fmt::format(
+        "{} snapshots share their date second with another (nvidia-smi -lms, or a late sample): "
+        "spread evenly over that second",
+        shared_second_));
+  if (drivers_.size() > 1)
+    note(fmt::format("the driver version changes mid-file ({}): each table read by its own layout",
+                     fmt::join(drivers_, ", then ")));
+
+  // GPU names nvidia-smi cut short: which boards of the model table they fit.
+  for (const auto& g : gpus_) {
+    const std::string& name = g.series.info.name;
+    if (!name.ends_with("...")) continue;
+    const log_reader::ModelMatch m = log_reader::match_model(name);
+    note(fmt::format(
+        "GPU name \"{}\" is cut short in nvidia-smi's table: {}", name,
+        m.candidates.empty()
+            ? std::string("no board of the model table starts so")
+            : fmt::format("it fits {}{}", fmt::join(m.candidates, ", "),
+                          m.model ? "" : " (which differ: no architecture or power limit taken)")));
+  }
+
+  log_reader::FinishOptions fo;
+  fo.power_limit_w = opt_.power_limit_w;
+  fo.placeholder = "N/A";
+  for (size_t slot = 0; slot < kSlots; ++slot)
+    fo.columns.emplace_back(kSlotField[slot], std::string(kSlotLabel[slot]));
+  std::vector<log_reader::GpuToFinish> to_finish;
+  for (auto& g : gpus_) to_finish.push_back({&g.series, &g.counts});
+  log_reader::finish_gpus(rec, to_finish, fo);
+
+  std::vector<unsigned> no_list;
+  for (auto& g : gpus_) {
+    g.series.processes_recorded = g.processes_known;
+    if (!g.processes_known) no_list.push_back(g.series.info.index);
+  }
+  if (!no_list.empty())
+    note(fmt::format(
+        "nvidia-smi could not list the processes of GPU(s) {} (Not Supported): no process spans",
+        fmt::join(no_list, ", ")));
+  if (!graphics_only_.empty())
+    note(fmt::format(
+        "graphics-only processes (type G) are not compute work and are left out of the process "
+        "spans: {}",
+        fmt::join(graphics_only_, ", ")));
+  if (err_values_.count > 0)
+    note(fmt::format(
+        "{} value(s) nvidia-smi showed as ERR! (its reading failed) taken as missing (first: {})",
+        err_values_.count, err_values_.first));
+  log_reader::note_skipped(rec, cut_short_, "cut short", "snapshot(s)");
+  log_reader::note_skipped(rec, garbled_, "with a table gpudoctor cannot read", "snapshot(s)");
+  log_reader::note_skipped(rec, other_gpus_, "with other GPUs than the first snapshot",
+                           "snapshot(s)");
+  log_reader::note_skipped(rec, no_date_, "without a date line", "snapshot(s)");
+  log_reader::note_skipped(rec, not_advancing_, "whose time did not advance", "snapshot(s)");
+  log_reader::note_skipped(rec, garbage_, "that are not part of an nvidia-smi table");
+  log_reader::note_skipped(rec, stray_process_, "of processes on a GPU not in the table",
+                           "process row(s)");
+  log_reader::note_unreadable(rec, bad_value_);
+
+  rec.gpus.reserve(gpus_.size());
+  for (auto& g : gpus_) rec.gpus.push_back(std::move(g.series));
+}
+
+}  // namespace
+
+bool looks_like_smi_table(std::string_view head) {
+  try {
+    head = text::strip_bom(head);
+    if (text::looks_binary(head.substr(0, 4096))) return false;
+    text::LineReader lines(head);
+    std::string_view l;
+    while (lines.next(l)) {
+      const std::string_view t = text::trim(l);
+      if (t.empty()) continue;
+      if (t.front() == '|' && t.find("NVIDIA-SMI") != std::string_view::npos &&
+          t.find("Driver Version") != std::string_view::npos)
+        return true;
+      if (t.front() == '|' && t.find("Pwr:Usage/Cap") != std::string_view::npos) return true;
+    }
+    return false;
+  } catch (const std::exception&) {
+    return false;
+  }
+}
+
+Result<Recording> read_smi_table(std::string_view text, const std::string& origin,
+                                 const SmiTableOptions& opt) {
+  try {
+    Reader reader(text, origin, opt);
+    return reader.run();
+  } catch (const std::exception& e) {
+    return failure(fmt::format("{}: cannot read the nvidia-smi table: {}", origin, e.what()));
+  }
+}
+
+}  // namespace gpudoctor

@@ -1,0 +1,220 @@
+#include "report/diagnosis_report.hpp"
+
+#include <algorithm>
+#include <cctype>
+#include <chrono>
+
+#include <fmt/format.h>
+
+#include "core/duration.hpp"
+
+namespace gpudoctor {
+namespace {
+
+std::string upper(std::string_view s) {
+  std::string out(s);
+  for (auto& c : out)
+    c = c == '_' ? ' ' : static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+  return out;
+}
+
+std::string clock(double s) {
+  const auto t = static_cast<long long>(std::max(0.0, s));
+  if (t >= 3600) return fmt::format("{}:{:02}:{:02}", t / 3600, t / 60 % 60, t % 60);
+  return fmt::format("{}:{:02}", t / 60, t % 60);
+}
+
+std::string dur(double s) {
+  return format_duration(std::chrono::milliseconds(static_cast<int64_t>(std::max(0.0, s) * 1000)));
+}
+
+double num(const nlohmann::ordered_json& j, const char* k) {
+  const auto it = j.find(k);
+  return it != j.end() && it->is_number() ? it->get<double>() : std::nan("");
+}
+
+nlohmann::ordered_json opt(const std::optional<double>& v) {
+  return v ? nlohmann::ordered_json(*v) : nlohmann::ordered_json(nullptr);
+}
+
+std::string gpu_line(const GpuDiagnosis& g) {
+  std::string s = fmt::format("GPU {:<2} {:<22.22} ", g.index, g.name.empty() ? "?" : g.name);
+  s += fmt::format("{:<18}", g.verdict ? std::string(cause_code(*g.verdict)) : "cannot tell");
+  if (g.efficiency)
+    s += fmt::format(" efficiency {:.2f}", *g.efficiency);
+  else
+    s += " efficiency   - ";
+  const double pw = num(g.metrics, "mean_power_w");
+  if (!std::isnan(pw) && g.power_limit_w)
+    s += fmt::format("  power {:.0f} W of {:.0f} W", pw, *g.power_limit_w);
+  const double u = num(g.metrics, "mean_util_pct");
+  if (!std::isnan(u)) s += fmt::format("  util {:.0f} %", u);
+  const double sm = num(g.metrics, "mean_sm_pct");
+  if (!std::isnan(sm)) s += fmt::format("  SM {:.0f} %", sm);
+  if (g.lost_gpu_hours && *g.lost_gpu_hours > 0)
+    s += fmt::format("  lost {:.2f} GPU-h", *g.lost_gpu_hours);
+  return s;
+}
+
+}  // namespace
+
+nlohmann::ordered_json diagnosis_json(const Diagnosis& d) {
+  nlohmann::ordered_json j;
+  j["schema_version"] = kDiagnosisSchemaVersion;
+  j["verdict"] = d.verdict ? nlohmann::ordered_json(std::string(cause_code(*d.verdict)))
+                           : nlohmann::ordered_json(nullptr);
+  j["source"] = d.source;
+  j["start"] = d.start_unix_ms > 0 ? nlohmann::ordered_json(iso8601_utc(d.start_unix_ms))
+                                   : nlohmann::ordered_json(nullptr);
+  j["duration_s"] = std::round(d.duration_s * 10) / 10;
+  j["gpus"] = nlohmann::ordered_json::array();
+  for (const auto& g : d.gpus) {
+    nlohmann::ordered_json o;
+    o["index"] = g.index;
+    o["name"] = g.name;
+    o["uuid"] = g.uuid;
+    o["verdict"] = g.verdict ? nlohmann::ordered_json(std::string(cause_code(*g.verdict)))
+                             : nlohmann::ordered_json(nullptr);
+    o["confidence"] = g.confidence;
+    o["efficiency"] = opt(g.efficiency);
+    o["power_limit_w"] = opt(g.power_limit_w);
+    o["power_limit_source"] = g.power_limit_source.empty()
+                                  ? nlohmann::ordered_json(nullptr)
+                                  : nlohmann::ordered_json(g.power_limit_source);
+    o["enforced_limit_w"] = opt(g.enforced_limit_w);
+    o["lost_gpu_hours"] = opt(g.lost_gpu_hours);
+    o["phases"] = nlohmann::ordered_json::array();
+    for (const auto& p : g.phases)
+      o["phases"].push_back({{"kind", p.kind},
+                             {"start_s", std::round(p.start_s * 10) / 10},
+                             {"end_s", std::round(p.end_s * 10) / 10}});
+    o["metrics"] = g.metrics;
+    j["gpus"].push_back(std::move(o));
+  }
+  j["findings"] = nlohmann::ordered_json::array();
+  for (const auto& f : d.findings) {
+    const auto& info = cause_info(f.cause);
+    nlohmann::ordered_json o;
+    o["cause"] = std::string(info.code);
+    o["title"] = std::string(info.title);
+    o["gpus"] = f.gpus;
+    o["severity"] = std::string(severity_code(f.severity));
+    o["confidence"] = f.confidence;
+    o["start_s"] = std::round(f.start_s * 10) / 10;
+    o["end_s"] = std::round(f.end_s * 10) / 10;
+    o["summary"] = f.summary;
+    o["evidence"] = f.evidence;
+    o["fixes"] = nlohmann::ordered_json::array();
+    for (auto fix : info.fixes) o["fixes"].push_back(std::string(fix));
+    o["lost_gpu_hours"] = opt(f.lost_gpu_hours);
+    j["findings"].push_back(std::move(o));
+  }
+  j["limitations"] = d.limitations;
+  j["input_notes"] = d.input_notes;
+  return j;
+}
+
+std::string diagnosis_text(const Diagnosis& d) {
+  std::string s;
+  s += fmt::format("gpudoctor diagnosis of {} ({} GPU{}, {})\n",
+                   d.source.empty() ? "input" : d.source, d.gpus.size(),
+                   d.gpus.size() == 1 ? "" : "s", dur(d.duration_s));
+  if (d.verdict) {
+    const auto& info = cause_info(*d.verdict);
+    s += fmt::format("Verdict: {}: {}\n\n", upper(info.code), info.what);
+  } else {
+    s += "Verdict: cannot tell from this input (see limitations)\n\n";
+  }
+  for (const auto& g : d.gpus) s += gpu_line(g) + "\n";
+  const auto shown = std::count_if(d.findings.begin(), d.findings.end(),
+                                   [](const Finding& f) { return f.severity != Severity::kInfo; });
+  if (!d.findings.empty()) {
+    s += "\nFindings\n";
+    int n = 0;
+    for (const auto& f : d.findings) {
+      if (f.severity == Severity::kInfo && shown > 0 && n >= 5) break;
+      ++n;
+      s += fmt::format("  [{}] {} {}-{}, confidence {:.2f}", severity_code(f.severity),
+                       cause_code(f.cause), clock(f.start_s), clock(f.end_s), f.confidence);
+      if (f.lost_gpu_hours) s += fmt::format(", lost {:.2f} GPU-h", *f.lost_gpu_hours);
+      s += "\n    " + f.summary + "\n";
+      const auto& fixes = cause_info(f.cause).fixes;
+      for (size_t i = 0; i < fixes.size() && i < 3; ++i)
+        s += fmt::format("    fix: {}\n", fixes[i]);
+    }
+  }
+  bool any_phase = false;
+  for (const auto& g : d.gpus)
+    for (const auto& p : g.phases) any_phase = any_phase || p.kind != "steady";
+  if (any_phase) {
+    s += "\nPhases\n";
+    for (const auto& g : d.gpus) {
+      std::vector<std::string> parts;
+      for (const auto& p : g.phases)
+        parts.push_back(fmt::format("{} {}-{}", p.kind, clock(p.start_s), clock(p.end_s)));
+      s += fmt::format("  GPU {}: {}\n", g.index, fmt::join(parts, ", "));
+    }
+  }
+  if (!d.limitations.empty()) {
+    s += "\nLimits of this input\n";
+    for (const auto& l : d.limitations) s += "  - " + l + "\n";
+  }
+  if (!d.input_notes.empty()) {
+    s += "\nRead as\n";
+    for (const auto& n : d.input_notes) s += "  - " + n + "\n";
+  }
+  return s;
+}
+
+std::string diagnosis_markdown(const Diagnosis& d) {
+  std::string s = "# gpudoctor diagnosis\n\n";
+  s += fmt::format("Input: `{}`, {} GPU{}, {}.\n\n", d.source, d.gpus.size(),
+                   d.gpus.size() == 1 ? "" : "s", dur(d.duration_s));
+  if (d.verdict) {
+    const auto& info = cause_info(*d.verdict);
+    s += fmt::format("**Verdict: {}** ({}): {}\n\n", info.title, info.code, info.what);
+  } else {
+    s += "**Verdict: cannot tell from this input** (see the limitations).\n\n";
+  }
+  s += "| GPU | name | verdict | efficiency | mean power | power limit | util | SM activity | lost "
+       "GPU-h |\n";
+  s += "|---:|---|---|---:|---:|---:|---:|---:|---:|\n";
+  auto cell = [](double v, const char* f) {
+    return std::isnan(v) ? std::string("-") : fmt::format(fmt::runtime(f), v);
+  };
+  for (const auto& g : d.gpus) {
+    s += fmt::format("| {} | {} | {} | {} | {} | {} | {} | {} | {} |\n", g.index, g.name,
+                     g.verdict ? std::string(cause_code(*g.verdict)) : "cannot tell",
+                     cell(g.efficiency.value_or(std::nan("")), "{:.2f}"),
+                     cell(num(g.metrics, "mean_power_w"), "{:.0f} W"),
+                     g.power_limit_w
+                         ? fmt::format("{:.0f} W ({})", *g.power_limit_w, g.power_limit_source)
+                         : std::string("-"),
+                     cell(num(g.metrics, "mean_util_pct"), "{:.0f} %"),
+                     cell(num(g.metrics, "mean_sm_pct"), "{:.0f} %"),
+                     cell(g.lost_gpu_hours.value_or(std::nan("")), "{:.2f}"));
+  }
+  if (!d.findings.empty()) {
+    s += "\n## Findings\n";
+    for (const auto& f : d.findings) {
+      const auto& info = cause_info(f.cause);
+      s += fmt::format("\n### {} ({}, confidence {:.2f})\n\n{}.\n\n", info.title,
+                       severity_code(f.severity), f.confidence, f.summary);
+      s += fmt::format("From {} to {}", clock(f.start_s), clock(f.end_s));
+      if (f.lost_gpu_hours) s += fmt::format("; about {:.2f} GPU-hours lost", *f.lost_gpu_hours);
+      s += ".\n\n";
+      if (!info.fixes.empty()) {
+        s += "What to change:\n\n";
+        for (auto fix : info.fixes) s += fmt::format("- {}\n", fix);
+      }
+      s += fmt::format("\nEvidence: `{}`\n", f.evidence.dump());
+    }
+  }
+  if (!d.limitations.empty()) {
+    s += "\n## Limits of this input\n\n";
+    for (const auto& l : d.limitations) s += "- " + l + "\n";
+  }
+  return s;
+}
+
+}  // namespace gpudoctor

@@ -1,0 +1,68 @@
+#!/usr/bin/env python3
+"""Validates `gpudoctor diagnose --format json` against docs/diagnosis.schema.json (with Debian's
+python3-jsonschema) on inputs that exercise every part of the contract: each built-in simulator
+scenario as a recording, logs in other formats, and degenerate inputs.
+
+usage: check_diagnosis_schema.py GPUDOCTOR_BIN SOURCE_DIR WORK_DIR
+"""
+import json
+import os
+import subprocess
+import sys
+
+import jsonschema
+
+
+def main():
+    binary, source_dir, work = sys.argv[1], sys.argv[2], sys.argv[3]
+    os.makedirs(work, exist_ok=True)
+    with open(os.path.join(source_dir, "docs", "diagnosis.schema.json")) as f:
+        schema = json.load(f)
+    jsonschema.Draft7Validator.check_schema(schema)
+    validator = jsonschema.Draft7Validator(schema)
+    listing = subprocess.run([binary, "sim", "--list"], capture_output=True, text=True, check=True)
+    scenarios = []
+    for line in listing.stdout.splitlines():
+        if line.startswith("GPU models"):
+            break
+        if line.startswith("  ") and line.split():
+            scenarios.append(line.split()[0])
+    inputs = []
+    for name in scenarios:
+        out = os.path.join(work, name + ".db")
+        r = subprocess.run([binary, "sim", name + ",duration=3m,interval=1s", "-o", out],
+                           capture_output=True, text=True)
+        if r.returncode == 0:
+            inputs.append(out)
+    if len(inputs) < 10:
+        print("too few scenarios simulated: %d (%s)" % (len(inputs), listing.stdout[:400]))
+        return 1
+    logs = os.path.join(source_dir, "tests", "data", "logs")
+    for family in sorted(os.listdir(logs)):
+        for name in sorted(os.listdir(os.path.join(logs, family))):
+            inputs.append(os.path.join(logs, family, name))
+    failures = 0
+    seen = set()
+    checked = 0
+    for path in inputs:
+        r = subprocess.run([binary, "diagnose", path, "--format", "json"], capture_output=True,
+                           text=True)
+        if r.returncode != 0:
+            continue  # unreadable test inputs (bad-input fixtures) are checked elsewhere
+        doc = json.loads(r.stdout)
+        errors = sorted(validator.iter_errors(doc), key=lambda e: list(e.path))
+        checked += 1
+        for e in errors[:5]:
+            failures += 1
+            print("%s: %s at %s" % (path, e.message, "/".join(map(str, e.path))))
+        for f in doc["findings"]:
+            seen.add(f["cause"])
+    print("validated %d diagnoses; finding causes seen: %s" % (checked, ", ".join(sorted(seen))))
+    if len(seen) < 9:
+        print("expected findings of at least 9 causes across the scenarios")
+        return 1
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
