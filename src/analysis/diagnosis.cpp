@@ -54,7 +54,7 @@ double median_of(const std::vector<double>* c) {
 }
 
 std::string dur(double s) {
-  return format_duration(std::chrono::milliseconds(static_cast<int64_t>(std::max(0.0, s) * 1000)));
+  return human_duration(s);
 }
 
 // Static facts and per-sample derived series of one GPU.

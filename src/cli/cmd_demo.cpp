@@ -1,9 +1,10 @@
-// gpudoctor demo: what gpudoctor sees on GPUs with known problems, simulated in a second.
+// gpudoctor demo: what gpudoctor finds on GPUs with known problems, simulated in a second.
 #include <fmt/format.h>
 
+#include "analysis/diagnosis.hpp"
 #include "cli/common.hpp"
 #include "core/gpu_models.hpp"
-#include "report/status_report.hpp"
+#include "report/diagnosis_report.hpp"
 #include "sources/sim/sim_source.hpp"
 
 namespace gpudoctor::cli {
@@ -12,18 +13,18 @@ Command add_demo_command(CLI::App& root) {
   struct Opts {
     std::string scenarios =
         "healthy,data_starvation,launch_overhead,straggler,power_capped,thermal_throttle,mixed";
-    double seconds = 120;
+    double seconds = 300;
   };
   auto opts = std::make_shared<Opts>();
   CLI::App* cmd = root.add_subcommand(
       "demo",
       "Simulate training jobs with known problems (no GPU needed) and show what `gpudoctor "
-      "status` says about each: the quickest way to see what the tool finds.");
+      "diagnose` finds in each: the quickest way to see what the tool does.");
   cmd->add_option("--scenarios", opts->scenarios,
                   "Comma-separated built-in scenarios (gpudoctor sim --list)")
       ->capture_default_str();
-  cmd->add_option("--seconds", opts->seconds, "Simulated seconds of each job before the look")
-      ->check(CLI::Range(2.0, 86400.0))
+  cmd->add_option("--seconds", opts->seconds, "Simulated seconds of work in each job")
+      ->check(CLI::Range(30.0, 86400.0))
       ->capture_default_str();
 
   return {cmd, [opts]() -> int {
@@ -34,9 +35,10 @@ Command add_demo_command(CLI::App& root) {
               pos = comma + 1;
             }
             fmt::print(
-                "gpudoctor demo: simulated GPUs (no GPU needed), each job run for {:.0f} s, then "
-                "looked at as `gpudoctor status` would.\n",
+                "gpudoctor demo: simulated GPUs (no GPU needed), each job sampled every second "
+                "for {:.0f} s of work, then diagnosed as `gpudoctor diagnose` would.\n",
                 opts->seconds);
+            int right = 0;
             for (const auto& name : names) {
               auto spec = sim::parse_sim_spec(name);
               if (!spec) return report(spec.error());
@@ -44,18 +46,20 @@ Command add_demo_command(CLI::App& root) {
               if (!model) return report(usage_error("unknown GPU model " + spec->scenario.model));
               const std::string description = spec->scenario.description;
               const std::string cause = spec->scenario.cause;
-              const double end = spec->scenario.startup_s + opts->seconds;
-              sim::SimSource src(std::move(spec.value()), *model, {});
-              (void)src.sample_at(end - 1);
-              const Frame first = src.sample_at(end - 1);  // the look: the last second
-              const Frame second = src.sample_at(end);
+              spec->scenario.duration_s = spec->scenario.startup_s + opts->seconds;
+              const Recording rec = sim::simulate_recording(std::move(spec.value()), *model);
+              const Diagnosis d = diagnose(rec);
+              const std::string got = d.verdict ? std::string(cause_code(*d.verdict)) : "none";
+              right += got == cause;
               fmt::print("\n=== {}: {} (expected: {})\n", name, description, cause);
-              fmt::print("{}", render_status_text(
-                                   make_status_view(src.system(), src.devices(), first, second)));
+              fmt::print("{}", diagnosis_text(d, /*brief=*/true));
             }
             fmt::print(
-                "\nWatch one live: gpudoctor watch --source sim:straggler,speed=10   "
-                "(all scenarios: gpudoctor sim --list)\n");
+                "\n{} of {} jobs diagnosed as expected. One in full: gpudoctor sim "
+                "straggler -o run.db && gpudoctor diagnose run.db\n"
+                "Watch one live: gpudoctor watch --source sim:straggler,speed=10   (all "
+                "scenarios: gpudoctor sim --list)\n",
+                right, names.size());
             return kExitOk;
           }};
 }

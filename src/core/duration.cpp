@@ -1,5 +1,6 @@
 #include "core/duration.hpp"
 
+#include <algorithm>
 #include <charconv>
 #include <cmath>
 #include <ctime>
@@ -58,6 +59,15 @@ std::string format_duration(std::chrono::milliseconds d) {
   if (ms % 60'000 == 0 && ms != 0) return fmt::format("{}m", ms / 60'000);
   if (ms % 1000 == 0) return fmt::format("{}s", ms / 1000);
   return fmt::format("{}ms", ms);
+}
+
+std::string human_duration(double seconds) {
+  const auto t = static_cast<long long>(std::llround(std::max(0.0, seconds)));
+  if (t < 60) return fmt::format("{}s", t);
+  if (t < 3600)
+    return t % 60 ? fmt::format("{}m{:02}s", t / 60, t % 60) : fmt::format("{}m", t / 60);
+  const long long m = (t + 30) / 60;
+  return m % 60 ? fmt::format("{}h{:02}m", m / 60, m % 60) : fmt::format("{}h", m / 60);
 }
 
 }  // namespace gpudoctor

@@ -25,7 +25,7 @@ std::string clock(double s) {
 }
 
 std::string dur(double s) {
-  return format_duration(std::chrono::milliseconds(static_cast<int64_t>(std::max(0.0, s) * 1000)));
+  return human_duration(s);
 }
 
 double num(const nlohmann::ordered_json& j, const char* k) {
@@ -38,7 +38,7 @@ nlohmann::ordered_json opt(const std::optional<double>& v) {
 }
 
 std::string gpu_line(const GpuDiagnosis& g) {
-  std::string s = fmt::format("GPU {:<2} {:<22.22} ", g.index, g.name.empty() ? "?" : g.name);
+  std::string s = fmt::format("GPU {:<2} {:<24.24} ", g.index, g.name.empty() ? "?" : g.name);
   s += fmt::format("{:<18}", g.verdict ? std::string(cause_code(*g.verdict)) : "cannot tell");
   if (g.efficiency)
     s += fmt::format(" efficiency {:.2f}", *g.efficiency);
@@ -51,7 +51,7 @@ std::string gpu_line(const GpuDiagnosis& g) {
   if (!std::isnan(u)) s += fmt::format("  util {:.0f} %", u);
   const double sm = num(g.metrics, "mean_sm_pct");
   if (!std::isnan(sm)) s += fmt::format("  SM {:.0f} %", sm);
-  if (g.lost_gpu_hours && *g.lost_gpu_hours > 0)
+  if (g.lost_gpu_hours && *g.lost_gpu_hours >= 0.005)
     s += fmt::format("  lost {:.2f} GPU-h", *g.lost_gpu_hours);
   return s;
 }
@@ -114,7 +114,7 @@ nlohmann::ordered_json diagnosis_json(const Diagnosis& d) {
   return j;
 }
 
-std::string diagnosis_text(const Diagnosis& d) {
+std::string diagnosis_text(const Diagnosis& d, bool brief) {
   std::string s;
   s += fmt::format("gpudoctor diagnosis of {} ({} GPU{}, {})\n",
                    d.source.empty() ? "input" : d.source, d.gpus.size(),
@@ -139,10 +139,11 @@ std::string diagnosis_text(const Diagnosis& d) {
       if (f.lost_gpu_hours) s += fmt::format(", lost {:.2f} GPU-h", *f.lost_gpu_hours);
       s += "\n    " + f.summary + "\n";
       const auto& fixes = cause_info(f.cause).fixes;
-      for (size_t i = 0; i < fixes.size() && i < 3; ++i)
+      for (size_t i = 0; i < fixes.size() && i < (brief ? 1u : 3u); ++i)
         s += fmt::format("    fix: {}\n", fixes[i]);
     }
   }
+  if (brief) return s;
   bool any_phase = false;
   for (const auto& g : d.gpus)
     for (const auto& p : g.phases) any_phase = any_phase || p.kind != "steady";

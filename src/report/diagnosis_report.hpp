@@ -14,7 +14,9 @@ namespace gpudoctor {
 inline constexpr int kDiagnosisSchemaVersion = 1;
 
 nlohmann::ordered_json diagnosis_json(const Diagnosis& d);
-std::string diagnosis_text(const Diagnosis& d);
+// brief: the verdict, one line per GPU and the findings with their first fix; no phases,
+// limitations or reader notes (the demo).
+std::string diagnosis_text(const Diagnosis& d, bool brief = false);
 std::string diagnosis_markdown(const Diagnosis& d);
 
 }  // namespace gpudoctor

@@ -28,8 +28,7 @@ std::optional<Candidate> check(const Context& ctx, size_t, const Window& w) {
 }
 
 std::string describe(const Finding& f) {
-  const auto dur = format_duration(
-      std::chrono::milliseconds(static_cast<int64_t>((f.end_s - f.start_s) * 1000)));
+  const auto dur = human_duration(f.end_s - f.start_s);
   if (ev(f, "held") >= 0.5) {
     std::string mem = known(ev(f, "mem_used_ratio"))
                           ? fmt::format(", {} of memory in use", pct(ev(f, "mem_used_ratio")))
