@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <limits>
 #include <map>
 #include <set>
 
@@ -374,7 +375,71 @@ nlohmann::ordered_json gpu_metrics(const Context& ctx, size_t g,
 }  // namespace
 }  // namespace diag
 
-Diagnosis diagnose(const Recording& rec, const DiagnosisConfig& cfg) {
+namespace {
+
+// The samples of a GPU whose time went backwards or stood still (a clock jump in a merged log):
+// dropped, so that every series the detectors read runs forward. Returns how many.
+size_t drop_unordered(GpuSeries& g) {
+  size_t kept = 0, dropped = 0;
+  double last = -std::numeric_limits<double>::infinity();
+  std::vector<size_t> keep;
+  for (size_t i = 0; i < g.size(); ++i) {
+    if (!(g.time_s[i] > last)) {
+      ++dropped;
+      continue;
+    }
+    last = g.time_s[i];
+    keep.push_back(i);
+  }
+  if (dropped == 0) return 0;
+  auto compact = [&](std::vector<double>& v) {
+    kept = 0;
+    for (size_t i : keep) v[kept++] = v[i];
+    v.resize(kept);
+  };
+  compact(g.time_s);
+  for (auto& c : g.columns)
+    if (c) compact(*c);
+  return dropped;
+}
+
+}  // namespace
+
+Diagnosis diagnose(const Recording& input, const DiagnosisConfig& cfg) {
+  // Readers promise times that increase per GPU; a Recording built any other way might not.
+  std::optional<Recording> fixed;
+  std::vector<std::string> fixes;
+  for (size_t g = 0; g < input.gpus.size(); ++g) {
+    const auto& t = input.gpus[g].time_s;
+    if (std::is_sorted(t.begin(), t.end(), std::less_equal<double>()) &&
+        std::adjacent_find(t.begin(), t.end()) == t.end())
+      continue;
+    if (!fixed) {
+      fixed.emplace();
+      fixed->system = input.system;
+      fixed->start_unix_ms = input.start_unix_ms;
+      fixed->source = input.source;
+      fixed->notes = input.notes;
+      for (const auto& s : input.gpus) {
+        GpuSeries c;
+        c.info = s.info;
+        c.time_s = s.time_s;
+        for (size_t f = 0; f < kFieldCount; ++f)
+          if (s.columns[f]) c.columns[f] = std::make_unique<std::vector<double>>(*s.columns[f]);
+        c.unsupported = s.unsupported;
+        c.processes = s.processes;
+        c.processes_recorded = s.processes_recorded;
+        c.lost_at_s = s.lost_at_s;
+        c.power_limit_source = s.power_limit_source;
+        fixed->gpus.push_back(std::move(c));
+      }
+    }
+    const size_t n = drop_unordered(fixed->gpus[g]);
+    fixes.push_back(
+        fmt::format("GPU {}: {} sample(s) whose time did not move forward were left out",
+                    input.gpus[g].info.index, n));
+  }
+  const Recording& rec = fixed ? *fixed : input;
   using namespace diag;
   Diagnosis out;
   out.source = rec.source;
@@ -576,6 +641,7 @@ Diagnosis diagnose(const Recording& rec, const DiagnosisConfig& cfg) {
                        [&](const GpuSeries& s) { return s.has(f); });
   };
   auto& lim = out.limitations;
+  for (auto& f : fixes) lim.push_back(std::move(f));
   if (rec.gpus.empty() || out.duration_s <= 0 ||
       std::all_of(rec.gpus.begin(), rec.gpus.end(),
                   [](const GpuSeries& s) { return s.size() < 2; }))

@@ -382,6 +382,14 @@ TEST(Diagnosis, GapsOfHoursAndLateGpusAreHandled) {
   EXPECT_EQ(gpu_verdict(d, 1), "healthy");
 }
 
+TEST(Diagnosis, TimeGoingBackwardsIsLeftOutAndSaid) {
+  auto g = make_gpu(0, 600, 1, [](size_t) { return Row{}; });
+  for (size_t i = 300; i < 310; ++i) g.time_s[i] = 100;  // a clock jump back, then forward again
+  const auto d = diagnose(one(std::move(g)));
+  EXPECT_EQ(verdict(d), "healthy");
+  EXPECT_TRUE(has_limitation(d, "GPU 0: 10 sample(s) whose time did not move forward"));
+}
+
 TEST(Diagnosis, TrimKeepsTheAskedRange) {
   auto rec = one(make_gpu(0, 600, 1, [](size_t i) {
     Row r;
