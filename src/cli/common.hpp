@@ -67,5 +67,8 @@ Command add_record_command(CLI::App& root);
 Command add_import_command(CLI::App& root);
 Command add_export_command(CLI::App& root);
 Command add_diagnose_command(CLI::App& root);
+Command add_run_command(CLI::App& root);
+Command add_report_command(CLI::App& root);
+Command add_baseline_command(CLI::App& root);
 
 }  // namespace gpudoctor::cli

@@ -20,6 +20,11 @@
 
 namespace gpudoctor {
 
+inline constexpr double kMissing = std::numeric_limits<double>::quiet_NaN();
+inline bool is_missing(double v) {
+  return std::isnan(v);
+}
+
 struct ProcessSpan {
   uint32_t pid = 0;
   std::string name;
@@ -52,12 +57,49 @@ struct GpuSeries {
   size_t size() const { return time_s.size(); }
 };
 
+// The host around a job (`gpudoctor run`): whole-machine CPU and I/O wait, and the job's own
+// process tree (CPU, processes, reads, context switches), one row per sample.
+struct HostSample {
+  double time_s = 0;                // seconds since the recording's start
+  double cpu_pct = kMissing;        // whole machine, % of all cores busy
+  double iowait_pct = kMissing;     // whole machine, % of CPU time waiting for I/O
+  double job_cpu_cores = kMissing;  // the job's processes, in cores busy (2.5 = two and a half)
+  double job_processes = kMissing;  // processes in the job's tree
+  double job_read_mibs = kMissing;  // bytes the job's processes read from storage, MiB/s
+  double job_ctx_switches_per_s = kMissing;
+};
+
+struct HostSeries {
+  int cores = 0;  // CPU cores the job may run on
+  std::vector<HostSample> samples;
+};
+
+// A step marker a job wrote (GPUDOCTOR_MARKERS protocol, docs/run.md).
+struct StepMarker {
+  double time_s = 0;
+  std::string event;          // "step_start", "data_ready", "step_end"
+  double samples = kMissing;  // step_end: samples (items) the step processed
+};
+
+// A finding of the environment audit of `gpudoctor run` / `gpudoctor check`.
+struct AuditItem {
+  std::string level;  // "pass", "warn", "fail", "info"
+  std::string code;   // "cuda_launch_blocking", "cpu_governor", ...
+  std::string message;
+  std::string fix;
+};
+
 struct Recording {
   SystemInfo system;
   int64_t start_unix_ms = 0;
   std::string source;  // "nvml", "sim:straggler", "nvidia-smi csv: run.csv", ...
   std::vector<GpuSeries> gpus;
   std::vector<std::string> notes;  // what the reader assumed (e.g. where a power limit came from)
+  // `gpudoctor run`: the job's command line, its host series, step markers and the audit.
+  std::vector<std::string> command;
+  std::optional<HostSeries> host;
+  std::vector<StepMarker> markers;
+  std::vector<AuditItem> audit;
 };
 
 // Makes the earliest sample time of any GPU 0 when a GPU's first row came before the recording's
@@ -73,10 +115,5 @@ void trim_recording(Recording& rec, double since_s, double until_s);
 // (same order). Times are taken relative to rec.start_unix_ms; unsupported readings are noted,
 // processes become spans, a lost GPU gets lost_at_s.
 void append_frame(Recording& rec, const Frame& frame);
-
-inline bool is_missing(double v) {
-  return std::isnan(v);
-}
-inline constexpr double kMissing = std::numeric_limits<double>::quiet_NaN();
 
 }  // namespace gpudoctor

@@ -10,6 +10,7 @@
 #include <cstring>
 
 #include <fmt/format.h>
+#include <nlohmann/json.hpp>
 
 namespace gpudoctor {
 namespace {
@@ -112,6 +113,8 @@ Result<std::unique_ptr<RecordingWriter>> RecordingWriter::create(
                            PRIMARY KEY(gpu, pid, first_ms));
     CREATE TABLE events(t_ms INTEGER NOT NULL, gpu INTEGER, kind TEXT NOT NULL, detail TEXT);
     CREATE TABLE annotations(t_ms INTEGER NOT NULL, kind TEXT NOT NULL, text TEXT NOT NULL);
+    CREATE TABLE host(t_ms INTEGER NOT NULL, cpu_pct REAL, iowait_pct REAL, job_cpu_cores REAL,
+                      job_processes REAL, job_read_mibs REAL, job_ctx_switches_per_s REAL);
   )");
       !r)
     return r.error();
@@ -463,6 +466,13 @@ Result<Nothing> RecordingWriter::add_recording(const Recording& rec) {
   }
   for (const auto& note : rec.notes)
     if (auto r = add_annotation(0, "note", note); !r) return r;
+  if (!rec.command.empty() || rec.host || !rec.audit.empty())
+    if (auto r = set_run_info(rec.command, rec.host ? rec.host->cores : 0, rec.audit); !r) return r;
+  if (rec.host)
+    for (const auto& h : rec.host->samples)
+      if (auto r = add_host(h); !r) return r;
+  for (const auto& m : rec.markers)
+    if (auto r = add_marker(m); !r) return r;
   return commit(false);
 }
 
@@ -474,6 +484,54 @@ Result<Nothing> RecordingWriter::add_annotation(int64_t t_ms, const char* kind,
   sqlite3_bind_text(st.s, 2, kind, -1, SQLITE_STATIC);
   sqlite3_bind_text(st.s, 3, text.c_str(), -1, SQLITE_TRANSIENT);
   if (sqlite3_step(st.s) != SQLITE_DONE) return sqlite_error("writing annotations");
+  return kOk;
+}
+
+Result<Nothing> RecordingWriter::add_host(const HostSample& h) {
+  if (!db_) return failure("recording " + path_ + " is closed");
+  if (auto r = begin_if_needed(); !r) return r;
+  Stmt st;
+  sqlite3_prepare_v2(db_, "INSERT INTO host VALUES(?, ?, ?, ?, ?, ?, ?)", -1, &st.s, nullptr);
+  sqlite3_bind_int64(st.s, 1, std::llround(h.time_s * 1000));
+  int i = 2;
+  for (double v : {h.cpu_pct, h.iowait_pct, h.job_cpu_cores, h.job_processes, h.job_read_mibs,
+                   h.job_ctx_switches_per_s}) {
+    if (std::isnan(v))
+      sqlite3_bind_null(st.s, i++);
+    else
+      sqlite3_bind_double(st.s, i++, v);
+  }
+  if (sqlite3_step(st.s) != SQLITE_DONE) return sqlite_error("writing host samples");
+  return kOk;
+}
+
+Result<Nothing> RecordingWriter::add_marker(const StepMarker& m) {
+  if (!db_) return failure("recording " + path_ + " is closed");
+  if (auto r = begin_if_needed(); !r) return r;
+  std::string text = m.event;
+  if (!std::isnan(m.samples)) text += fmt::format(" samples={}", m.samples);
+  return add_annotation(std::llround(m.time_s * 1000), "marker", text);
+}
+
+Result<Nothing> RecordingWriter::set_run_info(const std::vector<std::string>& command, int cores,
+                                              const std::vector<AuditItem>& audit) {
+  if (!db_) return failure("recording " + path_ + " is closed");
+  if (auto r = begin_if_needed(); !r) return r;
+  auto meta = [&](const char* k, const std::string& v) -> Result<Nothing> {
+    Stmt st;
+    sqlite3_prepare_v2(db_, "INSERT OR REPLACE INTO meta VALUES(?, ?)", -1, &st.s, nullptr);
+    sqlite3_bind_text(st.s, 1, k, -1, SQLITE_STATIC);
+    sqlite3_bind_text(st.s, 2, v.c_str(), -1, SQLITE_TRANSIENT);
+    if (sqlite3_step(st.s) != SQLITE_DONE) return sqlite_error("writing metadata");
+    return kOk;
+  };
+  if (auto r = meta("command", nlohmann::json(command).dump()); !r) return r;
+  if (auto r = meta("host_cores", std::to_string(cores)); !r) return r;
+  for (const auto& a : audit) {
+    const nlohmann::json j = {
+        {"level", a.level}, {"code", a.code}, {"message", a.message}, {"fix", a.fix}};
+    if (auto r = add_annotation(0, "audit", j.dump()); !r) return r;
+  }
   return kOk;
 }
 
@@ -515,11 +573,11 @@ Result<Recording> read_recording(const std::string& path) {
     return fail("cannot open the recording");
   sqlite3_exec(db, "PRAGMA mmap_size=1073741824", nullptr, nullptr, nullptr);
   Recording rec;
+  std::map<std::string, std::string> meta;
   {
     Stmt st;
     if (sqlite3_prepare_v2(db, "SELECT key, value FROM meta", -1, &st.s, nullptr) != SQLITE_OK)
       return fail("not a gpudoctor recording");
-    std::map<std::string, std::string> meta;
     while (sqlite3_step(st.s) == SQLITE_ROW) meta[text_col(st.s, 0)] = text_col(st.s, 1);
     if (meta["format"] != "gpudoctor-recording")
       return fail("not a gpudoctor recording (no format marker)");
@@ -663,6 +721,57 @@ Result<Recording> read_recording(const std::string& path) {
     if (sqlite3_prepare_v2(db, "SELECT text FROM annotations WHERE kind = 'note' ORDER BY rowid",
                            -1, &st.s, nullptr) == SQLITE_OK)
       while (sqlite3_step(st.s) == SQLITE_ROW) rec.notes.push_back(text_col(st.s, 0));
+  }
+  // `gpudoctor run`: command, host series, markers, audit.
+  if (!meta["command"].empty()) {
+    const auto j = nlohmann::json::parse(meta["command"], nullptr, false);
+    if (j.is_array())
+      for (const auto& a : j)
+        if (a.is_string()) rec.command.push_back(a.get<std::string>());
+  }
+  {
+    Stmt st;
+    if (sqlite3_prepare_v2(db,
+                           "SELECT t_ms, cpu_pct, iowait_pct, job_cpu_cores, job_processes, "
+                           "job_read_mibs, job_ctx_switches_per_s FROM host ORDER BY t_ms",
+                           -1, &st.s, nullptr) == SQLITE_OK) {
+      auto num = [&](int c) {
+        return sqlite3_column_type(st.s, c) == SQLITE_NULL ? kMissing
+                                                           : sqlite3_column_double(st.s, c);
+      };
+      while (sqlite3_step(st.s) == SQLITE_ROW) {
+        if (!rec.host) rec.host.emplace(), rec.host->cores = std::atoi(meta["host_cores"].c_str());
+        HostSample h;
+        h.time_s = static_cast<double>(sqlite3_column_int64(st.s, 0)) / 1000.0;
+        h.cpu_pct = num(1), h.iowait_pct = num(2), h.job_cpu_cores = num(3);
+        h.job_processes = num(4), h.job_read_mibs = num(5), h.job_ctx_switches_per_s = num(6);
+        rec.host->samples.push_back(h);
+      }
+    }
+  }
+  {
+    Stmt st;
+    if (sqlite3_prepare_v2(db,
+                           "SELECT t_ms, kind, text FROM annotations WHERE kind IN ('marker', "
+                           "'audit') ORDER BY rowid",
+                           -1, &st.s, nullptr) == SQLITE_OK)
+      while (sqlite3_step(st.s) == SQLITE_ROW) {
+        const std::string kind = text_col(st.s, 1), text = text_col(st.s, 2);
+        if (kind == "marker") {
+          StepMarker m;
+          m.time_s = static_cast<double>(sqlite3_column_int64(st.s, 0)) / 1000.0;
+          const auto sp = text.find(' ');
+          m.event = text.substr(0, sp);
+          if (sp != std::string::npos && text.compare(sp + 1, 8, "samples=") == 0)
+            m.samples = std::strtod(text.c_str() + sp + 9, nullptr);
+          rec.markers.push_back(std::move(m));
+        } else {
+          const auto j = nlohmann::json::parse(text, nullptr, false);
+          if (j.is_object())
+            rec.audit.push_back({j.value("level", ""), j.value("code", ""), j.value("message", ""),
+                                 j.value("fix", "")});
+        }
+      }
   }
   sqlite3_close(db);
   return rec;

@@ -48,6 +48,12 @@ class RecordingWriter {
   // status, processes, lost GPUs, power limit sources and notes.
   Result<Nothing> add_recording(const Recording& rec);
   Result<Nothing> annotate(double t_s, const std::string& text);
+  // `gpudoctor run`: one host sample, a step marker, and (once) the job's command line, the CPU
+  // cores it may use and the environment audit.
+  Result<Nothing> add_host(const HostSample& h);
+  Result<Nothing> add_marker(const StepMarker& m);
+  Result<Nothing> set_run_info(const std::vector<std::string>& command, int cores,
+                               const std::vector<AuditItem>& audit);
   // Commits now what add() would commit within the next second.
   Result<Nothing> flush() { return commit(false); }
   // Commits, merges the last blocks and closes; the writer is unusable afterwards. Also done by

@@ -182,6 +182,19 @@ Features Context::features(size_t g, size_t i0, size_t i1) const {
     }
     f.processes = count;
   }
+  // The host over the same time.
+  if (const auto& host = rec.host; host && !host->samples.empty()) {
+    const double t0 = d.s->time_s[i0], t1 = d.s->time_s[i1 - 1] + d.interval_s;
+    Acc cpu, io, job, procs;
+    for (const auto& h : host->samples) {
+      if (h.time_s < t0 || h.time_s >= t1) continue;
+      cpu.add(h.cpu_pct), io.add(h.iowait_pct), job.add(h.job_cpu_cores);
+      procs.add(h.job_processes);
+    }
+    f.host_cpu_pct = cpu.mean(), f.iowait_pct = io.mean(), f.job_cpu_cores = job.mean();
+    f.job_processes = procs.mean();
+    if (host->cores > 0) f.host_cores = host->cores;
+  }
   // Period of the duty cycle: util where it varies, else power.
   {
     const std::vector<double>* src = util;

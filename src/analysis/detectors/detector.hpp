@@ -57,6 +57,9 @@ struct Features {
   bool has_reasons = false;
   std::array<double, 16> reason_fraction{};  // per bit 0..15: share of samples with it set
   int processes = -1;  // compute processes present most of the window; -1 unknown
+  // The host over the window, where the input has it (`gpudoctor run`).
+  double host_cpu_pct = kNaN, iowait_pct = kNaN, job_cpu_cores = kNaN, job_processes = kNaN;
+  double host_cores = kNaN;
 
   double reason(uint64_t bit) const {
     for (int b = 0; b < 16; ++b)

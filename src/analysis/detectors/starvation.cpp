@@ -26,6 +26,19 @@ std::optional<Candidate> check(const Context& ctx, size_t, const Window& w) {
   c.evidence["power_ratio"] = round_to(f.power_ratio, 3);
   c.evidence["efficiency"] = round_to(f.efficiency, 3);
   c.evidence["pcie_rx_mibs"] = round_to(f.pcie_rx, 0);
+  // The host's side, when recorded: a saturated input pipeline is the proof.
+  if (known(f.job_cpu_cores)) {
+    c.evidence["job_cpu_cores"] = round_to(f.job_cpu_cores, 2);
+    c.evidence["host_cores"] = round_to(f.host_cores, 0);
+    c.evidence["job_processes"] = round_to(f.job_processes, 1);
+    c.evidence["host_cpu_pct"] = round_to(f.host_cpu_pct, 1);
+    c.evidence["iowait_pct"] = round_to(f.iowait_pct, 1);
+    const bool cpu_bound =
+        (known(f.host_cores) && f.job_cpu_cores >= 0.85 * f.host_cores) || f.host_cpu_pct >= 85;
+    const bool io_bound = f.iowait_pct >= 20;
+    if (cpu_bound || io_bound) c.confidence = std::min(0.95, c.confidence + 0.1);
+    c.evidence["host_bound"] = cpu_bound ? "cpu" : (io_bound ? "io" : "neither");
+  }
   return c;
 }
 
@@ -37,6 +50,22 @@ std::string describe(const Finding& f) {
   if (known(ev(f, "period_s"))) s += fmt::format(", every {:.1f} s", ev(f, "period_s"));
   if (known(ev(f, "power_ratio")))
     s += fmt::format("; power at {} of the limit", pct(ev(f, "power_ratio")));
+  std::string bound;
+  if (const auto it = f.evidence.find("host_bound"); it != f.evidence.end() && it->is_string())
+    bound = it->get<std::string>();
+  if (bound == "cpu")
+    s += fmt::format(
+        "; the job's {:.0f} processes kept {:.1f} of {:.0f} CPU cores busy: the input "
+        "pipeline is CPU-bound",
+        ev(f, "job_processes"), ev(f, "job_cpu_cores"), ev(f, "host_cores"));
+  else if (bound == "io")
+    s += fmt::format("; CPU I/O wait {:.0f} %: reading the data is the bottleneck",
+                     ev(f, "iowait_pct"));
+  else if (bound == "neither")
+    s += fmt::format(
+        "; host CPU {:.0f} % busy, I/O wait {:.0f} %: neither saturated (look at the "
+        "loader's own waits: network storage, locks, too few workers)",
+        ev(f, "host_cpu_pct"), ev(f, "iowait_pct"));
   return s;
 }
 

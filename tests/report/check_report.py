@@ -1,0 +1,70 @@
+#!/usr/bin/env python3
+"""Opens gpudoctor HTML reports in headless Chromium (Debian's `chromium`): the page loads, its
+script reports no error, every chart has data; a screenshot of each goes to OUT_DIR.
+
+usage: check_report.py GPUDOCTOR_BIN OUT_DIR
+"""
+import os
+import re
+import shutil
+import subprocess
+import sys
+
+
+def chromium():
+    for name in ("chromium", "chromium-browser", "google-chrome"):
+        path = shutil.which(name)
+        if path:
+            return path
+    return None
+
+
+def main():
+    binary, out = sys.argv[1], sys.argv[2]
+    os.makedirs(out, exist_ok=True)
+    browser = chromium()
+    if browser is None:
+        print("chromium not found: install it (scripts/install-deps.sh does)")
+        return 1
+    cases = {
+        "straggler": "straggler,duration=5m,interval=1s",
+        "mixed": "mixed,duration=4m,interval=1s",
+        "thermal": "thermal_throttle,duration=5m,interval=2s",
+    }
+    failures = 0
+    for name, spec in cases.items():
+        db = os.path.join(out, name + ".db")
+        html = os.path.join(out, name + ".html")
+        subprocess.run([binary, "sim", spec, "-o", db], check=True, capture_output=True)
+        subprocess.run([binary, "report", db, "-o", html], check=True, capture_output=True)
+        common = [browser, "--headless=new", "--no-sandbox", "--disable-gpu",
+                  "--no-first-run", "--hide-scrollbars", "--user-data-dir=" +
+                  os.path.join(out, "profile-" + name)]
+        dom = subprocess.run(common + ["--virtual-time-budget=3000", "--dump-dom",
+                                       "file://" + os.path.abspath(html)],
+                             capture_output=True, text=True, timeout=120)
+        body = re.search(r"<body([^>]*)>", dom.stdout)
+        attrs = dict(re.findall(r'data-([a-z-]+)="([^"]*)"', body.group(1))) if body else {}
+        shot = os.path.join(out, name + ".png")
+        subprocess.run(common + ["--window-size=1280,2400", "--screenshot=" + shot,
+                                 "file://" + os.path.abspath(html)],
+                       capture_output=True, timeout=120)
+        problems = []
+        if attrs.get("ready") != "1":
+            problems.append("the page's script did not run (no data-ready)")
+        if attrs.get("errors"):
+            problems.append("script errors: " + attrs["errors"])
+        charts = int(attrs.get("charts", "0"))
+        with_data = int(attrs.get("charts-with-data", "0"))
+        if charts == 0 or with_data != charts:
+            problems.append("charts with data: %d of %d" % (with_data, charts))
+        if not os.path.exists(shot) or os.path.getsize(shot) < 10000:
+            problems.append("no screenshot")
+        print("%s: %d charts, %d with data, screenshot %s%s" % (
+            name, charts, with_data, shot, "" if not problems else " -- " + "; ".join(problems)))
+        failures += len(problems)
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
