@@ -6,6 +6,7 @@
 
 #include <fmt/format.h>
 
+#include "analysis/baseline.hpp"
 #include "analysis/diagnosis.hpp"
 #include "cli/common.hpp"
 #include "core/duration.hpp"
@@ -86,6 +87,7 @@ Command add_diagnose_command(CLI::App& root) {
     std::string fail_on;
     std::string config;
     bool print_config = false;
+    std::string baseline;
     bool live = false;
     std::string duration = "60s";
     std::string interval = "500ms";
@@ -111,6 +113,9 @@ Command add_diagnose_command(CLI::App& root) {
       ->check(CLI::IsMember({"warning", "critical"}));
   cmd->add_option("--config", opts->config,
                   "JSON file of thresholds to override (see --print-config)");
+  cmd->add_option("--baseline", opts->baseline,
+                  "Compare with a saved baseline (gpudoctor baseline save): power, efficiency or "
+                  "throughput more than 20 % below it is flagged (a warning for --fail-on)");
   cmd->add_flag("--print-config", opts->print_config,
                 "Print the thresholds in force as JSON and exit");
   cmd->add_flag("--live", opts->live, "Sample the GPUs of --source now instead of reading INPUT");
@@ -181,12 +186,30 @@ Command add_diagnose_command(CLI::App& root) {
               return report(failure(fmt::format("{}: no GPU data to diagnose",
                                                 opts->live ? opts->source.source : opts->input)));
             const Diagnosis d = diagnose(rec, config);
-            if (opts->format == "json")
-              fmt::print("{}\n", diagnosis_json(d).dump(2));
-            else if (opts->format == "markdown")
-              fmt::print("{}", diagnosis_markdown(d));
-            else
-              fmt::print("{}", diagnosis_text(d));
+            std::optional<BaselineComparison> cmp;
+            if (!opts->baseline.empty()) {
+              auto b = load_baseline(opts->baseline);
+              if (!b) return report(b.error());
+              cmp = compare_to_baseline(b.value(), baseline_of(rec, d));
+            }
+            if (opts->format == "json") {
+              auto j = diagnosis_json(d);
+              if (cmp) j["baseline"] = comparison_json(*cmp);
+              fmt::print("{}\n", j.dump(2));
+            } else {
+              fmt::print("{}",
+                         opts->format == "markdown" ? diagnosis_markdown(d) : diagnosis_text(d));
+              if (cmp) {
+                fmt::print("\nAgainst baseline \"{}\": ", cmp->baseline.name);
+                if (cmp->regressions.empty()) fmt::print("no figure more than 20 % lower\n");
+                for (size_t i = 0; i < cmp->regressions.size(); ++i) {
+                  const auto& r = cmp->regressions[i];
+                  fmt::print("{}{} {:.0f} % lower ({:.3g} -> {:.3g})", i ? "; " : "", r.metric,
+                             r.drop * 100, r.baseline, r.now);
+                }
+                if (!cmp->regressions.empty()) fmt::print("\n");
+              }
+            }
             std::fflush(stdout);
             if (!d.verdict && opts->format == "text")
               fmt::print(stderr, "gpudoctor: nothing in this input to judge the GPUs by\n");
@@ -195,6 +218,8 @@ Command add_diagnose_command(CLI::App& root) {
                   opts->fail_on == "critical" ? Severity::kCritical : Severity::kWarning;
               for (const auto& f : d.findings)
                 if (f.severity >= min) return kExitFindings;
+              if (cmp && !cmp->regressions.empty() && min == Severity::kWarning)
+                return kExitFindings;
             }
             return kExitOk;
           }};

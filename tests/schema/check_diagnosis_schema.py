@@ -57,6 +57,22 @@ def main():
             print("%s: %s at %s" % (path, e.message, "/".join(map(str, e.path))))
         for f in doc["findings"]:
             seen.add(f["cause"])
+    # With a baseline comparison (the optional "baseline" object).
+    env = dict(os.environ, GPUDOCTOR_BASELINE_DIR=os.path.join(work, "baselines"))
+    healthy = os.path.join(work, "healthy.db")
+    starving = os.path.join(work, "data_starvation.db")
+    subprocess.run([binary, "baseline", "save", healthy, "--name", "good"], env=env, check=True,
+                   capture_output=True)
+    r = subprocess.run([binary, "diagnose", starving, "--format", "json", "--baseline", "good"],
+                       env=env, capture_output=True, text=True, check=True)
+    doc = json.loads(r.stdout)
+    checked += 1
+    for e in list(validator.iter_errors(doc))[:5]:
+        failures += 1
+        print("--baseline: %s at %s" % (e.message, "/".join(map(str, e.path))))
+    if not doc.get("baseline", {}).get("regressions"):
+        failures += 1
+        print("--baseline: expected regressions against a healthy baseline")
     print("validated %d diagnoses; finding causes seen: %s" % (checked, ", ".join(sorted(seen))))
     if len(seen) < 9:
         print("expected findings of at least 9 causes across the scenarios")
