@@ -38,7 +38,8 @@ def main():
         subprocess.run([binary, "sim", spec, "-o", db], check=True, capture_output=True)
         subprocess.run([binary, "report", db, "-o", html], check=True, capture_output=True)
         common = [browser, "--headless=new", "--no-sandbox", "--disable-gpu",
-                  "--no-first-run", "--hide-scrollbars", "--user-data-dir=" +
+                  "--no-first-run", "--hide-scrollbars", "--disable-dev-shm-usage",
+                  "--user-data-dir=" +
                   os.path.join(out, "profile-" + name)]
         dom = subprocess.run(common + ["--virtual-time-budget=3000", "--dump-dom",
                                        "file://" + os.path.abspath(html)],
