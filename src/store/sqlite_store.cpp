@@ -560,11 +560,13 @@ Result<Recording> read_recording(const std::string& path) {
   sqlite3* db = nullptr;
   auto fail = [&](const std::string& what) -> Error {
     std::string why = db ? sqlite3_errmsg(db) : "cannot open";
-    sqlite3_close(db);
+    // _v2: a statement still open in the caller's scope is finalized after this; the connection
+    // then closes instead of leaking.
+    sqlite3_close_v2(db);
     return usage_error(fmt::format("{}: {}: {}", path, what, why));
   };
   auto damaged = [&](const std::string& what) -> Error {
-    sqlite3_close(db);
+    sqlite3_close_v2(db);
     return usage_error(fmt::format("{}: damaged recording: {}", path, what));
   };
   // One thread reads: no per-call mutex.
@@ -583,7 +585,7 @@ Result<Recording> read_recording(const std::string& path) {
       return fail("not a gpudoctor recording (no format marker)");
     const int version = std::atoi(meta["schema_version"].c_str());
     if (version != kRecordingSchemaVersion) {
-      sqlite3_close(db);
+      sqlite3_close_v2(db);  // the statement above is finalized after this
       return usage_error(fmt::format(
           "{}: recording schema {} was written by {} gpudoctor; this one reads schema {}{}", path,
           meta["schema_version"], version > kRecordingSchemaVersion ? "a newer" : "an older",
@@ -773,7 +775,7 @@ Result<Recording> read_recording(const std::string& path) {
         }
       }
   }
-  sqlite3_close(db);
+  sqlite3_close_v2(db);
   return rec;
 }
 
