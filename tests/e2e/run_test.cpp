@@ -15,14 +15,14 @@ fs::path work_dir(const std::string& name) {
   return d;
 }
 
-// A job whose two "DataLoader workers" keep both CPU cores busy for `seconds`, with step markers
+// A job whose "DataLoader workers" (one per core, long-lived spinning processes, so their CPU
+// time is seen in /proc) keep every CPU core busy for `seconds`, with step markers
 // from the Python helper, exiting with `code`.
 std::string starving_job(const fs::path& dir, double seconds, int code) {
   const fs::path script = dir / "job.sh";
   std::ofstream(script) << fmt::format(
       "#!/bin/sh\n"
-      "end=$(( $(date +%s) + {0} ))\n"
-      "for w in $(seq $(nproc)); do (while [ $(date +%s) -lt $end ]; do :; done) & done\n"
+      "for w in $(seq $(nproc)); do timeout {0} sh -c 'while :; do :; done' & done\n"
       "python3 {1}/contrib/python/example_train.py {2}\n"
       "wait\n"
       "exit {3}\n",
