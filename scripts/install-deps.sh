@@ -7,6 +7,8 @@ packages=(
   build-essential cmake ninja-build pkg-config clang clang-format libclang-rt-14-dev
   libcli11-dev libfmt-dev nlohmann-json3-dev libsqlite3-dev libcpp-httplib-dev libncurses-dev
   libgtest-dev libgmock-dev libbenchmark-dev python3 python3-jsonschema chromium
+  libssl-dev libcrypt-dev openssl python3-yaml prometheus wrk
+  tmux
 )
 
 missing=()

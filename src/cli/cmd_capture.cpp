@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 
 #include "cli/common.hpp"
+#include "sources/health.hpp"
 #include "sources/nvml/capture_writer.hpp"
 #include "sources/source.hpp"
 
@@ -42,6 +43,7 @@ Command add_capture_command(CLI::App& root) {
 
             // Fail on an unwritable path now, not after the whole duration.
             CaptureWriter writer(s.system(), s.devices());
+            writer.set_health(read_device_health(s));  // `check` replays them
             if (auto w = writer.write(opts->output); !w) return report(w.error());
 
             const bool progress = isatty(STDERR_FILENO);

@@ -10,6 +10,7 @@
 #include "analysis/diagnosis.hpp"
 #include "cli/common.hpp"
 #include "core/duration.hpp"
+#include "formats/prometheus.hpp"
 #include "formats/text.hpp"
 #include "report/diagnosis_report.hpp"
 
@@ -91,6 +92,7 @@ Command add_diagnose_command(CLI::App& root) {
     bool live = false;
     std::string duration = "60s";
     std::string interval = "500ms";
+    std::string prometheus, selector;
   };
   auto opts = std::make_shared<Opts>();
   CLI::App* cmd = root.add_subcommand(
@@ -123,6 +125,13 @@ Command add_diagnose_command(CLI::App& root) {
       ->capture_default_str();
   cmd->add_option("-i,--interval", opts->interval, "With --live: sampling interval")
       ->capture_default_str();
+  cmd->add_option("--prometheus", opts->prometheus,
+                  "Read the GPUs' series from this Prometheus server (dcgm-exporter's or "
+                  "gpudoctor serve's metrics) instead of INPUT; --since/--until count back from "
+                  "now (default --since 1h)");
+  cmd->add_option("--selector", opts->selector,
+                  "With --prometheus: label matchers that pick the GPUs, e.g. "
+                  "'{Hostname=\"node7\"}'");
   return {cmd, [opts]() -> int {
             DiagnosisConfig config;
             if (!opts->config.empty()) {
@@ -147,6 +156,15 @@ Command add_diagnose_command(CLI::App& root) {
               auto r = sample_live(opts->source, interval.value(), duration.value());
               if (!r) return report(r.error());
               rec = std::move(r.value());
+            } else if (!opts->prometheus.empty()) {
+              if (!opts->input.empty())
+                return report(usage_error("give either INPUT or --prometheus, not both"));
+              auto q = prometheus_query(opts->prometheus, opts->selector, opts->since, opts->until,
+                                        current_unix_ms());
+              if (!q) return report(q.error());
+              auto r = load_prometheus(q.value(), load_options(opts->in));
+              if (!r) return report(r.error());
+              rec = std::move(r.value());
             } else {
               if (opts->input.empty())
                 return report(
@@ -167,7 +185,7 @@ Command add_diagnose_command(CLI::App& root) {
                 rec.gpus = std::move(kept);
               }
             }
-            if (!opts->since.empty() || !opts->until.empty()) {
+            if (opts->prometheus.empty() && (!opts->since.empty() || !opts->until.empty())) {
               double since = 0, until = 1e300;
               if (!opts->since.empty()) {
                 auto t = parse_time_flag("--since", opts->since, rec);

@@ -58,7 +58,9 @@ struct Command {
   std::function<int()> run;
 };
 Command add_status_command(CLI::App& root);
+Command add_check_command(CLI::App& root);
 Command add_watch_command(CLI::App& root);
+Command add_top_command(CLI::App& root);
 Command add_capture_command(CLI::App& root);
 Command add_fields_command(CLI::App& root);
 Command add_sim_command(CLI::App& root);
@@ -67,6 +69,7 @@ Command add_record_command(CLI::App& root);
 Command add_import_command(CLI::App& root);
 Command add_export_command(CLI::App& root);
 Command add_diagnose_command(CLI::App& root);
+Command add_serve_command(CLI::App& root);
 Command add_run_command(CLI::App& root);
 Command add_report_command(CLI::App& root);
 Command add_baseline_command(CLI::App& root);

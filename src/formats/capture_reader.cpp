@@ -1,9 +1,12 @@
 #include "formats/capture_reader.hpp"
 
+#include <cmath>
+
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
 #include "formats/finish.hpp"
+#include "formats/text.hpp"
 
 namespace gpudoctor {
 
@@ -12,6 +15,9 @@ bool looks_like_capture(std::string_view head) {
 }
 
 Result<Recording> read_capture(std::string_view text, const std::string& origin) {
+  if (auto e = text::check_input(text::strip_bom(text), origin, "a gpudoctor capture (JSON)",
+                                 std::nullopt))
+    return std::move(*e);
   nlohmann::json doc;
   try {
     doc = nlohmann::json::parse(text);
@@ -22,6 +28,7 @@ Result<Recording> read_capture(std::string_view text, const std::string& origin)
     if (doc.value("format", "") != "gpudoctor-nvml-capture")
       return usage_error(origin + ": not a gpudoctor capture (format marker missing)");
     Recording rec;
+    log_reader::Problem not_increasing;
     rec.source = "capture: " + origin;
     rec.system.hostname = doc.value("host", "");
     const auto& sys = doc.value("system", nlohmann::json::object());
@@ -50,8 +57,19 @@ Result<Recording> read_capture(std::string_view text, const std::string& origin)
       std::array<double, kFieldCount> held;
       held.fill(kMissing);
       std::map<uint32_t, size_t> open_process;  // pid -> index in g.processes
+      size_t sample_no = 0;
       for (const auto& s : d.at("samples")) {
         const double t = s.at("t_s").get<double>();
+        ++sample_no;
+        // A sample whose time is not after the one before (a hand-edited or merged file) would
+        // break the order every reader guarantees: skipped and counted.
+        if (!std::isfinite(t) || (g.size() > 0 && !(t > g.time_s.back()))) {
+          if (not_increasing.count++ == 0)
+            not_increasing.first =
+                fmt::format("{}: GPU {}, sample {}: t_s {} is not after {}", origin, g.info.index,
+                            sample_no, t, g.size() > 0 ? g.time_s.back() : 0.0);
+          continue;
+        }
         const nlohmann::json values = s.value("values", nlohmann::json::object());
         for (const auto& [key, v] : values.items())
           if (const auto f = field_by_id(key); f && v.is_number())
@@ -83,6 +101,7 @@ Result<Recording> read_capture(std::string_view text, const std::string& origin)
       rec.gpus.push_back(std::move(g));
     }
     log_reader::mark_logged_power_limits(rec);
+    log_reader::note_skipped(rec, not_increasing, "whose time did not advance", "sample(s)");
     return rec;
   } catch (const nlohmann::json::exception& e) {
     return usage_error(fmt::format("{}: malformed capture: {}", origin, e.what()));

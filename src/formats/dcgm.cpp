@@ -198,7 +198,7 @@ Cell read_cell(std::string_view v, double& out) {
 Cell field_value(Field f, std::string_view v, double& out) {
   const Cell c = read_cell(v, out);
   if (c != Cell::kValue) return c;
-  out *= info(f).dcgm_scale;
+  out = text::scaled(out, info(f).dcgm_scale);
   if (f == Field::kPstate && !(out >= 0 && out <= 15)) return Cell::kMissing;
   return Cell::kValue;
 }
@@ -269,36 +269,31 @@ class Common {
   }
   void note(std::string n) { log_reader::add_note(rec_, std::move(n)); }
   void skipped(const Problem& p, std::string_view what) { log_reader::note_skipped(rec_, p, what); }
-  // "a, b, c" and, past `most` names, " and N more".
-  static std::string list_names(const std::vector<std::string_view>& v, size_t most) {
-    std::string s;
-    for (size_t i = 0; i < v.size() && i < most; ++i) {
-      if (i > 0) s += ", ";
-      s.append(v[i]);
-    }
-    if (v.size() > most) s += fmt::format(" and {} more", v.size() - most);
-    return s;
-  }
-  static void add_unique(std::vector<std::string_view>& v, std::string_view s) {
-    if (std::find(v.begin(), v.end(), s) == v.end()) v.push_back(s);
-  }
   std::optional<Error> check_input(std::string_view body, std::string_view what) const {
     return text::check_input(body, origin_, what, opt_.power_limit_w);
   }
 
-  GpuState& gpu(unsigned index) {
+  // The GPU of a row; null past kMaxGpus GPUs (the row is counted in too_many_gpus_).
+  GpuState* gpu(unsigned index, size_t line_no) {
     // Rows come round in the same GPU order: try the one after the last first.
     const size_t n = gpus_.size();
-    for (size_t k = 0; k < n; ++k) {
-      const size_t i = (last_slot_ + 1 + k) % n;
-      if (gpus_[i].index == index) return gpus_[last_slot_ = i];
+    if (n > 0) {
+      const size_t next = (last_slot_ + 1) % n;
+      if (gpus_[next].index == index) return &gpus_[last_slot_ = next];
+    }
+    if (const auto it = slots_.find(index); it != slots_.end())
+      return &gpus_[last_slot_ = it->second];
+    if (n >= log_reader::kMaxGpus) {
+      problem(too_many_gpus_, line_no, "GPU {}", index);
+      return nullptr;
     }
     GpuState g;
     g.index = index;
     g.series.info.index = index;
     gpus_.push_back(std::move(g));
-    last_slot_ = gpus_.size() - 1;
-    return gpus_.back();
+    slots_.emplace(index, n);
+    last_slot_ = n;
+    return &gpus_.back();
   }
 
   void set_ident(GpuState& g, Ident id, std::string_view raw) {
@@ -365,11 +360,12 @@ class Common {
   const DcgmOptions& opt_;
   Recording rec_;
   std::vector<GpuState> gpus_;
+  std::unordered_map<unsigned, size_t> slots_;  // GPU index -> gpus_
   size_t last_slot_ = 0;
   std::array<bool, kFieldCount> field_in_log_{};
   std::array<std::string_view, kFieldCount> field_label_{};
-  std::vector<std::string_view> unread_;
-  Problem bad_value_;
+  log_reader::UniqueNames unread_;
+  Problem bad_value_, too_many_gpus_;
 };
 
 // ---------------------------------------------------------------------------------------------
@@ -411,11 +407,13 @@ class DmonReader : Common {
   std::string_view text_;
   DmonLayout L_;
   bool any_header_ = false;
+  size_t first_header_line_ = 0;
   bool active_ = false;  // rows read with L_
   uint32_t round_ = 0;
   size_t rows_read_ = 0, gpu_lines_ = 0, header_changes_ = 0;
   std::vector<std::string_view> tokens_, cells_, sliced_;
   std::vector<std::pair<std::string_view, size_t>> other_entities_;  // ("GPU-I", rows)
+  std::unordered_map<std::string_view, size_t> entity_slots_;        // group -> other_entities_
   std::vector<std::pair<std::string_view, std::string_view>> duplicates_;
   Problem before_header_, wrong_count_, truncated_, other_line_, bad_entity_;
 };
@@ -431,6 +429,7 @@ void DmonReader::header_line(std::string_view line, std::string_view t, size_t l
     if (!key.empty()) key += ' ';
     key.append(tokens_[i]);
   }
+  if (!any_header_) first_header_line_ = line_no;
   any_header_ = true;
   if (L_.valid() && key == L_.key) {
     L_.names_line = text::trim(line);  // the same columns (spaced differently, perhaps)
@@ -455,7 +454,9 @@ void DmonReader::header_line(std::string_view line, std::string_view t, size_t l
       if (f >= 0) {
         c.kind = DmonColumn::Kind::kDuplicate;
         const auto d = std::make_pair(c.name, L_.cols[static_cast<size_t>(f)].name);
-        if (std::find(duplicates_.begin(), duplicates_.end(), d) == duplicates_.end())
+        // (The first few: every line may be a header of its own.)
+        if (duplicates_.size() < 20 &&
+            std::find(duplicates_.begin(), duplicates_.end(), d) == duplicates_.end())
           duplicates_.push_back(d);
       } else {
         f = static_cast<int>(L_.cols.size());
@@ -467,7 +468,7 @@ void DmonReader::header_line(std::string_view line, std::string_view t, size_t l
       c.kind = DmonColumn::Kind::kIdent;
       c.ident = tg.ident;
     } else {
-      add_unique(unread_, c.name);
+      unread_.add(c.name);
     }
     L_.cols.push_back(c);
   }
@@ -518,12 +519,11 @@ void DmonReader::data_line(std::string_view line, std::string_view t, size_t lin
     return;
   }
   if (group != "GPU") {
-    auto it = std::find_if(other_entities_.begin(), other_entities_.end(),
-                           [&](const auto& p) { return p.first == group; });
-    if (it == other_entities_.end())
+    const auto [it, added] = entity_slots_.emplace(group, other_entities_.size());
+    if (added)
       other_entities_.emplace_back(group, 1);
     else
-      ++it->second;
+      ++other_entities_[it->second].second;
     return;
   }
   active_ = true;
@@ -533,16 +533,20 @@ void DmonReader::data_line(std::string_view line, std::string_view t, size_t lin
     return;
   }
   const size_t want = L_.cols.size() + 2;
-  if (cells_.size() != want && !(cells_.size() > want && slice(line))) {
-    if (last_unterminated && cells_.size() < want)
-      problem(truncated_, line_no, "the last line is cut short ({} of {} columns)",
-              cells_.size() - 2, L_.cols.size());
-    else
-      problem(wrong_count_, line_no, "expected {} values, found {}", L_.cols.size(),
-              cells_.size() - 2);
+  if (last_unterminated) {
+    // dcgmi ends every line: a last line without an end was cut, perhaps mid-value.
+    problem(truncated_, line_no, "the last line is cut short ({} of {} values, no line end)",
+            cells_.size() - 2, L_.cols.size());
     return;
   }
-  GpuState& g = gpu(static_cast<unsigned>(*id));
+  if (cells_.size() != want && !(cells_.size() > want && slice(line))) {
+    problem(wrong_count_, line_no, "expected {} values, found {}", L_.cols.size(),
+            cells_.size() - 2);
+    return;
+  }
+  GpuState* gp = gpu(static_cast<unsigned>(*id), line_no);
+  if (gp == nullptr) return;
+  GpuState& g = *gp;
   // No times: a round ends when a GPU comes round again; rounds are dcgmi's default 1 s apart.
   if (g.seen_round == round_ + 1) ++round_;
   g.seen_round = round_ + 1;
@@ -583,7 +587,7 @@ Result<Recording> DmonReader::run() {
       continue;
     }
     // The units line under the names ("ID   W   C ..."; profiling fields have no unit).
-    if ((t.size() == 2 || is_space(t[2])) && iequals(t.substr(0, 2), "ID")) {
+    if (t.size() >= 2 && (t.size() == 2 || is_space(t[2])) && iequals(t.substr(0, 2), "ID")) {
       if (!L_.valid()) problem(before_header_, line_no, "a units line before any header line");
       continue;
     }
@@ -603,10 +607,13 @@ Result<Recording> DmonReader::run() {
       for (const auto& [grp, n] : other_entities_) groups.push_back(grp);
       return usage_error(
           fmt::format("{}: no GPU rows, only {} entities (gpudoctor reads whole GPUs)", origin_,
-                      fmt::join(groups, ", ")));
+                      log_reader::join_names(groups)));
     }
+    if (gpu_lines_ == 0 && other_line_.count > 0)
+      return usage_error(fmt::format("{}: no readable rows ({})", origin_, other_line_.first));
     if (gpu_lines_ == 0)
-      return usage_error(fmt::format("{}: a dcgmi dmon header but no data rows", origin_));
+      return usage_error(fmt::format("{}:{}: a dcgmi dmon header but no data rows{}", origin_,
+                                     first_header_line_, text::cut_short_suffix(text_)));
     for (const Problem* p : {&wrong_count_, &bad_entity_, &truncated_})
       if (p->count > 0)
         return usage_error(fmt::format("{}: no readable rows ({})", origin_, p->first));
@@ -622,7 +629,7 @@ Result<Recording> DmonReader::run() {
   finish_gpus("N/A");
   if (!unread_.empty())
     note(fmt::format("dcgmi dmon columns gpudoctor does not read, ignored: {}",
-                     fmt::join(unread_, ", ")));
+                     log_reader::join_names(unread_.list)));
   for (const auto& [dup, kept] : duplicates_)
     note(fmt::format("column {} ignored: the same field as {}", dup, kept));
   if (!other_entities_.empty()) {
@@ -630,8 +637,10 @@ Result<Recording> DmonReader::run() {
     std::vector<std::string> parts;
     for (const auto& [grp, n] : other_entities_) {
       total += n;
-      parts.push_back(fmt::format("{} {}", n, grp));
+      if (parts.size() < 20) parts.push_back(fmt::format("{} {}", n, grp));
     }
+    if (other_entities_.size() > parts.size())
+      parts.push_back(fmt::format("and {} more", other_entities_.size() - parts.size()));
     note(
         fmt::format("skipped {} row(s) of entities that are not whole GPUs ({}): gpudoctor reads "
                     "GPUs only",
@@ -645,6 +654,7 @@ Result<Recording> DmonReader::run() {
   skipped(before_header_, "before the first dcgmi dmon header");
   skipped(wrong_count_, "that are not rows of the header's columns");
   skipped(bad_entity_, "without a GPU id");
+  skipped(too_many_gpus_, log_reader::kTooManyGpus);
   skipped(truncated_, "cut short at the end of the file");
   skipped(other_line_, "that are not dcgmi dmon output");
   log_reader::note_unreadable(rec_, bad_value_);
@@ -694,6 +704,7 @@ class LongReader : Common {
   std::string_view text_;
   LongHeader H_;
   std::string_view header_line_;
+  size_t header_line_no_ = 0;
   uint32_t seq_ = 0;
   size_t rows_read_ = 0, data_lines_ = 0, duplicates_ = 0;
   int64_t max_spread_us_ = 0, max_window_us_ = 0;  // of samples merged from different times
@@ -705,12 +716,14 @@ class LongReader : Common {
 void LongReader::read_line(std::string_view t, size_t line_no, bool last_unterminated) {
   ++data_lines_;
   text::split_trimmed(t, ',', cells_);
+  if (last_unterminated) {
+    // DCGM's dumps end every line: a last line without an end was cut, perhaps mid-value.
+    problem(truncated_, line_no, "the last line is cut short ({} of {} columns, no line end)",
+            cells_.size(), H_.cols);
+    return;
+  }
   if (cells_.size() < H_.cols) {
-    if (last_unterminated)
-      problem(truncated_, line_no, "the last line is cut short ({} of {} columns)", cells_.size(),
-              H_.cols);
-    else
-      problem(wrong_count_, line_no, "expected {} columns, found {}", H_.cols, cells_.size());
+    problem(wrong_count_, line_no, "expected {} columns, found {}", H_.cols, cells_.size());
     return;
   }
   std::string_view value = cells_[static_cast<size_t>(H_.value)];
@@ -743,12 +756,14 @@ void LongReader::read_line(std::string_view t, size_t line_no, bool last_untermi
   } else {
     tg = target_of_field_cell(fv);
     targets_.emplace(fv, tg);
-    if (tg.kind == Target::Kind::kUnknown) add_unique(unread_, fv);
+    if (tg.kind == Target::Kind::kUnknown) unread_.add(fv);
     if (tg.kind == Target::Kind::kField) mark_field(tg.field, fv);
   }
   ++rows_read_;
   if (tg.kind == Target::Kind::kUnknown) return;
-  GpuState& g = gpu(static_cast<unsigned>(*gid));
+  GpuState* gp = gpu(static_cast<unsigned>(*gid), line_no);
+  if (gp == nullptr) return;
+  GpuState& g = *gp;
   if (tg.kind == Target::Kind::kIdent) {
     set_ident(g, tg.ident, value);
     return;
@@ -832,9 +847,10 @@ Result<Recording> LongReader::run() {
       // Lines before the header: what the dumping program wrote to stderr (its configuration).
       text::split_trimmed(t, ',', cells_);
       H_ = long_header(cells_);
-      if (H_.valid())
+      if (H_.valid()) {
         header_line_ = t;
-      else
+        header_line_no_ = line_no;
+      } else
         problem(before_header_, line_no, "not the dump's header: \"{}\"", t.substr(0, 60));
       continue;
     }
@@ -848,7 +864,8 @@ Result<Recording> LongReader::run() {
         "field dump?",
         origin_, first_line));
   if (data_lines_ == 0)
-    return usage_error(fmt::format("{}: a DCGM dump header but no data rows", origin_));
+    return usage_error(fmt::format("{}:{}: a DCGM dump header but no data rows{}", origin_,
+                                   header_line_no_, text::cut_short_suffix(text_)));
   if (rows_read_ == 0) {
     for (const Problem* p : {&wrong_count_, &bad_gpu_, &bad_time_, &truncated_})
       if (p->count > 0)
@@ -862,7 +879,7 @@ Result<Recording> LongReader::run() {
   if (start_us == std::numeric_limits<int64_t>::max())
     return usage_error(
         fmt::format("{}: no values of fields gpudoctor reads (fields in the file: {})", origin_,
-                    list_names(unread_, 10)));
+                    log_reader::join_names(unread_.list, 10)));
   rec_.start_unix_ms = start_us / 1000;
   const int64_t start_ms_us = rec_.start_unix_ms * 1000;
   for (auto& g : gpus_) build(g, start_ms_us);
@@ -877,12 +894,14 @@ Result<Recording> LongReader::run() {
                     fmt_number(static_cast<double>(max_window_us_) / 1000.0)));
   finish_gpus("N/A or DCGM blanks");
   if (!unread_.empty())
-    note(fmt::format("DCGM fields gpudoctor does not read, ignored: {}", list_names(unread_, 20)));
+    note(fmt::format("DCGM fields gpudoctor does not read, ignored: {}",
+                     log_reader::join_names(unread_.list)));
   if (duplicates_ > 0)
     note(fmt::format("{} repeated value(s) (same GPU, field and time) ignored", duplicates_));
   skipped(before_header_, "before the header");
   skipped(wrong_count_, "with the wrong number of columns");
   skipped(bad_gpu_, "without a GPU id");
+  skipped(too_many_gpus_, log_reader::kTooManyGpus);
   skipped(bad_time_, "with an unreadable time");
   skipped(truncated_, "cut short at the end of the file");
   log_reader::note_unreadable(rec_, bad_value_);

@@ -7,6 +7,7 @@
 #include <cmath>
 #include <cstdint>
 #include <exception>
+#include <unordered_map>
 #include <utility>
 #include <vector>
 
@@ -344,16 +345,14 @@ class Reader {
   void apply_units(std::string_view t, size_t line_no);
   void activate(const Layout& L);
   void data_line(std::string_view t, size_t line_no, bool last_unterminated);
-  size_t slot_for(unsigned index);
+  size_t slot_for(unsigned index, size_t line_no);
   void finish();
   void note(std::string n) { log_reader::add_note(rec_, std::move(n)); }
   template <class... Args>
   void problem(Problem& p, size_t line_no, fmt::format_string<Args...> f, Args&&... args) {
     log_reader::count_problem(p, origin_, line_no, f, std::forward<Args>(args)...);
   }
-  void add_unread(std::string_view name) {
-    if (std::find(unread_.begin(), unread_.end(), name) == unread_.end()) unread_.push_back(name);
-  }
+  void add_unread(std::string_view name) { unread_.add(name); }
 
   std::string_view text_;
   const std::string& origin_;
@@ -363,6 +362,7 @@ class Reader {
   bool active_ = false;  // L_ has read a row (its columns are in the notes)
   std::vector<std::string_view> cells_, names_, units_, merged_;
   std::vector<GpuState> gpus_;
+  std::unordered_map<unsigned, size_t> slots_;  // GPU index -> gpus_
   size_t last_slot_ = 0;
 
   // Times: absolute (-o DT), time of day only (-o T), or none (rounds 1 s apart).
@@ -374,10 +374,11 @@ class Reader {
   uint32_t round_ = 0;
 
   bool any_header_ = false, pmon_ = false;
+  size_t first_header_line_ = 0;
   size_t data_lines_ = 0, rows_read_ = 0, header_changes_ = 0;
   Problem before_header_, wrong_count_, truncated_, bad_gpu_, bad_time_, not_increasing_,
-      bad_value_, other_comment_, units_mismatch_;
-  std::vector<std::string_view> unread_;  // ignored and unknown column names, in order
+      bad_value_, other_comment_, units_mismatch_, too_many_gpus_;
+  log_reader::UniqueNames unread_;  // ignored and unknown column names, in order
   std::vector<std::pair<std::string_view, std::string_view>> duplicates_;  // (ignored, kept)
   std::vector<std::string> unit_notes_;
   std::array<bool, kFieldCount> field_in_log_{};
@@ -399,7 +400,9 @@ void Reader::activate(const Layout& L) {
         break;
       case Kind::kDuplicate: {
         const auto d = std::make_pair(c.name, L.cols[static_cast<size_t>(c.dup_of)].name);
-        if (std::find(duplicates_.begin(), duplicates_.end(), d) == duplicates_.end())
+        // (The first few: every line may be a header of its own.)
+        if (duplicates_.size() < 20 &&
+            std::find(duplicates_.begin(), duplicates_.end(), d) == duplicates_.end())
           duplicates_.push_back(d);
         break;
       }
@@ -425,6 +428,7 @@ void Reader::header_line(std::string_view t, size_t line_no) {
     problem(other_comment_, line_no, "not a dmon header: \"{}\"", t.substr(0, 60));
     return;
   }
+  if (!any_header_) first_header_line_ = line_no;
   any_header_ = true;
   std::string key = names_key(names_);
   if (L_.valid()) {
@@ -467,24 +471,30 @@ void Reader::apply_units(std::string_view t, size_t line_no) {
       c.scale = 1;
       std::string n = fmt::format("column {}: unit \"{}\" not recognised, values read as {}",
                                   c.name, units_[i], unit_symbol(u));
-      if (std::find(unit_notes_.begin(), unit_notes_.end(), n) == unit_notes_.end())
+      // (A few: a file of garbage may have a units line of its own for every row.)
+      if (unit_notes_.size() < 20 &&
+          std::find(unit_notes_.begin(), unit_notes_.end(), n) == unit_notes_.end())
         unit_notes_.push_back(std::move(n));
     }
   }
 }
 
-size_t Reader::slot_for(unsigned index) {
+// The slot of a GPU; npos past kMaxGpus GPUs (the row is counted in too_many_gpus_).
+size_t Reader::slot_for(unsigned index, size_t line_no) {
   // dmon repeats the GPU order every round: try the one after the last row's first.
   const size_t n = gpus_.size();
-  for (size_t k = 0; k < n; ++k) {
-    const size_t i = (last_slot_ + 1 + k) % n;
-    if (gpus_[i].index == index) return last_slot_ = i;
+  if (n > 0 && gpus_[(last_slot_ + 1) % n].index == index) return last_slot_ = (last_slot_ + 1) % n;
+  if (const auto it = slots_.find(index); it != slots_.end()) return last_slot_ = it->second;
+  if (n >= log_reader::kMaxGpus) {
+    problem(too_many_gpus_, line_no, "GPU {}", index);
+    return std::string_view::npos;
   }
   GpuState g;
   g.index = index;
   g.series.info.index = index;
   gpus_.push_back(std::move(g));
-  return last_slot_ = gpus_.size() - 1;
+  slots_.emplace(index, n);
+  return last_slot_ = n;
 }
 
 void Reader::data_line(std::string_view t, size_t line_no, bool last_unterminated) {
@@ -498,13 +508,14 @@ void Reader::data_line(std::string_view t, size_t line_no, bool last_unterminate
   }
   ++data_lines_;
   split_ws(t, cells_);
+  if (last_unterminated) {
+    // dmon ends every line: a last line without an end was cut, perhaps mid-value.
+    problem(truncated_, line_no, "the last line is cut short ({} of {} columns, no line end)",
+            cells_.size(), L_.cols.size());
+    return;
+  }
   if (cells_.size() != L_.cols.size()) {
-    if (last_unterminated && cells_.size() < L_.cols.size())
-      problem(truncated_, line_no, "the last line is cut short ({} of {} columns)", cells_.size(),
-              L_.cols.size());
-    else
-      problem(wrong_count_, line_no, "expected {} columns, found {}", L_.cols.size(),
-              cells_.size());
+    problem(wrong_count_, line_no, "expected {} columns, found {}", L_.cols.size(), cells_.size());
     return;
   }
   unsigned index = 0;
@@ -551,7 +562,8 @@ void Reader::data_line(std::string_view t, size_t line_no, bool last_unterminate
     if (first_date_.empty()) first_date_ = dv;
   }
 
-  const size_t slot = slot_for(index);
+  const size_t slot = slot_for(index, line_no);
+  if (slot == std::string_view::npos) return;
   GpuState& g = gpus_[slot];
   switch (mode) {
     case Mode::kAbs:
@@ -602,7 +614,7 @@ void Reader::data_line(std::string_view t, size_t line_no, bool last_unterminate
     const std::string_view v = cells_[i];
     if (v.size() == 1 && v[0] == '-') continue;  // dmon's "no value": not supported or not read
     if (const auto x = text::parse_double(v)) {
-      g.series.column_for_write(c.field)[row] = *x * c.scale;
+      g.series.column_for_write(c.field)[row] = text::scaled(*x, c.scale);
       ++g.counts.value[index_of(c.field)];
     } else {
       problem(bad_value_, line_no, "{}: cannot read \"{}\"", c.name, v);
@@ -642,7 +654,8 @@ Result<Recording> Reader::run() {
   }
   if (rows_read_ == 0) {
     if (data_lines_ == 0)
-      return usage_error(fmt::format("{}: a dmon header but no data rows", origin_));
+      return usage_error(fmt::format("{}:{}: a dmon header but no data rows{}", origin_,
+                                     first_header_line_, text::cut_short_suffix(text_)));
     for (const Problem* p : {&wrong_count_, &bad_gpu_, &bad_time_, &truncated_, &not_increasing_})
       if (p->count > 0)
         return usage_error(fmt::format("{}: no readable rows ({})", origin_, p->first));
@@ -689,8 +702,8 @@ void Reader::finish() {
   log_reader::finish_gpus(rec, to_finish, fo);
 
   if (!unread_.empty())
-    note(
-        fmt::format("dmon columns gpudoctor does not read, ignored: {}", fmt::join(unread_, ", ")));
+    note(fmt::format("dmon columns gpudoctor does not read, ignored: {}",
+                     log_reader::join_names(unread_.list)));
   for (const auto& [dup, kept] : duplicates_)
     note(fmt::format("column {} ignored: the same quantity as {}", dup, kept));
   for (auto& n : unit_notes_) note(std::move(n));
@@ -705,6 +718,7 @@ void Reader::finish() {
   skipped(before_header_, "before the first dmon header");
   skipped(wrong_count_, "that are not rows of the header's columns");
   skipped(bad_gpu_, "without a GPU index");
+  skipped(too_many_gpus_, log_reader::kTooManyGpus);
   skipped(bad_time_, "with an unreadable date or time");
   skipped(not_increasing_, "whose time did not advance for their GPU");
   skipped(truncated_, "cut short at the end of the file");

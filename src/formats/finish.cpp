@@ -54,6 +54,25 @@ std::string no_limit_note(const std::string& name, const ModelMatch& m) {
 
 }  // namespace
 
+std::string shorten(std::string s, size_t most) {
+  if (s.size() <= most) return s;
+  size_t cut = most;
+  while (cut > 0 && (static_cast<unsigned char>(s[cut]) & 0xC0) == 0x80) --cut;  // a continuation
+  s.resize(cut);
+  s += "...";
+  return s;
+}
+
+std::string join_names(const std::vector<std::string_view>& names, size_t most) {
+  std::string s;
+  for (size_t i = 0; i < names.size() && i < most; ++i) {
+    if (i > 0) s += ", ";
+    s.append(names[i]);
+  }
+  if (names.size() > most) s += fmt::format(" and {} more", names.size() - most);
+  return s;
+}
+
 void add_note(Recording& rec, std::string note) {
   if (std::find(rec.notes.begin(), rec.notes.end(), note) == rec.notes.end())
     rec.notes.push_back(std::move(note));

@@ -11,6 +11,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <unordered_set>
 #include <utility>
 #include <vector>
 
@@ -29,20 +30,44 @@ struct FieldCounts {
   std::array<uint32_t, kFieldCount> other{};          // any other "no value" or unreadable cell
 };
 
+// The most GPUs one log may hold. A log of a whole cluster stays well under it; a file that names
+// another GPU on every line cannot take all memory. Readers skip and count the rows of the others.
+inline constexpr size_t kMaxGpus = 16384;
+// What note_skipped says of those rows.
+inline constexpr std::string_view kTooManyGpus = "of GPUs beyond the first 16384";
+
 // One kind of line or value a reader skipped: how many, and where the first one was.
 struct Problem {
   size_t count = 0;
   std::string first;
 };
 
-// Counts a problem; the first one's message is "ORIGIN:LINE: MESSAGE".
+// A message cut to at most `most` bytes (at a UTF-8 character boundary, "..." added): a line or
+// cell quoted in a message may be megabytes long.
+std::string shorten(std::string s, size_t most = 200);
+
+// Counts a problem; the first one's message is "ORIGIN:LINE: MESSAGE" (MESSAGE shortened).
 template <class... Args>
 void count_problem(Problem& p, std::string_view origin, size_t line_no,
                    fmt::format_string<Args...> f, Args&&... args) {
   if (p.count++ == 0)
-    p.first =
-        fmt::format("{}:{}: {}", origin, line_no, fmt::format(f, std::forward<Args>(args)...));
+    p.first = fmt::format("{}:{}: {}", origin, line_no,
+                          shorten(fmt::format(f, std::forward<Args>(args)...)));
 }
+
+// Names for a note (unknown columns, fields), each kept once in order of first appearance; a hash
+// set, not a scan, finds repeats, as a file may name thousands.
+struct UniqueNames {
+  std::vector<std::string_view> list;
+  std::unordered_set<std::string_view> seen;
+  void add(std::string_view name) {
+    if (seen.insert(name).second) list.push_back(name);
+  }
+  bool empty() const { return list.empty(); }
+};
+
+// "a, b, c" and, past `most` names, " and N more".
+std::string join_names(const std::vector<std::string_view>& names, size_t most = 20);
 
 // Adds a note unless the recording has the same one already.
 void add_note(Recording& rec, std::string note);

@@ -7,6 +7,10 @@
 #include <cstring>
 #include <exception>
 #include <limits>
+#include <map>
+#include <string>
+#include <unordered_map>
+#include <unordered_set>
 #include <utility>
 
 #include <fmt/format.h>
@@ -724,6 +728,7 @@ class Records {
 
   // Bytes consumed so far, and the number of the last line read.
   size_t position() const { return pos_; }
+  bool at_end() const { return pos_ >= text_.size(); }
   size_t line() const { return line_; }
 
  private:
@@ -997,6 +1002,9 @@ class Reader {
   std::vector<int> wide_numbers_;  // ascending
   std::vector<FieldCol> fields_;
   std::vector<InfoCol> infos_;
+  // The fields_ and infos_ each GPU position of one column per GPU reads (index position + 1;
+  // index 0: files with one GPU per row), so that a row of thousands of GPUs costs its cells.
+  std::vector<std::vector<size_t>> fields_of_, infos_of_;
   std::vector<std::string> unknown_, ignored_notes_;
   std::vector<std::pair<std::string, std::string>> duplicates_;  // (ignored, kept)
   bool key_is_row_number_ = false;
@@ -1004,6 +1012,8 @@ class Reader {
   // Rows.
   std::vector<std::string_view> cells_;
   std::vector<GpuState> gpus_;
+  std::unordered_map<std::string, size_t> slots_;  // host '\0' GPU id -> gpus_
+  std::string lookup_;
   size_t last_slot_ = 0;
   std::string cached_host_;
   std::vector<size_t> wide_slots_;
@@ -1017,7 +1027,8 @@ class Reader {
   bool any_unzoned_ = false, decimal_comma_ = false;
   uint32_t round_ = 0;
   size_t data_lines_ = 0, rows_read_ = 0, header_repeats_ = 0;
-  Problem wrong_count_, malformed_, bad_time_, bad_gpu_, not_increasing_, bad_cell_;
+  Problem wrong_count_, malformed_, bad_time_, bad_gpu_, not_increasing_, bad_cell_, too_many_gpus_,
+      truncated_;
   std::array<Stats, kFieldCount> stats_{};
   std::array<bool, kFieldCount> field_in_log_{};
   Recording rec_;
@@ -1178,7 +1189,7 @@ std::optional<Error> Reader::make_layout() {
         fmt::join(bare, ", "), wide_pattern(bare.front())));
 
   std::vector<int> first_field(kFieldCount, -1);
-  std::vector<std::pair<std::pair<int, Field>, size_t>> wide_first;
+  std::map<std::pair<int, Field>, size_t> wide_first;  // (GPU number, field) -> column
   for (size_t i = 0; i < cols_.size(); ++i) {
     Column& c = cols_[i];
     const auto role = static_cast<size_t>(c.m.role);
@@ -1211,15 +1222,12 @@ std::optional<Error> Reader::make_layout() {
         f = static_cast<int>(i);
         fields_.push_back({i, c.m.field, -1});
       } else {
-        const auto key = std::make_pair(c.gpu, c.m.field);
-        const auto it = std::find_if(wide_first.begin(), wide_first.end(),
-                                     [&](const auto& e) { return e.first == key; });
-        if (it != wide_first.end()) {
+        const auto [it, added] = wide_first.emplace(std::make_pair(c.gpu, c.m.field), i);
+        if (!added) {
           duplicates_.emplace_back(c.name, cols_[it->second].name);
           c.m.role = Role::kIgnore;
           continue;
         }
-        wide_first.emplace_back(key, i);
         fields_.push_back({i, c.m.field, c.gpu});  // number for now; position below
       }
       continue;
@@ -1268,13 +1276,15 @@ std::optional<Error> Reader::make_layout() {
     for (size_t i = 0; i < cols_.size(); ++i)
       if (cols_[i].m.role == Role::kName && cols_[i].gpu < 0)
         infos_.push_back({i, Role::kName, -1});
-    for (const auto& fc : fields_)
-      if (std::find(wide_numbers_.begin(), wide_numbers_.end(), fc.wide) == wide_numbers_.end())
-        wide_numbers_.push_back(fc.wide);
+    for (const auto& fc : fields_) wide_numbers_.push_back(fc.wide);
     std::sort(wide_numbers_.begin(), wide_numbers_.end());
+    wide_numbers_.erase(std::unique(wide_numbers_.begin(), wide_numbers_.end()),
+                        wide_numbers_.end());
     auto position = [&](int number) {
-      return static_cast<int>(std::find(wide_numbers_.begin(), wide_numbers_.end(), number) -
-                              wide_numbers_.begin());
+      const auto it = std::lower_bound(wide_numbers_.begin(), wide_numbers_.end(), number);
+      return it != wide_numbers_.end() && *it == number
+                 ? static_cast<int>(it - wide_numbers_.begin())
+                 : static_cast<int>(wide_numbers_.size());
     };
     for (auto& fc : fields_) fc.wide = position(fc.wide);
     std::vector<InfoCol> kept;
@@ -1287,6 +1297,19 @@ std::optional<Error> Reader::make_layout() {
       if (p < static_cast<int>(wide_numbers_.size())) kept.push_back({ic.col, ic.role, p});
     }
     infos_ = std::move(kept);
+  }
+  fields_of_.assign(wide_numbers_.size() + 1, {});
+  infos_of_.assign(wide_numbers_.size() + 1, {});
+  for (size_t k = 0; k < fields_.size(); ++k)
+    fields_of_[static_cast<size_t>(fields_[k].wide + 1)].push_back(k);
+  for (size_t k = 0; k < infos_.size(); ++k) {
+    if (infos_[k].wide < 0) {
+      for (auto& list : infos_of_) list.push_back(k);
+    } else if (static_cast<size_t>(infos_[k].wide) < wide_numbers_.size()) {
+      infos_of_[static_cast<size_t>(infos_[k].wide + 1)].push_back(k);
+    }
+    // (Else a "gpu0_uuid" column in a file with one GPU per row: it has an entry without a
+    // position too, and is read as every row's GPU's.)
   }
   return std::nullopt;
 }
@@ -1327,7 +1350,7 @@ Cell Reader::parse_cell(const Column& c, std::string_view v, double& out, bool& 
     return classify_marker(v);
   }
   if (const auto x = parse_num(v)) {
-    out = *x * c.m.factor;
+    out = text::scaled(*x, c.m.factor);
     return Cell::kValue;
   }
   if (u == Unit::kPstateNumber && (v.front() == 'P' || v.front() == 'p')) {
@@ -1342,7 +1365,7 @@ Cell Reader::parse_cell(const Column& c, std::string_view v, double& out, bool& 
   if (const auto nu = text::parse_number_with_unit(v); nu && !nu->unit.empty()) {
     const UnitToken* t = unit_of(normalise(nu->unit));
     if (t != nullptr && t->kind == 0 && t->unit == u) {
-      out = nu->value * t->factor;
+      out = text::scaled(nu->value, t->factor);
       cell_unit = true;
       return Cell::kValue;
     }
@@ -1435,12 +1458,19 @@ bool Reader::row_time(const std::vector<std::string_view>& cells, size_t line_no
   return true;
 }
 
+// The slot of a GPU; npos past kMaxGpus GPUs (the caller counts the row in too_many_gpus_).
 size_t Reader::slot_for(std::string_view host, std::string_view id, int wide) {
   const size_t n = gpus_.size();
-  for (size_t k = 0; k < n; ++k) {
-    const size_t i = (last_slot_ + 1 + k) % n;  // rows usually go round the GPUs in order
-    if (gpus_[i].id == id && gpus_[i].host == host) return last_slot_ = i;
+  if (n > 0) {
+    const size_t next = (last_slot_ + 1) % n;  // rows usually go round the GPUs in order
+    if (gpus_[next].id == id && gpus_[next].host == host) return last_slot_ = next;
   }
+  lookup_.assign(host);
+  lookup_ += '\0';
+  lookup_ += id;
+  if (const auto it = slots_.find(lookup_); it != slots_.end()) return last_slot_ = it->second;
+  if (n >= log_reader::kMaxGpus) return std::string_view::npos;
+  slots_.emplace(lookup_, n);
   GpuState g;
   g.host = std::string(host);
   g.id = std::string(id);
@@ -1466,8 +1496,8 @@ size_t Reader::slot_for(std::string_view host, std::string_view id, int wide) {
 
 void Reader::read_cells(GpuState& g, size_t row, int wide,
                         const std::vector<std::string_view>& cells, size_t line_no) {
-  for (const auto& fc : fields_) {
-    if (fc.wide != wide) continue;
+  for (const size_t k : fields_of_[static_cast<size_t>(wide + 1)]) {
+    const FieldCol& fc = fields_[k];
     const Column& c = cols_[fc.col];
     const std::string_view v = cells[fc.col];
     double x = 0;
@@ -1500,8 +1530,8 @@ void Reader::read_cells(GpuState& g, size_t row, int wide,
         break;
     }
   }
-  for (const auto& ic : infos_) {
-    if (ic.wide >= 0 && ic.wide != wide) continue;
+  for (const size_t k : infos_of_[static_cast<size_t>(wide + 1)]) {
+    const InfoCol& ic = infos_[k];
     DeviceInfo& d = g.series.info;
     std::string* target = ic.role == Role::kName   ? &d.name
                           : ic.role == Role::kUuid ? &d.uuid
@@ -1514,6 +1544,7 @@ void Reader::read_cells(GpuState& g, size_t row, int wide,
 
 void Reader::reset_rows() {
   gpus_.clear();
+  slots_.clear();
   last_slot_ = 0;
   cached_host_.clear();
   wide_slots_.clear();
@@ -1523,7 +1554,8 @@ void Reader::reset_rows() {
   first_ms_ = tod_offset_ms_ = tod_last_ms_ = 0;
   round_ = 0;
   data_lines_ = rows_read_ = header_repeats_ = 0;
-  wrong_count_ = malformed_ = bad_time_ = bad_gpu_ = not_increasing_ = bad_cell_ = {};
+  wrong_count_ = malformed_ = bad_time_ = bad_gpu_ = not_increasing_ = bad_cell_ = too_many_gpus_ =
+      truncated_ = {};
   stats_ = {};
 }
 
@@ -1531,6 +1563,7 @@ void Reader::read_rows() {
   Records records(body_.substr(rows_offset_), sep_, rows_line_before_);
   const size_t ncols = cols_.size();
   const bool empty_last_name = !header_.empty() && header_.back().empty();
+  const bool cut_at_end = text::ends_inside_a_line(body_);
   size_t line_no = 0;
   std::string_view raw;
   while (true) {
@@ -1539,6 +1572,12 @@ void Reader::read_rows() {
     ++data_lines_;
     if (next == Records::Next::kMalformed) {
       problem(malformed_, line_no, "a quote that is never closed");
+      continue;
+    }
+    if (cut_at_end && records.at_end()) {
+      // A last line without an end was cut, perhaps mid-value (programs end every line).
+      problem(truncated_, line_no, "the last line is cut short ({} of {} cells, no line end)",
+              cells_.size(), ncols);
       continue;
     }
     if (raw == header_raw_) {  // the header again (a logger restarted, files concatenated)
@@ -1578,6 +1617,12 @@ void Reader::read_rows() {
               slot_for(host, fmt::format("{}", wide_numbers_[w]), static_cast<int>(w)));
         cached_host_ = std::string(host);
         wide_slots_valid_ = true;
+        if (std::find(wide_slots_.begin(), wide_slots_.end(), std::string_view::npos) !=
+            wide_slots_.end()) {
+          wide_slots_valid_ = false;
+          problem(too_many_gpus_, line_no, "host \"{}\"", host);
+          continue;
+        }
       }
       double t = timed ? (ms - first_ms_) / 1000.0 : 0;
       if (!timed) {
@@ -1611,6 +1656,10 @@ void Reader::read_rows() {
       }
     }
     const size_t slot = slot_for(host, id, -1);
+    if (slot == std::string_view::npos) {
+      problem(too_many_gpus_, line_no, "GPU \"{}\"", id);
+      continue;
+    }
     GpuState& g = gpus_[slot];
     double t = 0;
     if (timed) {
@@ -1668,8 +1717,10 @@ Result<Recording> Reader::run() {
   read_rows();
   if (rows_read_ == 0) {
     if (data_lines_ == 0)
-      return usage_error(fmt::format("{}: a header line but no data rows", origin_));
-    for (const Problem* p : {&wrong_count_, &bad_time_, &bad_gpu_, &malformed_, &not_increasing_})
+      return usage_error(fmt::format("{}:{}: a header line but no data rows{}", origin_,
+                                     header_line_no_, text::cut_short_suffix(text_)));
+    for (const Problem* p :
+         {&wrong_count_, &bad_time_, &bad_gpu_, &malformed_, &truncated_, &not_increasing_})
       if (p->count > 0)
         return usage_error(fmt::format("{}: no readable rows ({})", origin_, p->first));
     return usage_error(fmt::format("{}: no readable rows", origin_));
@@ -1768,7 +1819,7 @@ void Reader::finish() {
       if (g.scaled[fi]) continue;
       g.scaled[fi] = true;
       if (auto* col = g.series.columns[fi].get())
-        for (auto& v : *col) v *= auto_factor[fi];
+        for (auto& v : *col) v = text::scaled(v, auto_factor[fi]);
     }
   }
 
@@ -1814,8 +1865,9 @@ void Reader::finish() {
 
   // GPUs: several hosts in one file are numbered in host order.
   std::vector<std::string_view> hosts;
+  std::unordered_set<std::string_view> seen_hosts;
   for (const auto& g : gpus_)
-    if (std::find(hosts.begin(), hosts.end(), g.host) == hosts.end()) hosts.push_back(g.host);
+    if (seen_hosts.insert(g.host).second) hosts.push_back(g.host);
   if (hosts.size() == 1 && !hosts.front().empty()) rec.system.hostname = std::string(hosts.front());
   const bool all_known =
       std::all_of(gpus_.begin(), gpus_.end(), [](const GpuState& g) { return g.index_known; });
@@ -1829,10 +1881,13 @@ void Reader::finish() {
     if (hosts.size() > 1) {
       std::vector<std::string> parts;
       for (size_t i = 0; i < gpus_.size(); ++i) {
-        parts.push_back(fmt::format("{} {} = GPU {}", gpus_[i].host,
-                                    gpus_[i].id.empty() ? "-" : gpus_[i].id, i));
+        if (i < 64)
+          parts.push_back(fmt::format("{} {} = GPU {}", gpus_[i].host,
+                                      gpus_[i].id.empty() ? "-" : gpus_[i].id, i));
         gpus_[i].series.info.index = static_cast<unsigned>(i);
       }
+      if (gpus_.size() > parts.size())
+        parts.push_back(fmt::format("and {} more", gpus_.size() - parts.size()));
       note(fmt::format("{} hosts in one file: GPUs numbered in host order ({})", hosts.size(),
                        fmt::join(parts, ", ")));
     }
@@ -1854,14 +1909,18 @@ void Reader::finish() {
   for (auto& g : gpus_) to_finish.push_back({&g.series, &g.counts});
   log_reader::finish_gpus(rec, to_finish, fo);
 
-  if (!unknown_.empty())
+  if (!unknown_.empty()) {
+    const std::vector<std::string_view> names(unknown_.begin(), unknown_.end());
     note(
         fmt::format("ignored columns gpudoctor does not read: {} (name them with --map "
                     "COLUMN=FIELD)",
-                    fmt::join(unknown_, ", ")));
-  for (auto& n : ignored_notes_) note(std::move(n));
-  for (const auto& [dup, kept] : duplicates_)
-    note(fmt::format("column {} ignored: the same quantity as {}", dup, kept));
+                    log_reader::join_names(names)));
+  }
+  // (The first few: a header of thousands of columns would make thousands of notes.)
+  for (size_t i = 0; i < ignored_notes_.size() && i < 20; ++i) note(std::move(ignored_notes_[i]));
+  for (size_t i = 0; i < duplicates_.size() && i < 20; ++i)
+    note(fmt::format("column {} ignored: the same quantity as {}", duplicates_[i].first,
+                     duplicates_[i].second));
   if (header_repeats_ > 0)
     note(fmt::format("the header line repeats {} time(s) mid-file: skipped", header_repeats_));
   auto skipped = [&](const Problem& p, std::string_view what) {
@@ -1872,6 +1931,8 @@ void Reader::finish() {
   skipped(bad_time_, "with an unreadable time");
   skipped(bad_gpu_, "without a GPU");
   skipped(not_increasing_, "whose time did not advance for their GPU");
+  skipped(truncated_, "cut short at the end of the file");
+  skipped(too_many_gpus_, log_reader::kTooManyGpus);
   log_reader::note_unreadable(rec, bad_cell_);
 
   rec.gpus.reserve(gpus_.size());
@@ -1927,7 +1988,8 @@ bool looks_like_generic_csv(std::string_view head) {
       std::string_view raw;
       Records r(l, sep, 0);
       if (r.next(cells, ln, raw) != Records::Next::kRecord || cells.size() < 2) return false;
-      if (is_smi_header(cells)) return false;
+      // (nvidia-smi writes commas: its header with another separator is this reader's.)
+      if (sep == ',' && is_smi_header(cells)) return false;
       // Prometheus exposition ("DCGM_FI_DEV_GPU_UTIL{gpu=\"0\",...} 99"), key=value logs.
       for (const auto c : cells)
         if (c.find_first_of("{}=") != std::string_view::npos) return false;
@@ -1942,8 +2004,8 @@ bool looks_like_generic_csv(std::string_view head) {
     }
     const std::string_view first_cell = text::trim(line.substr(0, line.find(sep)));
     const std::string_view row_cell = text::trim(row.substr(0, row.find(sep)));
-    if (iequals(first_cell, "timestamp") && row_cell.size() == 23 && row_cell[4] == '/' &&
-        row_cell[19] == '.' && text::parse_timestamp_ms(row_cell))
+    if (sep == ',' && iequals(first_cell, "timestamp") && row_cell.size() == 23 &&
+        row_cell[4] == '/' && row_cell[19] == '.' && text::parse_timestamp_ms(row_cell))
       return false;
     if (usable(line)) return true;
     return !comment.empty() && usable(comment.substr(1));

@@ -19,6 +19,7 @@
 #include "formats/generic_csv.hpp"
 #include "formats/smi_csv.hpp"
 #include "formats/smi_table.hpp"
+#include "formats/text.hpp"
 #include "store/sqlite_store.hpp"
 
 namespace gpudoctor {
@@ -102,6 +103,10 @@ Result<std::string> choose_format(std::string_view head, const std::string& orig
     return std::string("smi-csv");
   if (looks_like_generic_csv(head)) return std::string("generic-csv");
   if (head.empty()) return usage_error(origin + ": the file is empty");
+  // UTF-16, binary data or blank lines only: said as such.
+  if (auto e = text::check_input(text::strip_bom(head), origin, "a format gpudoctor reads",
+                                 std::nullopt))
+    return std::move(*e);
   return usage_error(fmt::format(
       "{}: not a format gpudoctor reads (recordings, captures, nvidia-smi --query-gpu CSV, "
       "nvidia-smi table snapshots, nvidia-smi dmon, dcgmi dmon, DCGM field dumps, CSV with "

@@ -7,7 +7,9 @@
 #include <exception>
 #include <iterator>
 #include <limits>
+#include <string>
 #include <tuple>
+#include <unordered_map>
 #include <utility>
 
 #include <fmt/format.h>
@@ -312,7 +314,7 @@ std::optional<double> parse_value(Field f, std::string_view v) {
   if (!nu) return std::nullopt;
   const auto k = unit_factor(u, nu->unit);
   if (!k) return std::nullopt;
-  return nu->value * *k;
+  return text::scaled(nu->value, *k);
 }
 
 std::optional<bool> parse_enabled(std::string_view v) {
@@ -400,7 +402,7 @@ class Reader {
 
  private:
   void pass(bool prepass);
-  size_t slot_for(const Layout& L, const std::vector<std::string_view>& cells);
+  size_t slot_for(const Layout& L, const std::vector<std::string_view>& cells, size_t line_no);
   void read_row(GpuState& g, size_t row, const Layout& L,
                 const std::vector<std::string_view>& cells, size_t line_no);
   void field_cell(GpuState& g, Field f, size_t row, std::string_view v, std::string_view col,
@@ -419,8 +421,11 @@ class Reader {
   std::vector<std::string_view> column_names_;  // from --columns
   Layout initial_;
   bool header_from_file_ = false;
+  size_t header_line_no_ = 0;
 
   std::vector<GpuState> gpus_;
+  std::unordered_map<std::string, size_t> slots_;  // key kind and value -> gpus_
+  std::string lookup_;
   size_t last_slot_ = 0;
   std::vector<std::string_view> cells_;
 
@@ -435,36 +440,47 @@ class Reader {
   uint32_t position_gpus_ = 1;
 
   size_t data_lines_ = 0, rows_read_ = 0, header_changes_ = 0;
-  Problem wrong_count_, bad_time_, not_increasing_, bad_cell_;
-  std::vector<std::string_view> unknown_;
+  Problem wrong_count_, bad_time_, not_increasing_, bad_cell_, too_many_gpus_, truncated_;
+  log_reader::UniqueNames unknown_;
   std::vector<std::pair<std::string_view, std::string_view>> duplicates_;
   std::array<bool, kFieldCount> field_in_log_{};
   Recording rec_;
 };
 
-size_t Reader::slot_for(const Layout& L, const std::vector<std::string_view>& cells) {
+// The slot of a row's GPU; npos past kMaxGpus GPUs (the row is counted in too_many_gpus_).
+size_t Reader::slot_for(const Layout& L, const std::vector<std::string_view>& cells,
+                        size_t line_no) {
   GpuKey key;
   if (L.key >= 0) {
     key.kind = L.key_kind;
     const std::string_view v = cells[static_cast<size_t>(L.key)];
     // nvidia-smi repeats the GPU order every round: try the one after the last row's first.
     const size_t n = gpus_.size();
-    for (size_t k = 0; k < n; ++k) {
-      const size_t i = (last_slot_ + 1 + k) % n;
-      if (gpus_[i].key.kind == key.kind && gpus_[i].key.value == v) return last_slot_ = i;
+    if (n > 0) {
+      const size_t next = (last_slot_ + 1) % n;
+      if (gpus_[next].key.kind == key.kind && gpus_[next].key.value == v) return last_slot_ = next;
     }
     key.value = std::string(v);
   } else {
     key.position = position_cursor_ < positions_.size() ? positions_[position_cursor_] : 0;
     ++position_cursor_;
-    for (size_t i = 0; i < gpus_.size(); ++i)
-      if (gpus_[i].key.kind == Kind::kUnknown && gpus_[i].key.position == key.position)
-        return last_slot_ = i;
+  }
+  lookup_.assign(1, static_cast<char>(key.kind));
+  if (key.kind == Kind::kUnknown)
+    lookup_ += std::to_string(key.position);
+  else
+    lookup_ += key.value;
+  if (const auto it = slots_.find(lookup_); it != slots_.end()) return last_slot_ = it->second;
+  if (gpus_.size() >= log_reader::kMaxGpus) {
+    problem(too_many_gpus_, line_no, "GPU {}",
+            key.kind == Kind::kUnknown ? std::to_string(key.position) : key.value);
+    return std::string_view::npos;
   }
   GpuState g;
   g.key = std::move(key);
   g.series.info.index = static_cast<unsigned>(gpus_.size());
   if (g.key.kind == Kind::kUnknown) g.series.info.index = g.key.position;
+  slots_.emplace(lookup_, gpus_.size());
   gpus_.push_back(std::move(g));
   return last_slot_ = gpus_.size() - 1;
 }
@@ -575,6 +591,7 @@ void Reader::read_row(GpuState& g, size_t row, const Layout& L,
 // identity column (to find the sampling rounds); the main pass reads every row.
 void Reader::pass(bool prepass) {
   text::LineReader lines(text::strip_bom(text_));
+  const bool cut_at_end = text::ends_inside_a_line(text_);
   Layout L = initial_;
   std::string_view line;
   round_ = 0;
@@ -600,10 +617,12 @@ void Reader::pass(bool prepass) {
       L = make_layout(cells_, t);
       if (!prepass) {
         ++header_changes_;
-        for (const auto u : L.unknown)
-          if (std::find(unknown_.begin(), unknown_.end(), u) == unknown_.end())
-            unknown_.push_back(u);
-        duplicates_.insert(duplicates_.end(), L.duplicates.begin(), L.duplicates.end());
+        for (const auto u : L.unknown) unknown_.add(u);
+        // (The first few: every line may be a header of its own.)
+        for (const auto& d : L.duplicates)
+          if (duplicates_.size() < 20 &&
+              std::find(duplicates_.begin(), duplicates_.end(), d) == duplicates_.end())
+            duplicates_.push_back(d);
         for (const auto& c : L.cols) {
           if (c.kind == Kind::kField) field_in_log_[index_of(c.field)] = true;
           if (c.kind == Kind::kReasonBit) field_in_log_[index_of(Field::kClockEventReasons)] = true;
@@ -612,6 +631,13 @@ void Reader::pass(bool prepass) {
       continue;
     }
     if (!prepass) ++data_lines_;
+    if (cut_at_end && lines.rest().empty()) {
+      // nvidia-smi ends every line: a last line without an end was cut, perhaps mid-value.
+      if (!prepass)
+        problem(truncated_, line_no, "the last line is cut short ({} of {} columns, no line end)",
+                cells_.size(), L.cols.size());
+      continue;
+    }
     if (cells_.size() != L.cols.size()) {
       if (!prepass)
         problem(wrong_count_, line_no, "expected {} columns, found {}", L.cols.size(),
@@ -637,7 +663,8 @@ void Reader::pass(bool prepass) {
       if (L.key < 0 && L.ts >= 0) position_times_.push_back(time_s);
       continue;
     }
-    const size_t slot = slot_for(L, cells_);
+    const size_t slot = slot_for(L, cells_, line_no);
+    if (slot == std::string_view::npos) continue;
     if (L.key < 0) any_position_ = true;
     GpuState& g = gpus_[slot];
     if (L.ts >= 0) {
@@ -673,6 +700,7 @@ Result<Recording> Reader::run() {
   while (lines.next(first) && text::is_blank(first)) {
   }
   first = text::trim(first);
+  header_line_no_ = lines.line_number();
   text::split_trimmed(first, ',', cells_);
   header_from_file_ = is_header(cells_, false);
   if (header_from_file_) {
@@ -680,6 +708,17 @@ Result<Recording> Reader::run() {
     if (!opt_.columns.empty())
       rec_.notes.push_back("--columns ignored: the file has its own header line");
   } else {
+    // nvidia-smi's header with another separator (a spreadsheet saved it again): not this
+    // reader's layout, but the generic CSV reader's.
+    for (const char sep : {';', '\t'}) {
+      std::vector<std::string_view> cells;
+      text::split_trimmed(first, sep, cells);
+      if (cells.size() > 1 && is_header(cells, false))
+        return usage_error(fmt::format(
+            "{}:{}: the columns are separated by '{}', not by the commas nvidia-smi writes; read "
+            "the file with --input-format generic-csv",
+            origin_, lines.line_number(), sep == '\t' ? "\\t" : ";"));
+    }
     if (opt_.columns.empty())
       return usage_error(
           fmt::format("{}:{}: no nvidia-smi --query-gpu header line; for a log written with "
@@ -698,7 +737,7 @@ Result<Recording> Reader::run() {
           "--columns: none of \"{}\" is an nvidia-smi --query-gpu name (see gpudoctor fields)",
           fmt::join(column_names_, ",")));
   }
-  unknown_ = initial_.unknown;
+  for (const auto u : initial_.unknown) unknown_.add(u);
   duplicates_ = initial_.duplicates;
   for (const auto& c : initial_.cols) {
     if (c.kind == Kind::kField) field_in_log_[index_of(c.field)] = true;
@@ -717,9 +756,11 @@ Result<Recording> Reader::run() {
 
   if (rows_read_ == 0) {
     if (data_lines_ == 0)
-      return usage_error(fmt::format("{}: a header line but no data rows", origin_));
+      return usage_error(fmt::format("{}:{}: a header line but no data rows{}", origin_,
+                                     header_line_no_, text::cut_short_suffix(text_)));
     const Problem* p = wrong_count_.count ? &wrong_count_
                        : bad_time_.count  ? &bad_time_
+                       : truncated_.count ? &truncated_
                                           : &not_increasing_;
     return usage_error(fmt::format("{}: no readable rows ({})", origin_, p->first));
   }
@@ -764,8 +805,8 @@ void Reader::finish(Recording& rec) {
   log_reader::finish_gpus(rec, to_finish, fo);
 
   if (!unknown_.empty())
-    note_once(
-        rec, fmt::format("ignored columns gpudoctor does not read: {}", fmt::join(unknown_, ", ")));
+    note_once(rec, fmt::format("ignored columns gpudoctor does not read: {}",
+                               log_reader::join_names(unknown_.list)));
   for (const auto& [dup, kept] : duplicates_)
     note_once(rec, fmt::format("column {} ignored: the same quantity as {}", dup, kept));
   if (header_changes_ > 0)
@@ -778,6 +819,8 @@ void Reader::finish(Recording& rec) {
   skipped(wrong_count_, "with the wrong number of columns");
   skipped(bad_time_, "with an unreadable timestamp");
   skipped(not_increasing_, "whose time did not advance for their GPU");
+  skipped(truncated_, "cut short at the end of the file");
+  skipped(too_many_gpus_, log_reader::kTooManyGpus);
   log_reader::note_unreadable(rec, bad_cell_);
   for (auto& n : notes) note_once(rec, std::move(n));
 

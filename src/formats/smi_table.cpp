@@ -8,6 +8,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <unordered_map>
 #include <utility>
 #include <vector>
 
@@ -132,7 +133,7 @@ Cell parse_cell(size_t slot, std::string_view v, double& out) {
   if (!nu) return Cell::kBad;
   const auto k = unit_factor(slot, nu->unit);
   if (!k) return Cell::kBad;
-  out = nu->value * *k;
+  out = text::scaled(nu->value, *k);
   return Cell::kValue;
 }
 
@@ -205,6 +206,14 @@ void row_cells(std::string_view t, std::vector<std::string_view>& out) {
   t.remove_prefix(1);
   if (!t.empty() && t.back() == '|') t.remove_suffix(1);
   text::split(t, '|', out);
+}
+
+// The GPU a process or GPU index stands for (equal_range compares both).
+unsigned gpu_of(const SnapProcess* p) {
+  return p->gpu;
+}
+unsigned gpu_of(unsigned index) {
+  return index;
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -319,6 +328,10 @@ void Reader::close_snapshot(bool at_eof) {
 
 // A complete snapshot: check its GPUs against the first one's, then place it in time.
 void Reader::accept(Snapshot&& s) {
+  if (s.gpus.size() > log_reader::kMaxGpus) {
+    problem(garbled_, s.line, "more than {} GPUs in one table", log_reader::kMaxGpus);
+    return;
+  }
   std::sort(s.gpus.begin(), s.gpus.end(),
             [](const SnapGpu& a, const SnapGpu& b) { return a.index < b.index; });
   for (size_t i = 1; i < s.gpus.size(); ++i) {
@@ -392,6 +405,12 @@ void Reader::flush_pending() {
 
 void Reader::commit(const Snapshot& s, double t) {
   ++snapshots_read_;
+  // The compute processes by GPU, so that each GPU finds its own without a scan of all.
+  std::vector<const SnapProcess*> compute;
+  for (const SnapProcess& p : s.processes)
+    if (p.compute) compute.push_back(&p);
+  std::stable_sort(compute.begin(), compute.end(),
+                   [](const SnapProcess* a, const SnapProcess* b) { return a->gpu < b->gpu; });
   for (size_t i = 0; i < s.gpus.size(); ++i) {
     const SnapGpu& sg = s.gpus[i];
     GpuState& g = gpus_[i];
@@ -425,22 +444,26 @@ void Reader::commit(const Snapshot& s, double t) {
         s.processes_unsupported.end())
       g.processes_known = false;
     // Entries of one pid in one snapshot (several MIG instances) add up.
+    const auto [b, e] =
+        std::equal_range(compute.begin(), compute.end(), sg.index,
+                         [](const auto& x, const auto& y) { return gpu_of(x) < gpu_of(y); });
     std::vector<std::pair<const SnapProcess*, std::optional<double>>> here;
-    for (const SnapProcess& p : s.processes) {
-      if (p.gpu != sg.index || !p.compute) continue;
-      auto it = std::find_if(here.begin(), here.end(),
-                             [&](const auto& e) { return e.first->pid == p.pid; });
-      if (it == here.end()) {
+    std::unordered_map<uint32_t, size_t> here_at;  // pid -> here
+    for (auto it = b; it != e; ++it) {
+      const SnapProcess& p = **it;
+      const auto [at, added] = here_at.emplace(p.pid, here.size());
+      if (added)
         here.emplace_back(&p, p.memory_mib);
-      } else if (p.memory_mib) {
-        it->second = it->second.value_or(0) + *p.memory_mib;
-      }
+      else if (p.memory_mib)
+        here[at->second].second = here[at->second].second.value_or(0) + *p.memory_mib;
     }
+    std::unordered_map<uint32_t, size_t> continued;  // pid -> its span seen in the last snapshot
+    for (const size_t o : g.open_spans)
+      if (g.series.processes[o].last_s == prev_t) continued[g.series.processes[o].pid] = o;
     std::vector<size_t> open;
     for (const auto& [p, memory] : here) {
       size_t at = g.series.processes.size();
-      for (const size_t o : g.open_spans)
-        if (g.series.processes[o].pid == p->pid && g.series.processes[o].last_s == prev_t) at = o;
+      if (const auto it = continued.find(p->pid); it != continued.end()) at = it->second;
       if (at == g.series.processes.size()) {
         ProcessSpan span;
         span.pid = p->pid;
@@ -456,8 +479,11 @@ void Reader::commit(const Snapshot& s, double t) {
     g.open_spans = std::move(open);
   }
   for (const SnapProcess& p : s.processes) {
-    if (!std::any_of(s.gpus.begin(), s.gpus.end(),
-                     [&](const SnapGpu& g) { return g.index == p.gpu; })) {
+    // s.gpus is in index order (accept sorted it).
+    const auto it =
+        std::lower_bound(s.gpus.begin(), s.gpus.end(), p.gpu,
+                         [](const SnapGpu& g, unsigned index) { return g.index < index; });
+    if (it == s.gpus.end() || it->index != p.gpu) {
       problem(stray_process_, p.line, "pid {} on GPU {}", p.pid, p.gpu);
       continue;
     }
@@ -606,7 +632,7 @@ void Reader::process_row(std::string_view t, size_t line_no) {
     p.name = std::string(b, static_cast<size_t>(e - b));
   }
   if (const auto nu = text::parse_number_with_unit(mem)) {
-    if (const auto k = unit_factor(kMemUsed, nu->unit)) p.memory_mib = nu->value * *k;
+    if (const auto k = unit_factor(kMemUsed, nu->unit)) p.memory_mib = text::scaled(nu->value, *k);
   } else if (tokens_.size() == type_at + 2 && !iequals(mem, "N/A")) {
     p.name = std::string(mem);  // a name and no memory column
   }
@@ -725,7 +751,13 @@ Result<Recording> Reader::run() {
     return std::move(*e);
   text::LineReader lines(body);
   std::string_view l;
-  while (lines.next(l)) line(text::trim(l), lines.line_number());
+  const bool cut = text::ends_inside_a_line(body);
+  while (lines.next(l)) {
+    // nvidia-smi ends every line: a last line without an end was cut (a row half there would
+    // read as garbled), so the snapshot it belongs to is cut short.
+    if (cut && lines.rest().empty()) break;
+    line(text::trim(l), lines.line_number());
+  }
   close_snapshot(true);  // a GPU table still open at the end is cut short, not garbled
   flush_pending();
 

@@ -1,5 +1,6 @@
 #include "formats/text.hpp"
 
+#include <algorithm>
 #include <charconv>
 #include <cmath>
 #include <cstring>
@@ -163,6 +164,20 @@ std::optional<NumberWithUnit> parse_number_with_unit(std::string_view s) {
   return out;
 }
 
+double scaled(double value, double factor) {
+  const double x = value * factor;
+  if (x == 0 || !std::isfinite(x) || factor == 0) return x;
+  int e = 0;
+  if (std::fabs(std::frexp(factor, &e)) == 0.5) return x;  // a power of two: exact
+  static constexpr double kPow10[] = {1e0,  1e1,  1e2,  1e3,  1e4,  1e5,  1e6,  1e7,
+                                      1e8,  1e9,  1e10, 1e11, 1e12, 1e13, 1e14, 1e15,
+                                      1e16, 1e17, 1e18, 1e19, 1e20, 1e21, 1e22};
+  const int k = 11 - static_cast<int>(std::floor(std::log10(std::fabs(x))));
+  if (k > 22 || k < -22) return x;
+  if (k >= 0) return std::round(x * kPow10[k]) / kPow10[k];
+  return std::round(x / kPow10[-k]) * kPow10[-k];
+}
+
 int64_t days_from_civil(int64_t y, unsigned m, unsigned d) {
   // Howard Hinnant's algorithm.
   y -= m <= 2;
@@ -252,12 +267,26 @@ void split_ws(std::string_view s, std::vector<std::string_view>& out) {
   }
 }
 
+bool looks_utf16(std::string_view head) {
+  const auto b0 = head.size() >= 2 ? static_cast<unsigned char>(head[0]) : 0;
+  const auto b1 = head.size() >= 2 ? static_cast<unsigned char>(head[1]) : 0;
+  if ((b0 == 0xFF && b1 == 0xFE) || (b0 == 0xFE && b1 == 0xFF)) return true;  // its byte order mark
+  // Without one: ASCII text in UTF-16 has a NUL in every other byte, and only there.
+  size_t pairs = 0, zero_even = 0, zero_odd = 0;
+  for (size_t i = 0; i + 1 < head.size(); i += 2) {
+    ++pairs;
+    zero_even += head[i] == 0;
+    zero_odd += head[i + 1] == 0;
+  }
+  if (pairs < 2) return false;
+  const size_t most = std::max(zero_even, zero_odd), least = std::min(zero_even, zero_odd);
+  return most * 10 >= pairs * 9 && least * 20 <= pairs;
+}
+
 std::optional<Error> check_input(std::string_view body, const std::string& origin,
                                  std::string_view what, std::optional<double> power_limit_w) {
   if (is_blank(body)) return usage_error(fmt::format("{}: empty file", origin));
-  const auto b0 = body.size() >= 2 ? static_cast<unsigned char>(body[0]) : 0;
-  const auto b1 = body.size() >= 2 ? static_cast<unsigned char>(body[1]) : 0;
-  if ((b0 == 0xFF && b1 == 0xFE) || (b0 == 0xFE && b1 == 0xFF))
+  if (looks_utf16(body.substr(0, 4096)))
     return usage_error(fmt::format(
         "{}: UTF-16 text (as Windows PowerShell's > writes it); convert it to UTF-8 first, "
         "e.g. iconv -f UTF-16 -t UTF-8",

@@ -24,6 +24,16 @@ bool istarts_with(std::string_view s, std::string_view prefix);
 bool is_blank(std::string_view s);
 // True when the text holds bytes no text log has (NUL, or many control characters).
 bool looks_binary(std::string_view head);
+// True when the text is UTF-16: a UTF-16 byte order mark, or a NUL in (nearly) every other byte.
+bool looks_utf16(std::string_view head);
+// True when the text's last line has no line end: a file cut short (tools end every line).
+inline bool ends_inside_a_line(std::string_view body) {
+  return !body.empty() && body.back() != '\n';
+}
+// What an error about a header without rows adds when the file ends inside its last line.
+inline std::string_view cut_short_suffix(std::string_view body) {
+  return ends_inside_a_line(body) ? " (the file ends inside it: cut short)" : "";
+}
 
 // Iterates the lines of a text: LF or CRLF endings (the CR is removed), the last line may lack an
 // ending. line_number() is 1-based and counts every line, blank ones too.
@@ -51,6 +61,11 @@ std::optional<int64_t> parse_int(std::string_view s);
 // "0x1f", "0X1F" or "1f" as hexadecimal.
 std::optional<uint64_t> parse_hex(std::string_view s);
 
+// value x factor, a unit conversion (mW to W, a 0-1 ratio to %): where the factor is not a power
+// of two, the product is rounded to 12 significant digits, so that 398710 mW is 398.71 W and 0.942
+// is 94.2 %, not 398.71000000000004 and 94.19999999999999 (binary rounding, not the log's value).
+double scaled(double value, double factor);
+
 // "152.34 W", "99 %", "30512MiB", "-3": the number and what follows it (trimmed, "" when none).
 struct NumberWithUnit {
   double value = 0;
@@ -71,8 +86,9 @@ bool is_space(char c);
 // Whitespace-separated tokens of s into out (cleared first): dmon-style columns.
 void split_ws(std::string_view s, std::vector<std::string_view>& out);
 
-// The checks every reader makes first: an empty file, UTF-16 text, binary data, a --power-limit
-// that is not a positive number of watts. `what` names the format ("nvidia-smi dmon output").
+// The checks every reader makes first: an empty file, UTF-16 text (with or without its byte
+// order mark), binary data, a --power-limit that is not a positive number of watts. `what` names
+// the format ("nvidia-smi dmon output").
 std::optional<Error> check_input(std::string_view body, const std::string& origin,
                                  std::string_view what, std::optional<double> power_limit_w);
 

@@ -311,8 +311,31 @@ def power_capped(rng, spec, dt, pid, enforced_w):
     return sample
 
 
+def pcie_degraded(inner, width=None, gen=None):
+    """Any workload on a PCIe link that trained below its maximum (wider or faster is possible)."""
+    def sample(i):
+        v, procs = inner(i)
+        if width is not None:
+            v["pcie_link_width"] = width
+        if gen is not None:
+            v["pcie_link_gen"] = gen
+        return v, procs
+    return sample
+
+
+def running_hot(rng, inner, dt, temp):
+    """Any workload in a warm chassis: the temperature wanders close to `temp`."""
+    t = Wander(rng, temp, 0.8, 15, dt)
+
+    def sample(i):
+        v, procs = inner(i)
+        v["temp_c"] = round(t.next())
+        return v, procs
+    return sample
+
+
 def device(rng, index, spec, workload, n, dt, bus, persistence=True, errors=None, delays=None,
-           lost_at_s=None, samples_until=None, enforced_w=None):
+           lost_at_s=None, samples_until=None, enforced_w=None, health=None):
     """One device: identity, then n samples every dt seconds with energy integrated from power."""
     energy = float(rng.randint(1_000_000_000, 9_000_000_000))  # mJ since the driver loaded
     samples = []
@@ -339,7 +362,7 @@ def device(rng, index, spec, workload, n, dt, bus, persistence=True, errors=None
             values.update(static_values(spec))
         values = {k: values[k] for k in FIELD_ORDER if k in values}
         samples.append({"t_s": t, "values": values, "processes": processes})
-    return {
+    out = {
         "index": index,
         "name": spec["name"],
         "uuid": uuid(rng),
@@ -352,8 +375,11 @@ def device(rng, index, spec, workload, n, dt, bus, persistence=True, errors=None
         "errors": errors or {},
         "delays_ms": delays or {},
         "lost_at_s": lost_at_s,
-        "samples": samples,
     }
+    if health is not None:  # only captures made for `gpudoctor check` carry it
+        out["health"] = health
+    out["samples"] = samples
+    return out
 
 
 def capture(host, system, devices):
@@ -426,6 +452,33 @@ def fixtures():
                1.0, DGX_BUSES[2]),
         device(rng, 3, H100, power_capped(rng, H100, 1.0, pid=61004, enforced_w=350), 60, 1.0,
                DGX_BUSES[3], enforced_w=350),
+    ])
+    # `gpudoctor check`'s faults, with its own seed so the fixtures above never change.
+    crng = random.Random(SEED + 1)
+    out["check-faults-2gpu.json"] = capture("node-check-05", MODERN, [
+        # H100 in training under a power limit lowered to 500 W, persistence mode off, ECC errors
+        # since the driver loaded and a row remap waiting for a reset.
+        device(crng, 0, H100, power_capped(crng, H100, 1.0, pid=70001, enforced_w=500), 20, 1.0,
+               DGX_BUSES[0], persistence=False, enforced_w=500,
+               health={"ecc_mode": True, "ecc_mode_pending": True,
+                       "ecc_volatile_corrected": 41, "ecc_volatile_uncorrected": 2,
+                       "ecc_aggregate_corrected": 187, "ecc_aggregate_uncorrected": 3,
+                       "remapped_rows_corrected": 2, "remapped_rows_uncorrected": 1,
+                       "remap_pending": True, "remap_failure": False,
+                       "app_clock_default_sm_mhz": H100["app_sm"],
+                       "app_clock_default_mem_mhz": H100["app_mem"]}),
+        # V100 in a warm chassis, its link trained at x8 of x16 while busy, and retired pages,
+        # one retirement pending (pre-Ampere boards retire pages instead of remapping rows).
+        device(crng, 1, V100_32,
+               running_hot(crng, pcie_degraded(volta_training(crng, V100_32, 1.0, pid=70002),
+                                               width=8), 1.0, temp=80),
+               20, 1.0, 0x86,
+               health={"ecc_mode": True, "ecc_volatile_corrected": 0,
+                       "ecc_volatile_uncorrected": 0, "ecc_aggregate_corrected": 12,
+                       "ecc_aggregate_uncorrected": 0, "retired_pages_sbe": 2,
+                       "retired_pages_dbe": 1, "retired_pages_pending": True,
+                       "app_clock_default_sm_mhz": V100_32["app_sm"],
+                       "app_clock_default_mem_mhz": V100_32["app_mem"]}),
     ])
     return out
 

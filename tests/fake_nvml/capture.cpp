@@ -184,6 +184,16 @@ nvmlDevice_st read_device(const json& j, size_t position, const Replay& replay) 
     }
   }
   d.lost_at_s = opt_number(j, "lost_at_s", where);
+  if (const auto h = j.find("health"); h != j.end() && !h->is_null()) {
+    if (!h->is_object()) fail(where + ".health is not an object");
+    for (const auto& [key, val] : h->items()) {
+      if (val.is_null()) continue;  // same as absent: not supported
+      const double v =
+          val.is_boolean() ? (val.get<bool>() ? 1.0 : 0.0) : number(val, where + ".health." + key);
+      if (v < 0) fail(where + ".health." + key + " is negative");
+      d.health.emplace(key, v);
+    }
+  }
   read_samples(j.value("samples", json()), d, where);
   return d;
 }
@@ -358,6 +368,12 @@ const fake_nvml::Process* nvmlDevice_st::find_process(unsigned pid, double T,
 std::optional<nvmlReturn_t> nvmlDevice_st::error(std::string_view key) const {
   const auto it = errors.find(key);
   if (it == errors.end()) return std::nullopt;
+  return it->second;
+}
+
+std::optional<double> nvmlDevice_st::health_value(std::string_view key) const {
+  const auto it = health.find(key);
+  if (it == health.end()) return std::nullopt;
   return it->second;
 }
 

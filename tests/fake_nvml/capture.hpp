@@ -67,6 +67,9 @@ struct nvmlDevice_st {
   std::map<std::string, double, std::less<>> delays_ms;
   std::optional<double> lost_at_s;
   std::map<std::string, fake_nvml::Series, std::less<>> values;
+  // "health": what nvmlDeviceGetEccMode, ...TotalEccErrors, ...RetiredPages(PendingStatus),
+  // ...RemappedRows and ...DefaultApplicationsClock answer (true/false stored as 1/0).
+  std::map<std::string, double, std::less<>> health;
   std::vector<fake_nvml::ProcessSnapshot> processes;
   std::vector<double> process_times;  // processes[i].t
   double first_t = 0;                 // time of the first sample
@@ -88,6 +91,8 @@ struct nvmlDevice_st {
   const fake_nvml::Process* find_process(unsigned pid, double T, double* sample_time) const;
   // The error code the capture forces on `key`, if any.
   std::optional<nvmlReturn_t> error(std::string_view key) const;
+  // A "health" entry, or nullopt when the capture has none (the call answers NOT_SUPPORTED).
+  std::optional<double> health_value(std::string_view key) const;
   double delay_ms(std::string_view key) const;
 };
 

@@ -65,6 +65,12 @@ FAKE_NVML_API fake_nvml::sig::pcie_width nvmlDeviceGetCurrPcieLinkWidth;
 FAKE_NVML_API fake_nvml::sig::pcie_width_max nvmlDeviceGetMaxPcieLinkWidth;
 FAKE_NVML_API fake_nvml::sig::fan nvmlDeviceGetFanSpeed;
 FAKE_NVML_API fake_nvml::sig::compute_processes nvmlDeviceGetComputeRunningProcesses_v2;
+FAKE_NVML_API fake_nvml::sig::ecc_mode nvmlDeviceGetEccMode;
+FAKE_NVML_API fake_nvml::sig::total_ecc_errors nvmlDeviceGetTotalEccErrors;
+FAKE_NVML_API fake_nvml::sig::retired_pages nvmlDeviceGetRetiredPages;
+FAKE_NVML_API fake_nvml::sig::retired_pages_pending nvmlDeviceGetRetiredPagesPendingStatus;
+FAKE_NVML_API fake_nvml::sig::remapped_rows nvmlDeviceGetRemappedRows;
+FAKE_NVML_API fake_nvml::sig::default_app_clock nvmlDeviceGetDefaultApplicationsClock;
 #ifndef FAKE_NVML_LEGACY
 // Entry points a pre-r520 driver did not have (see docs/capture-format.md).
 FAKE_NVML_API fake_nvml::sig::init nvmlInit_v2;

@@ -644,7 +644,7 @@ TEST(GenericCsv, ErrorsAreClear) {
   EXPECT_EQ(read_error("  \n\n"), "run.csv: empty file");
   EXPECT_NE(read_error("# only a comment\n").find("no header line"), std::string::npos);
   EXPECT_NE(read_error("\xFF\xFEt\0i\0").find("UTF-16"), std::string::npos);
-  EXPECT_EQ(read_error("time,power_w\n"), "run.csv: a header line but no data rows");
+  EXPECT_EQ(read_error("time,power_w\n"), "run.csv:1: a header line but no data rows");
   err = read_error("time,power_w\nx,1\n");
   EXPECT_NE(err.find("no readable rows (run.csv:2: cannot read the time \"x\")"), std::string::npos)
       << err;

@@ -94,6 +94,22 @@ void CaptureWriter::add(const Frame& frame) {
   ++frames_;
 }
 
+void CaptureWriter::set_health(const std::vector<DeviceHealth>& health) {
+  for (size_t i = 0; i < health.size() && i < doc_["devices"].size(); ++i) {
+    if (!health[i].read) continue;
+    nlohmann::json& dev = doc_["devices"][i];
+    nlohmann::json h = nlohmann::json::object();
+    for (const auto& f : kHealthFields) {
+      const Reading& r = health[i].*f.member;
+      if (r.has_value())
+        h[f.id] = r.value();
+      else if (r.state() != Reading::State::kNoData && r.code() != nvml_code::kNotSupported)
+        dev["errors"][f.id] = nvml_code_name(r.code());
+    }
+    dev["health"] = std::move(h);
+  }
+}
+
 nlohmann::json CaptureWriter::to_json() const {
   return doc_;
 }

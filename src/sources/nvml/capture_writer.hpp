@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/device.hpp"
+#include "core/health.hpp"
 #include "core/result.hpp"
 
 namespace gpudoctor {
@@ -17,6 +18,9 @@ class CaptureWriter {
   CaptureWriter(const SystemInfo& system, const std::vector<DeviceInfo>& devices);
   // Adds one frame; times are taken relative to the first frame added.
   void add(const Frame& frame);
+  // Writes each device's "health" object (same order as the devices): values as read, NOT_SUPPORTED
+  // as an absent key, other codes into "errors". Sources that do not read health add nothing.
+  void set_health(const std::vector<DeviceHealth>& health);
   size_t frames() const { return frames_; }
   nlohmann::json to_json() const;
   // Writes atomically (temporary file, then rename), so an interrupted write leaves no half file.

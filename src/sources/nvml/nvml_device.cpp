@@ -1,7 +1,9 @@
 #include "sources/nvml/nvml_device.hpp"
 
 #include <cstring>
+#include <initializer_list>
 #include <memory>
+#include <utility>
 
 #include <fmt/format.h>
 
@@ -372,6 +374,87 @@ DeviceSample NvmlDevice::sample(double now_s) {
   if (!lost_ && read_gpm(s, now_s) == NVML_ERROR_GPU_IS_LOST) lost_ = true;
   if (lost_) return placeholder(NVML_ERROR_GPU_IS_LOST);
   return s;
+}
+
+DeviceHealth NvmlDevice::read_health() {
+  DeviceHealth out;
+  out.read = true;
+  const auto& a = api_;
+  nvmlDevice_t h = handle_;
+  // Stores the outcome of one call into its readings: the values on success, else the code.
+  auto settle = [this](nvmlReturn_t r, std::initializer_list<std::pair<Reading*, double>> fields) {
+    if (r == NVML_ERROR_GPU_IS_LOST) lost_ = true;
+    for (const auto& [reading, v] : fields)
+      *reading = r == NVML_SUCCESS ? Reading::of(v) : failed(r);
+  };
+  if (lost_) {
+    for (const auto& f : kHealthFields) out.*f.member = Reading::error(NVML_ERROR_GPU_IS_LOST);
+    return out;
+  }
+
+  {
+    unsigned cur = 0, pending = 0;
+    const nvmlReturn_t r =
+        a.ecc_mode ? a.ecc_mode(h, &cur, &pending) : NVML_ERROR_FUNCTION_NOT_FOUND;
+    settle(r, {{&out.ecc_mode_current, cur == NVML_FEATURE_ENABLED ? 1.0 : 0.0},
+               {&out.ecc_mode_pending, pending == NVML_FEATURE_ENABLED ? 1.0 : 0.0}});
+  }
+  struct EccCounter {
+    Reading* out;
+    unsigned type, counter;
+  };
+  const EccCounter counters[] = {
+      {&out.ecc_volatile_corrected, NVML_MEMORY_ERROR_TYPE_CORRECTED, NVML_VOLATILE_ECC},
+      {&out.ecc_volatile_uncorrected, NVML_MEMORY_ERROR_TYPE_UNCORRECTED, NVML_VOLATILE_ECC},
+      {&out.ecc_aggregate_corrected, NVML_MEMORY_ERROR_TYPE_CORRECTED, NVML_AGGREGATE_ECC},
+      {&out.ecc_aggregate_uncorrected, NVML_MEMORY_ERROR_TYPE_UNCORRECTED, NVML_AGGREGATE_ECC},
+  };
+  for (const auto& c : counters) {
+    unsigned long long n = 0;
+    const nvmlReturn_t r = a.total_ecc_errors ? a.total_ecc_errors(h, c.type, c.counter, &n)
+                                              : NVML_ERROR_FUNCTION_NOT_FOUND;
+    settle(r, {{c.out, static_cast<double>(n)}});
+  }
+  // Count only: pageCount 0 asks for the size. INSUFFICIENT_SIZE means pages exist and the count
+  // was filled in; the addresses themselves are not needed.
+  const std::pair<Reading*, unsigned> causes[] = {
+      {&out.retired_pages_sbe, NVML_PAGE_RETIREMENT_CAUSE_MULTIPLE_SINGLE_BIT_ECC_ERRORS},
+      {&out.retired_pages_dbe, NVML_PAGE_RETIREMENT_CAUSE_DOUBLE_BIT_ECC_ERROR},
+  };
+  for (const auto& [reading, cause] : causes) {
+    unsigned count = 0;
+    unsigned long long unused = 0;
+    nvmlReturn_t r = a.retired_pages ? a.retired_pages(h, cause, &count, &unused)
+                                     : NVML_ERROR_FUNCTION_NOT_FOUND;
+    if (r == NVML_ERROR_INSUFFICIENT_SIZE) r = NVML_SUCCESS;
+    settle(r, {{reading, static_cast<double>(count)}});
+  }
+  {
+    unsigned pending = 0;
+    const nvmlReturn_t r = a.retired_pages_pending ? a.retired_pages_pending(h, &pending)
+                                                   : NVML_ERROR_FUNCTION_NOT_FOUND;
+    settle(r, {{&out.retired_pages_pending, pending == NVML_FEATURE_ENABLED ? 1.0 : 0.0}});
+  }
+  {
+    unsigned corr = 0, unc = 0, pending = 0, failure = 0;
+    const nvmlReturn_t r = a.remapped_rows ? a.remapped_rows(h, &corr, &unc, &pending, &failure)
+                                           : NVML_ERROR_FUNCTION_NOT_FOUND;
+    settle(r, {{&out.remapped_rows_corrected, static_cast<double>(corr)},
+               {&out.remapped_rows_uncorrected, static_cast<double>(unc)},
+               {&out.remap_pending, pending != 0 ? 1.0 : 0.0},
+               {&out.remap_failure, failure != 0 ? 1.0 : 0.0}});
+  }
+  const std::pair<Reading*, unsigned> clocks[] = {
+      {&out.app_clock_default_sm_mhz, NVML_CLOCK_GRAPHICS},
+      {&out.app_clock_default_mem_mhz, NVML_CLOCK_MEM},
+  };
+  for (const auto& [reading, type] : clocks) {
+    unsigned mhz = 0;
+    const nvmlReturn_t r =
+        a.default_app_clock ? a.default_app_clock(h, type, &mhz) : NVML_ERROR_FUNCTION_NOT_FOUND;
+    settle(r, {{reading, static_cast<double>(mhz)}});
+  }
+  return out;
 }
 
 void NvmlDevice::read_processes(DeviceSample& out) {

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "core/device.hpp"
+#include "core/health.hpp"
 #include "sources/nvml/nvml_api.hpp"
 
 namespace gpudoctor {
@@ -36,6 +37,11 @@ class NvmlDevice {
 
   // A sample whose dynamic readings all carry code (e.g. TIMEOUT), static ones as known.
   DeviceSample placeholder(int32_t code) const;
+
+  // ECC, retired pages, row remapping and default application clocks, read now (for `check`:
+  // once per command, never per sample). Not supported / no permission / missing from the driver
+  // come back as unsupported readings with their code.
+  DeviceHealth read_health();
 
  private:
   // A reader is one NVML call (or a tight group) filling one or more fields.

@@ -204,6 +204,26 @@ Frame NvmlSource::sample() {
   return f;
 }
 
+std::vector<DeviceHealth> NvmlSource::read_health() {
+  std::vector<DeviceHealth> out(workers_.size());
+  for (size_t i = 0; i < workers_.size(); ++i) {
+    Worker& w = *workers_[i];
+    bool busy = false;
+    {
+      std::lock_guard lock(sync_->mu);
+      busy = w.requested != w.completed;
+    }
+    // Only this thread hands out requests, so an idle worker stays idle while we use its device.
+    if (!busy) {
+      out[i] = w.device->read_health();
+      continue;
+    }
+    out[i].read = true;
+    for (const auto& f : kHealthFields) out[i].*f.member = Reading::error(NVML_ERROR_TIMEOUT);
+  }
+  return out;
+}
+
 std::string NvmlSource::description() const {
   return fmt::format("nvml ({})", lib_->path());
 }

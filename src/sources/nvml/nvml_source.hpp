@@ -10,6 +10,7 @@
 #include <mutex>
 #include <vector>
 
+#include "core/health.hpp"
 #include "sources/nvml/nvml_api.hpp"
 #include "sources/source.hpp"
 
@@ -25,6 +26,10 @@ class NvmlSource final : public Source {
   Frame sample() override;
   std::string description() const override;
   const NvmlLibrary& library() const { return *lib_; }
+  // ECC, retired pages, row remapping and default application clocks of every GPU (same order as
+  // devices()), read now on the calling thread (`check` reads them once). A GPU whose worker is
+  // still inside an earlier NVML call is not asked: its readings say TIMEOUT.
+  std::vector<DeviceHealth> read_health();
 
  private:
   struct Worker;

@@ -50,6 +50,15 @@ enum : unsigned { NVML_PSTATE_UNKNOWN = 32 };
 // nvmlEnableState_t
 enum : unsigned { NVML_FEATURE_DISABLED = 0, NVML_FEATURE_ENABLED = 1 };
 
+// nvmlMemoryErrorType_t / nvmlEccCounterType_t (nvmlDeviceGetTotalEccErrors)
+enum : unsigned { NVML_MEMORY_ERROR_TYPE_CORRECTED = 0, NVML_MEMORY_ERROR_TYPE_UNCORRECTED = 1 };
+enum : unsigned { NVML_VOLATILE_ECC = 0, NVML_AGGREGATE_ECC = 1 };
+// nvmlPageRetirementCause_t (nvmlDeviceGetRetiredPages)
+enum : unsigned {
+  NVML_PAGE_RETIREMENT_CAUSE_MULTIPLE_SINGLE_BIT_ECC_ERRORS = 0,
+  NVML_PAGE_RETIREMENT_CAUSE_DOUBLE_BIT_ECC_ERROR = 1
+};
+
 // Field ids for nvmlDeviceGetFieldValues.
 enum : unsigned { NVML_FI_DEV_POWER_AVERAGE = 185, NVML_FI_DEV_POWER_INSTANT = 186 };
 

@@ -1,0 +1,15 @@
+// libFuzzer target: DCGM long field dumps "GPUId,TimeStampUs,Field,Values" (formats/dcgm).
+#include "formats/dcgm.hpp"
+
+#include "fuzz_check.hpp"
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  using namespace gpudoctor;
+  const std::string_view text = fuzz::as_text(data, size);
+  (void)looks_like_dcgm_long(text);
+  fuzz::check(read_dcgm_long(text, "fuzz.csv", {}));
+  DcgmOptions limit;
+  limit.power_limit_w = 700;
+  fuzz::check(read_dcgm_long(text, "fuzz.csv", limit));
+  return 0;
+}

@@ -1,0 +1,60 @@
+// Telemetry from a Prometheus server: `gpudoctor diagnose --prometheus URL --since 2h
+// [--selector '{Hostname="node7"}']`. Pulls the GPU series over the HTTP API (range queries,
+// paged so no query asks for more than Prometheus' 11,000 points per series) under either
+// dcgm-exporter's names (DCGM_FI_DEV_POWER_USAGE, DCGM_FI_PROF_SM_ACTIVE, ...: what `gpudoctor
+// serve` exports by default, and what clusters running dcgm-exporter already have) or
+// gpudoctor's own (serve --no-dcgm-names), converts DCGM units back to the catalogue's, and
+// builds one Recording with a GpuSeries per GPU (per host and gpu label), so the same diagnosis
+// runs on it. The step is the scrape interval found in the data unless given.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "core/recording.hpp"
+#include "core/result.hpp"
+#include "formats/load.hpp"
+
+namespace gpudoctor {
+
+struct PrometheusQuery {
+  std::string url;       // http(s)://[user:password@]host:port[/prefix]
+  std::string selector;  // label matchers, with or without braces: {Hostname="node7"}
+  int64_t start_unix_ms = 0, end_unix_ms = 0;
+  std::optional<double> step_s;  // default: the scrape interval found in the data
+  size_t max_points_per_query = 10000;
+  std::chrono::milliseconds timeout{60000};  // per HTTP request
+};
+
+// The wall clock now, in ms since the Unix epoch.
+int64_t current_unix_ms();
+
+// since: a duration back from now ("2h") or a UTC time; until: the same, "" for now.
+Result<PrometheusQuery> prometheus_query(const std::string& url, const std::string& selector,
+                                         const std::string& since, const std::string& until,
+                                         int64_t now_unix_ms);
+
+Result<Recording> load_prometheus(const PrometheusQuery& query, const LoadOptions& options = {});
+
+// --- the pieces, for tests ---
+
+struct PromSeries {
+  std::map<std::string, std::string> labels;       // __name__ included
+  std::vector<std::pair<int64_t, double>> points;  // unix ms, value (NaN kept)
+};
+// The "data.result" of a query or query_range answer of resultType matrix (or vector), or the
+// error Prometheus gave.
+Result<std::vector<PromSeries>> parse_prometheus_answer(std::string_view body);
+// `{a="b"}` or `a="b"` -> `a="b"`; errors for unbalanced braces.
+Result<std::string> selector_matchers(const std::string& selector);
+// The metric names the reader asks for, DCGM's first.
+std::vector<std::string> prometheus_metric_names();
+// Groups series into GPUs and fills a Recording (no finishing step: load_prometheus does that).
+Recording recording_from_series(const std::vector<PromSeries>& series, const std::string& source);
+
+}  // namespace gpudoctor

@@ -1,0 +1,197 @@
+#!/usr/bin/env python3
+"""The deploy files are usable as they are: the alert rules pass promtool (check and their unit
+tests); every metric name the rules and the Grafana dashboard query is one `gpudoctor serve`
+exports (or a recording rule defines); the systemd unit and the Kubernetes manifests parse, agree
+with each other, keep the agent unprivileged, and their command lines start `serve` for real.
+
+usage: deploy_test.py GPUDOCTOR SOURCE_DIR WORK_DIR
+"""
+
+import json
+import os
+import re
+import shlex
+import shutil
+import sys
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from common import Processes, check, http_get, main, need_tool, run, start_serve  # noqa: E402
+
+PROMQL_WORDS = {"and", "or", "unless", "bool", "offset", "by", "without", "on", "ignoring",
+                "group_left", "group_right", "inf", "nan", "Inf", "NaN"}
+
+
+def metric_names(expr):
+    """Metric names a PromQL expression selects (not functions, labels or keywords)."""
+    e = re.sub(r'"(?:[^"\\]|\\.)*"', '""', expr)
+    e = re.sub(r"\{[^}]*\}", " ", e)
+    e = re.sub(r"\[[^\]]*\]", " ", e)
+    e = re.sub(r"\b(by|without|on|ignoring|group_left|group_right)\s*\([^)]*\)", " ", e)
+    names = set()
+    for m in re.finditer(r"[a-zA-Z_:][a-zA-Z0-9_:]*", e):
+        if e[m.end():].lstrip().startswith("(") or m.group(0) in PROMQL_WORDS:
+            continue
+        if m.start() > 0 and (e[m.start() - 1] in "$." or e[m.start() - 1].isdigit()):  # $x, 1e3
+            continue
+        names.add(m.group(0))
+    return names
+
+
+def served_names(binary, work):
+    """The families `serve` exports, from its /metrics on the simulator (8 GPUs, findings)."""
+    names = set()
+    with Processes() as procs:
+        _, addr = start_serve(procs, binary, work, "names",
+                              ["--source", "sim:mixed,speed=30", "-i", "200ms"])
+        time.sleep(2.5)
+        status, _, body = http_get(f"http://{addr}/metrics")
+        check(status == 200, f"/metrics: HTTP {status}")
+        for line in body.decode().splitlines():
+            if line.startswith("# TYPE "):
+                names.add(line.split(" ")[2])
+    check("gpudoctor_finding" in names, "the simulated node has findings")
+    return names
+
+
+def systemd_unit(path):
+    sections, current = {}, None
+    for raw in open(path):
+        line = raw.strip()
+        if not line or line.startswith("#"):
+            continue
+        if line.startswith("[") and line.endswith("]"):
+            current = line[1:-1]
+            sections.setdefault(current, [])
+            continue
+        check(current is not None and "=" in line, f"{path}: not a unit file line: {line}")
+        key, value = line.split("=", 1)
+        sections[current].append((key.strip(), value.strip()))
+    return sections
+
+
+def starts_serve(binary, work, name, args):
+    """`serve ARGS` with loopback port 0 and the simulator instead of the GPUs: must listen."""
+    args = list(args)
+    if "--listen" in args:
+        i = args.index("--listen")
+        del args[i:i + 2]
+    args = [a for a in args if not a.startswith("--listen=")]
+    check(args and args[0] == "serve", f"{name}: the command is not `gpudoctor serve`: {args}")
+    with Processes() as procs:
+        _, addr = start_serve(procs, binary, work, name,
+                              args[1:] + ["--source", "sim:healthy,speed=10"])
+        check(http_get(f"http://{addr}/healthz")[0] == 200, f"{name}: /healthz")
+
+
+def body():
+    binary, source, work = sys.argv[1], sys.argv[2], sys.argv[3]
+    promtool = need_tool("promtool")
+    import yaml  # python3-yaml
+    shutil.rmtree(work, ignore_errors=True)
+    os.makedirs(work)
+    deploy = os.path.join(source, "deploy")
+    exported = served_names(binary, work)
+
+    # Prometheus rules: promtool, then the names.
+    rules_path = os.path.join(deploy, "prometheus/gpudoctor.rules.yml")
+    r = run([promtool, "check", "rules", rules_path])
+    check(r.returncode == 0, f"promtool check rules: {r.stdout}{r.stderr}")
+    r = run([promtool, "test", "rules", "gpudoctor.rules.test.yml"],
+            cwd=os.path.join(deploy, "prometheus"))
+    check(r.returncode == 0, f"promtool test rules: {r.stdout}{r.stderr}")
+    rules = yaml.safe_load(open(rules_path))
+    recorded = {rule["record"] for g in rules["groups"] for rule in g["rules"] if "record" in rule}
+    alerts = [rule["alert"] for g in rules["groups"] for rule in g["rules"] if "alert" in rule]
+    for wanted in ("GpuBusyButIdle", "GpuLowPower", "GpuIdleButAllocated", "GpuThermalThrottling",
+                   "GpuPowerCapLowered", "GpuPcieLinkDegraded", "GpuMemoryChurn",
+                   "GpuLowEfficiency"):
+        check(wanted in alerts, f"no alert {wanted}")
+    tests = yaml.safe_load(open(os.path.join(deploy, "prometheus/gpudoctor.rules.test.yml")))
+    tested = {t["alertname"] for case in tests["tests"] for t in case.get("alert_rule_test", [])}
+    check(set(alerts) <= tested, f"alerts without a promtool test: {set(alerts) - tested}")
+    for g in rules["groups"]:
+        for rule in g["rules"]:
+            unknown = metric_names(rule["expr"]) - exported - recorded
+            check(not unknown, f"rule {rule.get('alert') or rule.get('record')} queries "
+                               f"{sorted(unknown)}, which serve does not export")
+
+    # Grafana: every query's metric names are exported.
+    dash = json.load(open(os.path.join(deploy, "grafana/gpudoctor.json")))
+    exprs = [t["expr"] for p in dash["panels"] for t in p.get("targets", [])]
+    check(len(exprs) >= 10, f"only {len(exprs)} queries in the dashboard")
+    used = set()
+    for e in exprs:
+        used |= metric_names(e)
+    for v in dash["templating"]["list"]:
+        q = v.get("query")
+        q = q.get("query") if isinstance(q, dict) else q
+        m = re.match(r"label_values\(([a-zA-Z_:][a-zA-Z0-9_:]*)", q or "")
+        if m:
+            used.add(m.group(1))
+    unknown = used - exported
+    check(not unknown, f"the dashboard queries {sorted(unknown)}, which serve does not export")
+    for wanted in ("DCGM_FI_DEV_POWER_USAGE", "gpudoctor_power_default_limit_watts",
+                   "DCGM_FI_DEV_GPU_UTIL", "DCGM_FI_PROF_SM_ACTIVE", "gpudoctor_efficiency_ratio",
+                   "DCGM_FI_DEV_SM_CLOCK", "DCGM_FI_DEV_GPU_TEMP", "gpudoctor_finding"):
+        check(wanted in used, f"the dashboard does not show {wanted}")
+    titles = [p["title"] for p in dash["panels"]]
+    check(len(set(p["id"] for p in dash["panels"])) == len(titles), "panel ids repeat")
+
+    # systemd: an unprivileged, hardened service whose command line works.
+    unit = systemd_unit(os.path.join(deploy, "systemd/gpudoctor.service"))
+    check({"Unit", "Service", "Install"} <= set(unit), f"sections: {list(unit)}")
+    service = dict(unit["Service"])
+    check(service.get("User") not in (None, "", "root", "0"), "the service must not run as root")
+    for key, value in (("NoNewPrivileges", "yes"), ("ProtectSystem", "strict"),
+                       ("ProtectHome", "yes"), ("PrivateTmp", "yes"),
+                       ("CapabilityBoundingSet", "")):
+        check(service.get(key) == value, f"systemd: {key}={service.get(key)!r}, want {value!r}")
+    exec_start = shlex.split(service["ExecStart"])
+    check(exec_start[0].startswith("/") and exec_start[0].endswith("/gpudoctor"), exec_start[0])
+    check("--listen" in exec_start and exec_start[exec_start.index("--listen") + 1]
+          .startswith("127.0.0.1:"), "the unit listens on loopback")
+    starts_serve(binary, work, "systemd", exec_start[1:])
+    analyze = shutil.which("systemd-analyze")
+    if analyze:  # where systemd is installed, its own check too
+        r = run([analyze, "verify", "--man=no", os.path.join(deploy, "systemd/gpudoctor.service")])
+        check("Unknown key" not in r.stderr and "Unknown section" not in r.stderr, r.stderr)
+
+    # Kubernetes: the three objects agree with each other.
+    docs = {}
+    for name in ("daemonset.yaml", "service.yaml", "servicemonitor.yaml"):
+        for d in yaml.safe_load_all(open(os.path.join(deploy, "kubernetes", name))):
+            docs[d["kind"]] = d
+    check(set(docs) == {"DaemonSet", "Service", "ServiceMonitor"}, f"kinds: {list(docs)}")
+    ds, svc, sm = docs["DaemonSet"], docs["Service"], docs["ServiceMonitor"]
+    pod_labels = ds["spec"]["template"]["metadata"]["labels"]
+    check(ds["spec"]["selector"]["matchLabels"].items() <= pod_labels.items(),
+          "DaemonSet selector vs pod labels")
+    check(svc["spec"]["selector"].items() <= pod_labels.items(), "Service selector vs pod labels")
+    check(sm["spec"]["selector"]["matchLabels"].items() <= svc["metadata"]["labels"].items(),
+          "ServiceMonitor selector vs Service labels")
+    check(svc["metadata"]["namespace"] in sm["spec"]["namespaceSelector"]["matchNames"],
+          "ServiceMonitor namespace")
+    container = ds["spec"]["template"]["spec"]["containers"][0]
+    port = {p["name"]: p["containerPort"] for p in container["ports"]}
+    check(svc["spec"]["ports"][0]["targetPort"] in port, "Service targetPort names a container port")
+    check(sm["spec"]["endpoints"][0]["port"] == svc["spec"]["ports"][0]["name"],
+          "ServiceMonitor endpoint port")
+    listen = [a for a in container["args"] if a.startswith("--listen=")]
+    check(listen and listen[0].endswith(f":{port['metrics']}"), "--listen matches the port")
+    for probe in ("readinessProbe", "livenessProbe"):
+        check(container[probe]["httpGet"]["path"] == "/healthz", f"{probe} path")
+    pod_sec = ds["spec"]["template"]["spec"]["securityContext"]
+    sec = container["securityContext"]
+    check(pod_sec.get("runAsNonRoot") is True and pod_sec.get("runAsUser", 0) != 0, "non-root pod")
+    check(sec.get("allowPrivilegeEscalation") is False and sec.get("readOnlyRootFilesystem"),
+          "container security context")
+    check(sec["capabilities"]["drop"] == ["ALL"], "drops all capabilities")
+    env = {e["name"]: e for e in container["env"]}
+    check(env["NODE_NAME"]["valueFrom"]["fieldRef"]["fieldPath"] == "spec.nodeName",
+          "NODE_NAME from the node")
+    starts_serve(binary, work, "kubernetes", container["args"])
+
+
+if __name__ == "__main__":
+    main(body)

@@ -1,0 +1,224 @@
+#!/usr/bin/env python3
+"""End-to-end `gpudoctor serve` on the simulator: the exposition passes `promtool check metrics`
+(gpudoctor's own names clean; dcgm-exporter's names only with the two complaints dcgm-exporter's
+own naming brings), OpenMetrics on request, /diagnosis as the JSON contract, /healthz, /, 404,
+oversized and malformed requests cut off while the server stays up, process names only when
+asked, TLS and basic auth from a web configuration file, and a clean stop on SIGTERM.
+
+usage: serve_test.py GPUDOCTOR SOURCE_DIR WORK_DIR
+"""
+
+import json
+import os
+import re
+import shutil
+import signal
+import socket
+import ssl
+import subprocess
+import sys
+import time
+import base64
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from common import (Processes, check, http_get, main, need_tool, run, start_serve)  # noqa: E402
+
+# bcrypt ($2b$, cost 6) of "scrape-secret", made with libxcrypt for this test.
+SCRAPE_HASH = "$2b$06$eVOB10AjDBoAopxip8QvYO4WOo3DJK4Ieqp7KxG960fq6lLD5N5JK"
+
+# What promtool says of dcgm-exporter's own naming, which serve keeps on purpose: the camelCase
+# label modelName, and an energy counter without _total.
+DCGM_LINT = re.compile(r"^DCGM_FI_\w+ (label names should be written in 'snake_case' not "
+                       r"'camelCase'|counter metrics should have \"_total\" suffix)$")
+
+
+def promtool_problems(promtool, text):
+    r = subprocess.run([promtool, "check", "metrics"], input=text, capture_output=True,
+                       text=True, timeout=60)
+    lines = [l for l in (r.stdout + r.stderr).splitlines() if l.strip()]
+    return r.returncode, lines
+
+
+def raw_request(address, data, read_timeout=5):
+    host, port = address.rsplit(":", 1)
+    with socket.create_connection((host, int(port)), timeout=read_timeout) as s:
+        try:
+            s.sendall(data)
+        except OSError:
+            pass
+        chunks = []
+        try:
+            while True:
+                b = s.recv(65536)
+                if not b:
+                    break
+                chunks.append(b)
+        except OSError:
+            pass
+        return b"".join(chunks)
+
+
+def body():
+    binary, source, work = sys.argv[1], sys.argv[2], sys.argv[3]
+    promtool = need_tool("promtool")
+    openssl = need_tool("openssl")
+    shutil.rmtree(work, ignore_errors=True)
+    os.makedirs(work)
+    schema = json.load(open(os.path.join(source, "docs/diagnosis.schema.json")))
+    import jsonschema  # python3-jsonschema, as the schema test uses
+
+    with Processes() as procs:
+        # mixed: 8 GPUs, some working, some held idle, some free; fast, so the live diagnosis
+        # has findings within the test.
+        p, addr = start_serve(procs, binary, work, "mixed",
+                              ["--source", "sim:mixed,speed=30", "-i", "200ms",
+                               "--hostname", "test-node"])
+        _, own = start_serve(procs, binary, work, "own",
+                             ["--source", "sim:contention,speed=30", "-i", "200ms",
+                              "--no-dcgm-names"])
+        _, procs_addr = start_serve(procs, binary, work, "processes",
+                                    ["--source", "sim:contention,speed=30", "-i", "200ms",
+                                     "--expose-process-names"])
+        time.sleep(2.5)
+
+        status, headers, data = http_get(f"http://{addr}/metrics")
+        text = data.decode()
+        check(status == 200, f"/metrics: HTTP {status}")
+        check(headers["Content-Type"] == "text/plain; version=0.0.4; charset=utf-8",
+              headers["Content-Type"])
+        for family in ("DCGM_FI_DEV_POWER_USAGE", "DCGM_FI_DEV_GPU_UTIL", "DCGM_FI_PROF_SM_ACTIVE",
+                       "gpudoctor_efficiency_ratio", "gpudoctor_busy_idle",
+                       "gpudoctor_power_default_limit_watts", "gpudoctor_clock_event_reason",
+                       "gpudoctor_finding", "gpudoctor_scrape_success",
+                       "gpudoctor_scrape_duration_seconds", "gpudoctor_build_info"):
+            check(f"# TYPE {family} " in text, f"/metrics lacks {family}")
+        check(re.search(r'DCGM_FI_DEV_GPU_UTIL\{gpu="0",UUID="GPU-[^"]+",pci_bus_id="[^"]+",'
+                        r'device="nvidia0",modelName="NVIDIA H100 80GB HBM3",'
+                        r'Hostname="test-node"\} ', text), "dcgm-exporter's labels")
+        check('gpudoctor_finding{' in text and 'cause="idle"' in text, "the idle GPUs' finding")
+        rc, problems = promtool_problems(promtool, text)
+        unexpected = [l for l in problems if not DCGM_LINT.match(l)]
+        check(not unexpected, f"promtool check metrics: {unexpected[:5]}")
+        check(all(not l.startswith("gpudoctor_") for l in problems), problems[:3])
+
+        status, headers, data = http_get(f"http://{own}/metrics")
+        rc, problems = promtool_problems(promtool, data.decode())
+        check(rc == 0 and not problems, f"promtool check metrics (--no-dcgm-names): {problems}")
+        check("DCGM_" not in data.decode() and "gpudoctor_energy_joules_total{" in data.decode(),
+              "--no-dcgm-names output")
+
+        # OpenMetrics when asked, as Prometheus asks.
+        status, headers, data = http_get(
+            f"http://{addr}/metrics",
+            {"Accept": "application/openmetrics-text;version=1.0.0,text/plain;version=0.0.4;q=0.5"})
+        check(headers["Content-Type"].startswith("application/openmetrics-text; version=1.0.0"),
+              headers["Content-Type"])
+        check(data.endswith(b"# EOF\n"), "OpenMetrics ends with # EOF")
+
+        # Process names only with --expose-process-names.
+        check("gpudoctor_process_info" not in text, "process names without the flag")
+        check("process_name=" not in http_get(f"http://{own}/metrics")[2].decode(),
+              "process names without the flag")
+        with_names = http_get(f"http://{procs_addr}/metrics")[2].decode()
+        check(re.search(r'gpudoctor_process_info\{[^}]*pid="\d+",process_name="[^"]+"\} 1',
+                        with_names), "gpudoctor_process_info with --expose-process-names")
+
+        # /diagnosis: the JSON contract of `diagnose`.
+        status, headers, data = http_get(f"http://{addr}/diagnosis")
+        check(status == 200 and headers["Content-Type"] == "application/json", f"{status}")
+        d = json.loads(data)
+        jsonschema.validate(d, schema)
+        check(d["source"] == "live: sim:mixed,speed=30", d["source"])
+        check(len(d["gpus"]) == 8, "8 GPUs in /diagnosis")
+
+        status, _, data = http_get(f"http://{addr}/healthz")
+        check(status == 200 and data == b"ok\n", f"/healthz: {status} {data!r}")
+        status, headers, data = http_get(f"http://{addr}/")
+        check(status == 200 and b'href="metrics"' in data and "text/html" in headers["Content-Type"],
+              "/ index page")
+        check(http_get(f"http://{addr}/metrics/../etc/passwd")[0] == 404, "unknown path")
+        check(http_get(f"http://{addr}/nope")[0] == 404, "unknown path")
+
+        # Oversized, malformed and non-GET requests are refused; the server stays up.
+        r = raw_request(addr, b"GET /metrics HTTP/1.1\r\nX-Big: " + b"a" * 100000 + b"\r\n\r\n")
+        check(r.startswith(b"HTTP/1.1 431 "), f"oversized request: {r[:60]!r}")
+        r = raw_request(addr, b"\x16\x03\x01\x02\x00\x01\x00\x01\xfc\x03\x03\r\n\r\n")
+        check(r.startswith(b"HTTP/1.1 400 "), f"garbage: {r[:60]!r}")
+        r = raw_request(addr, b"POST /metrics HTTP/1.1\r\nContent-Length: 3\r\n\r\nabc")
+        check(r.startswith(b"HTTP/1.1 413 "), f"a body: {r[:60]!r}")
+        r = raw_request(addr, b"DELETE /metrics HTTP/1.1\r\n\r\n")
+        check(r.startswith(b"HTTP/1.1 405 "), f"DELETE: {r[:60]!r}")
+        check(http_get(f"http://{addr}/metrics")[0] == 200, "still serving")
+
+        # Through the NVML path (the stand-in library): a GPU whose driver takes 3 s to answer
+        # never slows a scrape, as scrapes only read the latest snapshot.
+        fake = os.path.join(os.path.dirname(os.path.dirname(binary)),
+                            "tests/fake_nvml/libnvidia-ml.so.1")
+        check(os.path.exists(fake), f"the stand-in NVML is not built: {fake}")
+        env = dict(os.environ, GPUDOCTOR_NVML_LIB=fake, GPUDOCTOR_FAKE_NVML_CAPTURE=os.path.join(
+            source, "tests/data/captures/faults-slow.json"))
+        _, slow = start_serve(procs, binary, work, "slow", ["-i", "500ms"], env=env)
+        worst = 0
+        for _ in range(10):
+            t = time.time()
+            status, _, data = http_get(f"http://{slow}/metrics")
+            worst = max(worst, time.time() - t)
+            check(status == 200 and b"DCGM_FI_DEV_POWER_USAGE" in data, f"slow NVML: {status}")
+            time.sleep(0.1)
+        check(worst < 0.25, f"a scrape took {worst:.2f} s while NVML was slow")
+        check(b'gpudoctor_scrape_success{source="nvml"}' in data, "the nvml source's health")
+
+        # SIGTERM stops it cleanly and at once.
+        t0 = time.time()
+        p.send_signal(signal.SIGTERM)
+        rc = p.wait(10)
+        check(rc == 0, f"serve exit status after SIGTERM: {rc}")
+        check(time.time() - t0 < 3, f"serve took {time.time() - t0:.1f} s to stop")
+        check("stopped" in open(p.stderr_path).read(), "serve says it stopped")
+
+        # TLS and basic auth from a web configuration file.
+        r = run([openssl, "req", "-x509", "-newkey", "ec", "-pkeyopt",
+                 "ec_paramgen_curve:prime256v1", "-nodes", "-days", "2", "-subj",
+                 "/CN=gpudoctor-test", "-addext", "subjectAltName=IP:127.0.0.1",
+                 "-keyout", os.path.join(work, "key.pem"), "-out", os.path.join(work, "cert.pem")])
+        check(r.returncode == 0, f"openssl req: {r.stderr}")
+        with open(os.path.join(work, "web.yml"), "w") as f:
+            f.write("tls_server_config:\n  cert_file: cert.pem\n  key_file: key.pem\n"
+                    f"basic_auth_users:\n  prometheus: '{SCRAPE_HASH}'\n")
+        _, tls = start_serve(procs, binary, work, "tls",
+                             ["--source", "sim:healthy,speed=30", "-i", "200ms",
+                              "--web-config", os.path.join(work, "web.yml")])
+        check("https://" in open(os.path.join(work, "serve-tls.err")).read(), "https address")
+        ctx = ssl.create_default_context(cafile=os.path.join(work, "cert.pem"))
+        status, headers, _ = http_get(f"https://{tls}/metrics", context=ctx)
+        check(status == 401 and headers.get("WWW-Authenticate", "").startswith("Basic"),
+              f"no credentials: {status}")
+        bad = base64.b64encode(b"prometheus:wrong").decode()
+        check(http_get(f"https://{tls}/metrics", {"Authorization": f"Basic {bad}"},
+                       context=ctx)[0] == 401, "wrong password")
+        good = base64.b64encode(b"prometheus:scrape-secret").decode()
+        status, _, data = http_get(f"https://{tls}/metrics", {"Authorization": f"Basic {good}"},
+                                   context=ctx)
+        check(status == 200 and b"DCGM_FI_DEV_POWER_USAGE" in data, f"with credentials: {status}")
+        r = raw_request(tls, b"GET /metrics HTTP/1.1\r\n\r\n")
+        check(b"DCGM_" not in r, "plain HTTP to the TLS port")
+
+        # Bad configurations are errors at start, with exit status 2.
+        with open(os.path.join(work, "bad.yml"), "w") as f:
+            f.write("basic_auth_users:\n  prometheus: plaintext\n")
+        r = run([binary, "serve", "--source", "sim:healthy", "--listen", "127.0.0.1:0",
+                 "--web-config", os.path.join(work, "bad.yml")], timeout=20)
+        check(r.returncode == 2 and "bcrypt" in r.stderr, f"bad web config: {r.stderr}")
+        r = run([binary, "serve", "--source", "sim:healthy", "--listen", "nowhere"], timeout=20)
+        check(r.returncode == 2 and "--listen" in r.stderr, f"bad --listen: {r.stderr}")
+        r = run([binary, "diagnose", "run.db", "--prometheus", "http://127.0.0.1:1"], timeout=20)
+        check(r.returncode == 2 and "not both" in r.stderr, f"INPUT and --prometheus: {r.stderr}")
+        r = run([binary, "diagnose", "--prometheus", "prometheus:9090"], timeout=20)
+        check(r.returncode == 2 and "expected a URL" in r.stderr, f"bad URL: {r.stderr}")
+        r = run([binary, "diagnose", "--prometheus", "http://127.0.0.1:9", "--since", "soon"],
+                timeout=20)
+        check(r.returncode == 2 and "--since soon" in r.stderr, f"bad --since: {r.stderr}")
+
+
+if __name__ == "__main__":
+    main(body)
