@@ -64,6 +64,11 @@ struct FieldInfo {
 // The whole table, in declaration order (Field values index it).
 std::span<const FieldInfo> all_fields();
 const FieldInfo& info(Field f);
+// Our value = value under prom_name * prom_scale(fi): Prometheus' base units are ours except
+// energy, which it counts in joules where NVML gives millijoules.
+inline double prom_scale(const FieldInfo& fi) {
+  return fi.unit == Unit::kMillijoule ? 1000.0 : 1.0;
+}
 inline size_t index_of(Field f) {
   return static_cast<size_t>(f);
 }

@@ -456,7 +456,8 @@ std::optional<Meaning> lookup_base(std::string_view n) {
     }
   }
   for (const auto& fi : all_fields())
-    if (norm_equals(fi.prom_name, n)) return field_meaning(fi.field, Rule::kAsIs, 1, true);
+    if (norm_equals(fi.prom_name, n))
+      return field_meaning(fi.field, Rule::kAsIs, prom_scale(fi), true);
   return std::nullopt;
 }
 

@@ -33,8 +33,7 @@ const std::unordered_map<std::string, NameInfo>& name_table() {
     std::unordered_map<std::string, NameInfo> t;
     for (const auto& fi : all_fields()) {
       if (!fi.dcgm_name.empty()) t[std::string(fi.dcgm_name)] = {fi.field, fi.dcgm_scale, true};
-      // gpudoctor's own names are in the catalogue's units, energy in joules.
-      t[std::string(fi.prom_name)] = {fi.field, fi.unit == Unit::kMillijoule ? 1000.0 : 1.0};
+      t[std::string(fi.prom_name)] = {fi.field, prom_scale(fi)};
     }
     // The name DCGM used for field 112 before 3.3.
     t["DCGM_FI_DEV_CLOCK_THROTTLE_REASONS"] = {Field::kClockEventReasons, 1, true};
@@ -117,16 +116,20 @@ Result<std::vector<PromSeries>> parse_prometheus_answer(std::string_view body) {
         if (v.is_string()) s.labels[k] = v.get<std::string>();
     auto add_point = [&](const nlohmann::json& p) -> bool {
       if (!p.is_array() || p.size() != 2 || !p[0].is_number() || !p[1].is_string()) return false;
+      // Unix seconds; outside 1970..5138 it is no Prometheus timestamp (and would overflow ms).
+      const double t = p[0].get<double>();
+      if (!(t >= 0 && t < 1e11)) return false;
       const auto v = parse_value(p[1].get<std::string>());
       if (!v) return false;
-      s.points.emplace_back(static_cast<int64_t>(std::llround(p[0].get<double>() * 1000)), *v);
+      s.points.emplace_back(static_cast<int64_t>(std::llround(t * 1000)), *v);
       return true;
     };
     if (r.contains("values") && r["values"].is_array()) {
       for (const auto& p : r["values"])
-        if (!add_point(p)) return failure("a sample in the answer is not [time, \"value\"]");
+        if (!add_point(p)) return failure("a sample in the answer is not [unix time, \"value\"]");
     } else if (r.contains("value")) {
-      if (!add_point(r["value"])) return failure("a sample in the answer is not [time, \"value\"]");
+      if (!add_point(r["value"]))
+        return failure("a sample in the answer is not [unix time, \"value\"]");
     }
     out.push_back(std::move(s));
   }

@@ -1,6 +1,6 @@
 // What gpudoctor reads from every log fixture (tests/data/logs/<family>/): `export --format csv`,
 // the identity columns of `export --format smi-csv` and the notes `import` prints, compared with
-// golden/formats/<family>/<fixture>.txt (GPUDOCTOR_UPDATE_GOLDEN=1 rewrites them; review every
+// golden/formats/<family>/<fixture>.golden (GPUDOCTOR_UPDATE_GOLDEN=1 rewrites them; review every
 // change against the fixture). And the round trip import -> export smi-csv -> import gives the
 // same values for every field nvidia-smi's CSV can carry.
 #include <unistd.h>
@@ -59,7 +59,7 @@ fs::path temp_path(const std::string& name) {
 }
 
 void expect_formats_golden(const std::string& fixture, const std::string& actual) {
-  const fs::path path = fs::path(kSrc) / "tests/e2e/golden/formats" / (fixture + ".txt");
+  const fs::path path = fs::path(kSrc) / "tests/e2e/golden/formats" / (fixture + ".golden");
   if (std::getenv(GPUDOCTOR_UPDATE_GOLDEN_ENV)) {
     fs::create_directories(path.parent_path());
     std::ofstream(path, std::ios::binary) << actual;

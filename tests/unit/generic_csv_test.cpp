@@ -249,6 +249,18 @@ TEST(GenericCsv, ReadsDcgmExporterNamesAcrossTwoHosts) {
   expect_values(col(rec.gpus[0], Field::kPowerLimitDefault), {700, 700});
 }
 
+// Columns under gpudoctor's own Prometheus names (e.g. from a Prometheus CSV download) are in
+// Prometheus' base units: its energy counter is in joules, ours in millijoules.
+TEST(GenericCsv, ReadsGpudoctorPrometheusNamesInTheirUnits) {
+  const Recording rec = read_ok(
+      "timestamp,gpu,gpudoctor_power_watts,gpudoctor_energy_joules_total\n"
+      "1715682667,0,250.5,1200.25\n"
+      "1715682668,0,251,1450.75\n");
+  ASSERT_EQ(rec.gpus.size(), 1u) << all_notes(rec);
+  expect_values(col(rec.gpus[0], Field::kEnergy), {1200250, 1450750});
+  expect_values(col(rec.gpus[0], Field::kPower), {250.5, 251});
+}
+
 // ---------------------------------------------------------------------------------------------
 // --map
 

@@ -1,8 +1,10 @@
 // Reading GPU series from Prometheus' HTTP API (diagnose --prometheus): answers, selectors, unit
 // conversion from DCGM's names, grouping by host and GPU, paging against a stand-in server.
 #include <cmath>
+#include <fstream>
 #include <map>
 #include <mutex>
+#include <sstream>
 
 #include <fmt/format.h>
 #include <gtest/gtest.h>
@@ -38,6 +40,14 @@ TEST(PrometheusReader, ParsesAnswers) {
   EXPECT_FALSE(parse_prometheus_answer("<html>proxy error</html>"));
   EXPECT_FALSE(parse_prometheus_answer(
       R"({"status":"success","data":{"result":[{"metric":{},"values":[[1,2]]}]}})"));
+  // Times that are no Unix seconds are refused, not wrapped around.
+  for (const char* t : {"-1", "1e300", "123456789012"}) {
+    r = parse_prometheus_answer(fmt::format(
+        R"({{"status":"success","data":{{"result":[{{"metric":{{}},"values":[[{},"2"]]}}]}}}})",
+        t));
+    ASSERT_FALSE(r) << t;
+    EXPECT_NE(r.error().message.find("[unix time, \"value\"]"), std::string::npos) << t;
+  }
 }
 
 TEST(PrometheusReader, Selectors) {
@@ -126,6 +136,34 @@ TEST(PrometheusReader, SeveralHostsAreNumberedInOrderAndNamed) {
   ASSERT_EQ(rec.notes.size(), 3u);
   EXPECT_EQ(rec.notes[0], "GPU 0 is node7 gpu 1");
   EXPECT_EQ(rec.notes[2], "GPU 2 is node8 gpu 0");
+}
+
+// The fixtures that also seed the fuzz target (fuzz/fuzz_prometheus.cpp): a dcgm-exporter range
+// answer with its usual labels, and an instant answer under gpudoctor's own names.
+TEST(PrometheusReader, ReadsTheFixtureAnswers) {
+  auto read = [](const std::string& name) {
+    std::ifstream in(std::string(GPUDOCTOR_SOURCE_DIR) + "/tests/data/prometheus/" + name);
+    std::stringstream ss;
+    ss << in.rdbuf();
+    auto r = parse_prometheus_answer(ss.str());
+    EXPECT_TRUE(r) << name << ": " << (r ? "" : r.error().message);
+    return r ? recording_from_series(*r, name) : Recording{};
+  };
+  const Recording dcgm = read("dcgm_exporter_range.json");
+  ASSERT_EQ(dcgm.gpus.size(), 2u);
+  EXPECT_EQ(dcgm.system.hostname, "node7");
+  EXPECT_EQ(dcgm.gpus[0].info.name, "NVIDIA H100 80GB HBM3");
+  EXPECT_EQ(dcgm.gpus[0].time_s, (std::vector<double>{0, 15, 30}));
+  EXPECT_DOUBLE_EQ((*dcgm.gpus[0].column(Field::kGpmSmUtil))[0], 91);
+  EXPECT_DOUBLE_EQ((*dcgm.gpus[0].column(Field::kPower))[1], 655.1);
+  EXPECT_EQ((*dcgm.gpus[1].column(Field::kClockEventReasons))[0], 4);
+  EXPECT_EQ((*dcgm.gpus[1].column(Field::kEnergy))[2], 81252567);  // DCGM counts mJ already
+  const Recording own = read("gpudoctor_names_vector.json");
+  ASSERT_EQ(own.gpus.size(), 1u);
+  EXPECT_EQ(own.gpus[0].info.index, 3u);
+  EXPECT_EQ(own.start_unix_ms, 1764500000125);
+  EXPECT_DOUBLE_EQ((*own.gpus[0].column(Field::kEnergy))[0], 1500500);  // joules -> mJ
+  EXPECT_DOUBLE_EQ((*own.gpus[0].column(Field::kPower))[0], 301.5);
 }
 
 std::string url_decode(std::string_view s) {
