@@ -150,6 +150,8 @@ Command add_serve_command(CLI::App& root) {
             return r;
           }
           if (req.path == "/diagnosis") {
+            if (!pub->diagnosis_json || pub->diagnosis_json->empty())
+              return HttpResponse::text(503, "no diagnosis yet: the first window is not judged\n");
             HttpResponse r;
             r.content_type = "application/json";
             r.body = pub->diagnosis_json;

@@ -9,6 +9,7 @@
 
 #include "core/clock_reasons.hpp"
 #include "core/fields.hpp"
+#include "core/utf8.hpp"
 
 namespace gpudoctor {
 namespace {
@@ -132,7 +133,7 @@ FieldFamily field_family(const FieldInfo& fi, bool dcgm_names) {
     return f;
   }
   f.name = fi.prom_name;
-  f.factor = fi.unit == Unit::kMillijoule ? 1e-3 : 1.0;  // Prometheus' base unit is the joule
+  f.factor = 1.0 / prom_scale(fi);
   f.type = ends_with(f.name, "_total") ? "counter" : "gauge";
   f.help = fi.prom_help;
   return f;
@@ -274,7 +275,9 @@ std::string_view content_type(ExpositionFormat f) {
              : "text/plain; version=0.0.4; charset=utf-8";
 }
 
-std::string escape_label_value(std::string_view v) {
+std::string escape_label_value(std::string_view raw) {
+  // Prometheus refuses a whole scrape over one label value that is not UTF-8.
+  const std::string v = valid_utf8(raw);
   std::string out;
   out.reserve(v.size());
   for (char c : v) {
@@ -383,10 +386,13 @@ std::string render_metrics(const ExportSnapshot& s, const ExportOptions& o, Expo
   });
   if (o.expose_process_names) {
     fam(kProcessInfo);
-    for (size_t i = 0; i < n; ++i)
+    for (size_t i = 0; i < n; ++i) {
+      std::set<uint32_t> pids;  // NVML may list a pid once per MIG compute instance
       for (const auto& p : s.frame.devices[i].processes)
-        w.sample(labels[i].own,
-                 label("pid", fmt::format("{}", p.pid)) + "," + label("process_name", p.name), 1);
+        if (pids.insert(p.pid).second)
+          w.sample(labels[i].own,
+                   label("pid", fmt::format("{}", p.pid)) + "," + label("process_name", p.name), 1);
+    }
   }
   fam(kVerdict);
   for (size_t i = 0; i < n && i < s.verdicts.size(); ++i)

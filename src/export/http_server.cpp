@@ -23,6 +23,7 @@
 #include <mutex>
 #include <thread>
 #include <unordered_map>
+#include <vector>
 
 #include <fmt/format.h>
 
@@ -129,12 +130,26 @@ ParseResult parse_request(std::string_view in, size_t max_bytes, HttpRequest& re
     if (h.front() == ' ' || h.front() == '\t') return ParseResult::kBad;  // obsolete folding
     const size_t colon = h.find(':');
     if (colon == std::string_view::npos || colon == 0) return ParseResult::kBad;
+    // A header name is a token (RFC 9110): "Content-Length : 5" is refused, not misread.
+    const std::string_view name = h.substr(0, colon);
+    if (!std::all_of(name.begin(), name.end(), [](char c) {
+          return std::isalnum(static_cast<unsigned char>(c)) ||
+                 (c != 0 && std::strchr("!#$%&'*+-.^_`|~", c) != nullptr);
+        }))
+      return ParseResult::kBad;
     if (req.headers.size() >= 100) return ParseResult::kTooLarge;
-    req.headers.emplace_back(lower(h.substr(0, colon)), std::string(trim(h.substr(colon + 1))));
+    req.headers.emplace_back(lower(name), std::string(trim(h.substr(colon + 1))));
   }
-  const std::string_view length = req.header("content-length");
-  if ((!length.empty() && length != "0") || !req.header("transfer-encoding").empty())
-    return ParseResult::kBody;
+  // No request body is served. Every Content-Length counts, so a second one cannot smuggle a
+  // body past the first.
+  int lengths = 0;
+  bool body = false;
+  for (const auto& [k, v] : req.headers) {
+    if (k == "content-length") ++lengths, body |= v != "0";
+    if (k == "transfer-encoding") body = true;
+  }
+  if (lengths > 1) return ParseResult::kBad;
+  if (body) return ParseResult::kBody;
   return ParseResult::kOk;
 }
 
@@ -209,6 +224,7 @@ struct HttpServer::Impl {
   uint16_t port = 0;
   std::thread loop_thread, auth_thread;
   std::atomic<bool> stopping{false};
+  std::vector<int> again;  // connections drive() left with work to do (the loop thread's)
   std::unordered_map<int, std::unique_ptr<Conn>> conns;
   uint64_t next_id = 1;
 
@@ -482,13 +498,13 @@ struct HttpServer::Impl {
           case BasicAuth::Verdict::kAllowed:
             break;
           case BasicAuth::Verdict::kDenied:
-            return unauthorized(c);
+            return unauthorized(c, req.method == "HEAD");
           case BasicAuth::Verdict::kNeedsCheck: {
             std::lock_guard lock(auth_mu);
             if (auth_jobs.size() >= kMaxAuthJobs) {
               HttpResponse r = HttpResponse::text(503, "too many logins at once\n");
               r.headers.emplace_back("Retry-After", "1");
-              respond(c, std::move(r), false, true);
+              respond(c, std::move(r), req.method == "HEAD", true);
               return;
             }
             auth_jobs.push_back({c.id, c.fd, std::string(authorization)});
@@ -504,10 +520,12 @@ struct HttpServer::Impl {
     }
   }
 
-  void unauthorized(Conn& c) {
+  // A 401 closes the connection: clients without credentials cannot hold connection slots that
+  // scrapers need (a browser or Prometheus reconnects with them).
+  void unauthorized(Conn& c, bool head_only) {
     HttpResponse r = HttpResponse::text(401, "Unauthorized\n");
     r.headers.emplace_back("WWW-Authenticate", "Basic realm=\"gpudoctor\", charset=\"UTF-8\"");
-    respond(c, std::move(r), false, false);
+    respond(c, std::move(r), head_only, true);
   }
 
   // Writes what the socket takes; returns false when the connection is to be closed.
@@ -612,6 +630,9 @@ struct HttpServer::Impl {
         continue;  // a pipelined request may be waiting, or TLS may hold buffered bytes
       }
     }
+    // Rounds used up with work left (a long pipeline): no socket event will come for what is
+    // already buffered, so the loop drives it again after serving the others.
+    again.push_back(c.fd);
   }
 
   void finish_auth_jobs() {
@@ -629,7 +650,7 @@ struct HttpServer::Impl {
       if (j.ok)
         dispatch(c, c.pending);
       else
-        unauthorized(c);
+        unauthorized(c, c.pending.method == "HEAD");
       drive(c);
     }
   }
@@ -669,7 +690,7 @@ struct HttpServer::Impl {
     epoll_event events[64];
     auto next_sweep = Clock::now();
     while (!stopping) {
-      const int n = epoll_wait(epoll_fd, events, 64, 100);
+      const int n = epoll_wait(epoll_fd, events, 64, again.empty() ? 100 : 0);
       for (int i = 0; i < n && !stopping; ++i) {
         const int fd = events[i].data.fd;
         if (fd == listen_fd) {
@@ -685,6 +706,10 @@ struct HttpServer::Impl {
             drive(*it->second);
         }
       }
+      std::vector<int> redrive;
+      redrive.swap(again);
+      for (int fd : redrive)
+        if (const auto it = conns.find(fd); it != conns.end() && !stopping) drive(*it->second);
       const auto now = Clock::now();
       if (now >= next_sweep) {
         sweep(now);
@@ -727,7 +752,11 @@ Result<std::unique_ptr<HttpServer>> HttpServer::start(HttpServerOptions options,
 
 void HttpServer::stop() {
   if (!impl_) return;
-  impl_->stopping = true;
+  {
+    // Under the lock, or the auth thread may miss the wake-up between its check and its wait.
+    std::lock_guard lock(impl_->auth_mu);
+    impl_->stopping = true;
+  }
   impl_->wake();
   impl_->auth_cv.notify_all();
   if (impl_->loop_thread.joinable()) impl_->loop_thread.join();

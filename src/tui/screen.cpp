@@ -13,59 +13,9 @@ bool single_width(char32_t c) {
   if (c >= 0x2010 && c <= 0x2027) return true;                       // dashes, quotes, bullet, …
   if (c >= 0x2030 && c <= 0x205E) return true;
   if (c >= 0x2190 && c <= 0x22FF) return true;  // arrows, mathematical operators
-  if (c >= 0x2500 && c <= 0x25FF) return true;  // box drawing, blocks, shapes
+  // Box drawing, blocks, shapes, less the two squares East Asian Width calls wide.
+  if (c >= 0x2500 && c <= 0x25FF) return c != 0x25FD && c != 0x25FE;
   return false;
-}
-
-std::u32string decode_utf8(std::string_view s) {
-  std::u32string out;
-  out.reserve(s.size());
-  for (size_t i = 0; i < s.size();) {
-    const auto b = static_cast<unsigned char>(s[i]);
-    int len = 0;
-    char32_t c = 0;
-    if (b < 0x80) {
-      len = 1, c = b;
-    } else if ((b & 0xE0) == 0xC0) {
-      len = 2, c = b & 0x1F;
-    } else if ((b & 0xF0) == 0xE0) {
-      len = 3, c = b & 0x0F;
-    } else if ((b & 0xF8) == 0xF0) {
-      len = 4, c = b & 0x07;
-    }
-    bool ok = len > 0 && i + static_cast<size_t>(len) <= s.size();
-    for (int k = 1; ok && k < len; ++k) {
-      const auto cb = static_cast<unsigned char>(s[i + static_cast<size_t>(k)]);
-      if ((cb & 0xC0) != 0x80) ok = false;
-      c = (c << 6) | (cb & 0x3F);
-    }
-    if (!ok) {
-      out.push_back(0xFFFD);
-      ++i;
-      continue;
-    }
-    out.push_back(c);
-    i += static_cast<size_t>(len);
-  }
-  return out;
-}
-
-void append_utf8(std::string& out, char32_t c) {
-  if (c < 0x80) {
-    out.push_back(static_cast<char>(c));
-  } else if (c < 0x800) {
-    out.push_back(static_cast<char>(0xC0 | (c >> 6)));
-    out.push_back(static_cast<char>(0x80 | (c & 0x3F)));
-  } else if (c < 0x10000) {
-    out.push_back(static_cast<char>(0xE0 | (c >> 12)));
-    out.push_back(static_cast<char>(0x80 | ((c >> 6) & 0x3F)));
-    out.push_back(static_cast<char>(0x80 | (c & 0x3F)));
-  } else {
-    out.push_back(static_cast<char>(0xF0 | (c >> 18)));
-    out.push_back(static_cast<char>(0x80 | ((c >> 12) & 0x3F)));
-    out.push_back(static_cast<char>(0x80 | ((c >> 6) & 0x3F)));
-    out.push_back(static_cast<char>(0x80 | (c & 0x3F)));
-  }
 }
 
 Screen::Screen(int rows, int cols, bool unicode)

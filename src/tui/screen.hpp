@@ -13,6 +13,8 @@
 #include <string_view>
 #include <vector>
 
+#include "core/utf8.hpp"
+
 namespace gpudoctor::tui {
 
 enum class Color : uint8_t { kDefault, kRed, kGreen, kYellow, kBlue, kMagenta, kCyan, kGray };
@@ -35,9 +37,9 @@ enum class Align : uint8_t { kLeft, kRight };
 
 // True for characters the TUI may put in a cell (one column wide on every terminal).
 bool single_width(char32_t c);
-// Decodes UTF-8; invalid bytes become U+FFFD (which put() writes as '?').
-std::u32string decode_utf8(std::string_view s);
-void append_utf8(std::string& out, char32_t c);
+// Text is decoded with core/utf8 (invalid bytes become U+FFFD, which put() writes as '?').
+using gpudoctor::append_utf8;
+using gpudoctor::decode_utf8;
 
 class Screen {
  public:

@@ -145,6 +145,10 @@ TEST(Exposition, NoFamilyForUnsupportedOrMissingFields) {
 
 TEST(Exposition, EscapesLabelValuesAndHelp) {
   EXPECT_EQ(escape_label_value("a\"b\\c\nd"), "a\\\"b\\\\c\\nd");
+  // Bytes that are no UTF-8 (a process name NVML cut mid-character, or any byte a process
+  // chose) become U+FFFD: Prometheus refuses the whole scrape over one invalid label value.
+  EXPECT_EQ(escape_label_value("ab\xff\xe6\x97"), "ab\uFFFD\uFFFD\uFFFD");
+  EXPECT_EQ(escape_label_value("\xe6\x97\xa5本"), "\xe6\x97\xa5本");
   ExportSnapshot s = small_snapshot();
   s.devices[0].name = "Odd \"GPU\" \\ with\nnewline";
   const std::string out = render_metrics(s, options(true), ExpositionFormat::kPrometheusText);

@@ -127,6 +127,24 @@ TEST(HttpServer, ServesKeepAliveAndPipelinedRequests) {
   EXPECT_EQ(s->stats().requests, 4u);
 }
 
+// More pipelined requests than one pass over a connection serves: the rest are answered too,
+// without waiting for another socket event.
+TEST(HttpServer, ServesALongPipeline) {
+  auto s = start();
+  ASSERT_TRUE(s);
+  RawClient c(s->port());
+  ASSERT_TRUE(c.connected());
+  std::string many;
+  for (int i = 0; i < 150; ++i) many += fmt::format("GET /hello?n={} HTTP/1.1\r\n\r\n", i);
+  ASSERT_TRUE(c.send(many));
+  const auto t0 = std::chrono::steady_clock::now();
+  const std::string r = c.read_responses(150);
+  EXPECT_LT(std::chrono::steady_clock::now() - t0, 2s);
+  EXPECT_NE(r.find("hello n=0\n"), std::string::npos);
+  EXPECT_NE(r.find("hello n=149\n"), std::string::npos) << r.size();
+  EXPECT_EQ(s->stats().timed_out, 0u);
+}
+
 TEST(HttpServer, RejectsWhatItDoesNotServe) {
   auto s = start();
   ASSERT_TRUE(s);
@@ -137,6 +155,10 @@ TEST(HttpServer, RejectsWhatItDoesNotServe) {
       {"HELLO\r\n\r\n", "HTTP/1.1 400 "},
       {"GET /hello HTTP/2.0\r\n\r\n", "HTTP/1.1 505 "},
       {"GET /hello HTTP/1.1\r\n folded: header\r\n\r\n", "HTTP/1.1 400 "},
+      // Header names are tokens, and a second Content-Length cannot smuggle a body in.
+      {"GET /hello HTTP/1.1\r\nContent-Length : 5\r\n\r\nhello", "HTTP/1.1 400 "},
+      {"GET /hello HTTP/1.1\r\nContent-Length: 0\r\nContent-Length: 5\r\n\r\nhello",
+       "HTTP/1.1 400 "},
       {"GET /hello HTTP/1.1\r\nX-Big: " + std::string(20000, 'a') + "\r\n\r\n", "HTTP/1.1 431 "},
       {"GET /" + std::string(40000, 'a'), "HTTP/1.1 431 "},  // never ends: cut at the limit
   };
@@ -268,6 +290,20 @@ TEST(HttpServer, BasicAuthentication) {
   EXPECT_EQ(r.rfind("HTTP/1.1 401 ", 0), 0u) << r;
   r = get("Authorization: Basic " + net::base64_encode("nobody:scrape") + "\r\n");
   EXPECT_EQ(r.rfind("HTTP/1.1 401 ", 0), 0u) << r;
+  {
+    // A refused HEAD has no body, and a 401 closes the connection so that clients without
+    // credentials cannot hold the slots scrapers need.
+    RawClient c(s->port());
+    c.head_mode(true);
+    c.send("HEAD /hello HTTP/1.1\r\nAuthorization: Basic " +
+           net::base64_encode("prometheus:wrong") + "\r\n\r\n");
+    r = c.read_responses();
+    EXPECT_EQ(r.rfind("HTTP/1.1 401 ", 0), 0u) << r;
+    EXPECT_NE(r.find("Content-Length: 13\r\n"), std::string::npos) << r;
+    EXPECT_TRUE(r.ends_with("\r\n\r\n")) << r;
+    EXPECT_NE(r.find("Connection: close\r\n"), std::string::npos) << r;
+    EXPECT_TRUE(c.closed_within(1000ms));
+  }
   for (int i = 0; i < 2; ++i) {  // the second time from the cache of passed credentials
     r = get("Authorization: Basic " + net::base64_encode("prometheus:scrape") + "\r\n");
     EXPECT_EQ(r.rfind("HTTP/1.1 200 OK", 0), 0u) << r;
