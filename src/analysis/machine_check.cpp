@@ -13,8 +13,11 @@ namespace {
 
 constexpr uint64_t kAppClocksBit = 0x2;
 constexpr uint64_t kSwPowerCapBit = 0x4;
-constexpr uint64_t kHwBits = 0x8 | 0x80;  // HW slowdown, HW power brake
-constexpr uint64_t kThermalBits = 0x20 | 0x40;
+constexpr uint64_t kHwSlowdownBit = 0x8;     // also set with HW thermal slowdown and, NVML
+                                             // says, during P-state or clock changes
+constexpr uint64_t kHwPowerBrakeBit = 0x80;  // the board's power-brake input
+constexpr uint64_t kHwThermalBit = 0x40;
+constexpr uint64_t kThermalBits = 0x20 | kHwThermalBit;
 
 AuditItem item(const char* level, const char* code, std::string message, std::string fix = "") {
   return {level, code, std::move(message), std::move(fix)};
@@ -113,7 +116,14 @@ std::optional<uint64_t> union_mask(const GpuCheckInput& g) {
   return a.value_or(0) | b.value_or(0);
 }
 
-AuditItem check_clock_settings(const GpuCheckInput& g) {
+// The reasons set in both samples (0 when one is not readable).
+uint64_t both_mask(const GpuCheckInput& g) {
+  const auto a = reasons_mask(g.first[Field::kClockEventReasons]);
+  const auto b = reasons_mask(g.second[Field::kClockEventReasons]);
+  return a && b ? *a & *b : 0;
+}
+
+AuditItem check_clock_settings(const GpuCheckInput& g, const CheckThresholds& t) {
   const DeviceSample& s = g.second;
   const auto app_sm = opt_value(s[Field::kClockAppSm]);
   const auto app_mem = opt_value(s[Field::kClockAppMem]);
@@ -158,6 +168,15 @@ AuditItem check_clock_settings(const GpuCheckInput& g) {
     return item("info", "clock_settings",
                 fmt::format("application clocks not readable ({}); no clock setting reported",
                             why(s[Field::kClockAppSm])));
+  // Locked clocks (-lgc) show only as reason 0x2 while the GPU works: idle, it cannot be told.
+  const auto util = opt_value(s[Field::kUtilGpu]);
+  if (!util || *util < t.idle_util_pct)
+    return item("info", "clock_settings",
+                fmt::format("application clocks at {} ({:.0f} MHz SM); the GPU is idle, so "
+                            "locked clocks (nvidia-smi -lgc), which show only under load, "
+                            "cannot be ruled out",
+                            def_sm ? "their defaults" : "the maximum", *app_sm),
+                "rerun the check while a job runs");
   if (!def_sm && max_sm && *app_sm < *max_sm - 1)
     return item("pass", "clock_settings",
                 fmt::format("application clock {:.0f} MHz of {:.0f} MHz maximum (the board's "
@@ -239,6 +258,9 @@ AuditItem check_ecc(const GpuCheckInput& g) {
                             "board's lifetime",
                             n(*au)),
                 "watch the count (nvidia-smi -q -d ECC); replace the board if it keeps growing");
+  if (mode && *mode == 0)
+    return item("info", "ecc_errors", "ECC is disabled on this GPU: memory errors go undetected",
+                fmt::format("if it should be on: sudo nvidia-smi -i {} -e 1, then reboot", idx));
   if (vu || au) {
     std::string msg = "no uncorrectable ECC errors";
     const double corrected = std::max(vc.value_or(0), ac.value_or(0));
@@ -249,9 +271,6 @@ AuditItem check_ecc(const GpuCheckInput& g) {
           vc ? n(*vc) : "n/a", ac ? n(*ac) : "n/a");
     return item("pass", "ecc_errors", msg);
   }
-  if (mode && *mode == 0)
-    return item("info", "ecc_errors", "ECC is disabled on this GPU: memory errors go undetected",
-                fmt::format("if it should be on: sudo nvidia-smi -i {} -e 1, then reboot", idx));
   if (not_supported(h.ecc_mode_current) && not_supported(h.ecc_volatile_uncorrected))
     return item("info", "ecc_errors",
                 "ECC not supported on this GPU (usual for GeForce boards): not applicable");
@@ -353,15 +372,29 @@ AuditItem check_reasons(const GpuCheckInput& g, const CheckThresholds& t) {
                             why(g.second[Field::kClockEventReasons])));
   const uint64_t m = *mask;
   const std::string active = fmt::format("{}", fmt::join(decode_clock_reasons(m), ", "));
-  if (m & kHwBits)
-    return item("fail", "clock_event_reasons",
-                fmt::format("hardware is cutting the clocks: {} (0x{:x})", active, m),
-                "check the power supply and every GPU power cable, the server's power-brake "
-                "and BMC event log, and cooling (nvidia-smi -q -d PERFORMANCE)");
-  if (m & kThermalBits)
+  const char* power_fix =
+      "check the power supply and every GPU power cable, the server's power-brake and BMC event "
+      "log (nvidia-smi -q -d PERFORMANCE)";
+  if (m & kHwPowerBrakeBit)
+    return item(
+        "fail", "clock_event_reasons",
+        fmt::format("the board's power brake is cutting the clocks: {} (0x{:x})", active, m),
+        power_fix);
+  if (m & kThermalBits)  // HW slowdown comes with HW thermal slowdown: the cause is heat
     return item("warn", "clock_event_reasons",
                 fmt::format("thermal slowdown active: {} (0x{:x})", active, m),
                 "improve cooling: airflow, fan curves, room temperature, dust filters");
+  if (both_mask(g) & kHwSlowdownBit)
+    return item(
+        "fail", "clock_event_reasons",
+        fmt::format("hardware is cutting the clocks in both samples: {} (0x{:x})", active, m),
+        fmt::format("{}; and cooling", power_fix));
+  if (m & kHwSlowdownBit)
+    return item("warn", "clock_event_reasons",
+                fmt::format("HW slowdown in one sample only: {} (0x{:x}); NVML also reports it "
+                            "briefly during P-state or clock changes",
+                            active, m),
+                "rerun the check (a longer --interval) to see whether it holds");
   if (m & kAppClocksBit)
     return item("warn", "clock_event_reasons",
                 fmt::format("a clock setting holds the clocks: {} (0x{:x})", active, m),
@@ -469,7 +502,7 @@ std::vector<AuditItem> check_gpu(const GpuCheckInput& g, const CheckThresholds& 
                  "NVML calls on this GPU did not answer in time: nothing else can be checked",
                  "read dmesg for Xid errors; a GPU whose driver calls hang usually needs a reset "
                  "or a reboot")};
-  return {check_power_limit(g, t), check_persistence(g), check_clock_settings(g),
+  return {check_power_limit(g, t), check_persistence(g), check_clock_settings(g, t),
           check_pcie(g, t),        check_ecc(g),         check_retired_pages(g),
           check_row_remapping(g),  check_mig(g),         check_reasons(g, t),
           check_thermal(g, t),     check_numa(g)};
@@ -511,6 +544,11 @@ CheckResult check_machine(const CheckInput& in, const CheckThresholds& t) {
     r.items = check_gpu(g, t);
     out.gpus.push_back(std::move(r));
   }
+  if (in.gpus.empty())
+    out.machine.push_back(item(
+        "fail", "gpus_found", "NVML answers but lists no GPU (or none of those --gpus named)",
+        "see nvidia-smi and dmesg (Xid 79: fallen off the bus): a reset or reboot brings a lost "
+        "GPU back; in a container, pass the GPUs in (docker --gpus all)"));
   return out;
 }
 

@@ -128,20 +128,33 @@ std::vector<AuditItem> audit_environment(const AuditInput& in) {
                                static_cast<double>(in.cores) / gpus),
                    "give the job more cores (at least 4 per GPU is a common start), or move "
                    "decoding to the GPU (DALI)"});
-  // CPU frequency governor.
-  std::set<std::string> governors;
-  std::error_code ec;
+  // CPU frequency governor. Under a generic cpufreq driver (acpi-cpufreq, cppc_cpufreq ...)
+  // 'powersave' pins the lowest clock. Under intel_pstate or amd-pstate-epp in active mode it is
+  // the usual setting and still scales up under load; there the energy-performance preference
+  // 'power' is what keeps clocks low.
+  bool pinned_low = false, prefers_power = false;
   const std::string cpu_dir = in.sys + "/devices/system/cpu";
   for (int c : in.cpus) {
-    const std::string g = read_line(fmt::format("{}/cpu{}/cpufreq/scaling_governor", cpu_dir, c));
-    if (!g.empty()) governors.insert(g);
+    const std::string base = fmt::format("{}/cpu{}/cpufreq/", cpu_dir, c);
+    if (read_line(base + "scaling_governor") != "powersave") continue;
+    const std::string driver = read_line(base + "scaling_driver");
+    if (driver == "intel_pstate" || driver == "amd-pstate-epp")
+      prefers_power |= read_line(base + "energy_performance_preference") == "power";
+    else
+      pinned_low = true;
   }
-  if (governors.count("powersave"))
+  if (pinned_low)
     out.push_back({"warn", "cpu_governor",
                    "CPU frequency governor 'powersave' on the job's cores: the data pipeline and "
-                   "kernel launches run at low clocks",
+                   "kernel launches run at the lowest clock",
                    "use the 'performance' governor (cpupower frequency-set -g performance, needs "
                    "root)"});
+  else if (prefers_power)
+    out.push_back({"warn", "cpu_governor",
+                   "energy-performance preference 'power' on the job's cores (intel_pstate / "
+                   "amd-pstate): the data pipeline and kernel launches run at low clocks",
+                   "set it to 'performance' or 'balance_performance' (cpupower set "
+                   "--perf-bias 0, or write energy_performance_preference; needs root)"});
   // GPUs and the job's CPUs on different NUMA nodes.
   std::set<int> job_cpus(in.cpus.begin(), in.cpus.end());
   for (const auto& bus : in.gpu_pci_bus_ids) {
@@ -163,7 +176,6 @@ std::vector<AuditItem> audit_environment(const AuditInput& in) {
                        bus, node),
            fmt::format("pin the job to node {} (numactl --cpunodebind={} ...)", node, node)});
   }
-  (void)ec;
   return out;
 }
 

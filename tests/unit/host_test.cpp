@@ -116,6 +116,34 @@ TEST(Audit, FlagsTheSettingsThatLeaveGpusWaiting) {
   fs::remove_all(sys);
 }
 
+// 'powersave' pins the lowest clock only under a generic cpufreq driver; under intel_pstate or
+// amd-pstate-epp (active mode) it is the default and scales, unless the preference is 'power'.
+TEST(Audit, PowersaveGovernorDependsOnTheDriver) {
+  const fs::path sys = temp_dir("sys-gov");
+  const fs::path cpu0 = sys / "devices/system/cpu/cpu0/cpufreq";
+  write(cpu0 / "scaling_governor", "powersave\n");
+  host::AuditInput in;
+  in.sys = sys.string();
+  in.env = {{"OMP_NUM_THREADS", "8"}};
+  in.cores = 32;
+  in.cpus = {0};
+  auto governor = [&]() -> std::string {
+    for (const auto& a : host::audit_environment(in))
+      if (a.code == "cpu_governor") return a.level + ": " + a.message;
+    return "";
+  };
+  write(cpu0 / "scaling_driver", "acpi-cpufreq\n");
+  EXPECT_NE(governor().find("warn: CPU frequency governor 'powersave'"), std::string::npos);
+  write(cpu0 / "scaling_driver", "intel_pstate\n");
+  write(cpu0 / "energy_performance_preference", "balance_performance\n");
+  EXPECT_EQ(governor(), "");
+  write(cpu0 / "energy_performance_preference", "power\n");
+  EXPECT_NE(governor().find("warn: energy-performance preference 'power'"), std::string::npos);
+  write(cpu0 / "scaling_driver", "amd-pstate-epp\n");
+  EXPECT_NE(governor().find("preference 'power'"), std::string::npos);
+  fs::remove_all(sys);
+}
+
 TEST(Audit, CpuLists) {
   EXPECT_EQ(host::parse_cpu_list("0-3,8,10-11"), (std::vector<int>{0, 1, 2, 3, 8, 10, 11}));
   EXPECT_TRUE(host::parse_cpu_list("3-1").empty());

@@ -167,6 +167,22 @@ TEST(MachineCheck, ClockSettingReasonAtDefaultClocksMeansLockedClocks) {
   EXPECT_NE(i.fix.find("-rgc"), std::string::npos);
 }
 
+TEST(MachineCheck, LockedClocksCannotBeRuledOutAtIdle) {
+  GpuCheckInput g = healthy_gpu();
+  set_both(g, Field::kUtilGpu, Reading::of(0));
+  set_both(g, Field::kClockEventReasons, Reading::of(0x1));  // GPU idle
+  const auto i = check(g, "clock_settings");
+  EXPECT_EQ(i.level, "info");
+  EXPECT_NE(i.message.find("cannot be ruled out"), std::string::npos) << i.message;
+  EXPECT_NE(i.fix.find("while a job runs"), std::string::npos);
+}
+
+TEST(MachineCheck, NoGpuFails) {
+  const CheckResult r = check_machine(CheckInput{});
+  EXPECT_EQ(r.overall(), "fail");
+  EXPECT_EQ(find(r.machine, "gpus_found").level, "fail");
+}
+
 TEST(MachineCheck, PcieLinkIsJudgedOnlyUnderLoad) {
   GpuCheckInput g = healthy_gpu();
   set_both(g, Field::kPcieGen, Reading::of(4));
@@ -219,6 +235,11 @@ TEST(MachineCheck, EccErrorsSinceTheDriverLoadedFail) {
   EXPECT_NE(i.message.find("41 corrected"), std::string::npos);
   g.health.ecc_mode_pending = Reading::of(0);
   EXPECT_EQ(check(g, "ecc_errors").level, "warn");  // a mode change waits for a reboot
+  // ECC off with counters still readable: disabled, not "no errors".
+  g.health.ecc_mode_current = Reading::of(0);
+  i = check(g, "ecc_errors");
+  EXPECT_EQ(i.level, "info");
+  EXPECT_NE(i.message.find("disabled"), std::string::npos) << i.message;
 }
 
 TEST(MachineCheck, EccCountsWithoutPermissionAreInfo) {
@@ -290,6 +311,21 @@ TEST(MachineCheck, ClockEventReasons) {
   auto i = check(g, "clock_event_reasons");
   EXPECT_EQ(i.level, "fail");
   EXPECT_NE(i.message.find("power brake"), std::string::npos) << i.message;
+  // HW slowdown: NVML also sets it briefly during P-state changes, so one sample only warns;
+  // in both it fails; with HW thermal slowdown the cause is heat (warn, the cooling fix).
+  g = healthy_gpu();
+  g.first[Field::kClockEventReasons] = Reading::of(0x8);
+  i = check(g, "clock_event_reasons");
+  EXPECT_EQ(i.level, "warn");
+  EXPECT_NE(i.message.find("one sample only"), std::string::npos) << i.message;
+  set_both(g, Field::kClockEventReasons, Reading::of(0x8));
+  i = check(g, "clock_event_reasons");
+  EXPECT_EQ(i.level, "fail");
+  EXPECT_NE(i.fix.find("power cable"), std::string::npos) << i.fix;
+  set_both(g, Field::kClockEventReasons, Reading::of(0x8 | 0x40));
+  i = check(g, "clock_event_reasons");
+  EXPECT_EQ(i.level, "warn");
+  EXPECT_NE(i.fix.find("cooling"), std::string::npos) << i.fix;
   set_both(g, Field::kClockEventReasons, Reading::of(0x20));
   EXPECT_EQ(check(g, "clock_event_reasons").level, "warn");
   set_both(g, Field::kClockEventReasons, Reading::of(0x4));
