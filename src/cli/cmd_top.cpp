@@ -159,6 +159,7 @@ int run_interactive(Source& src, tui::TopCollector& collector, const Settings& c
   tui::AnsiWriter writer(cfg.color);
   DigitSelect digits;
   bool dirty = true, quit = false;
+  tui::KeyDecoder keys_in;
   while (!quit && !tui::quit_requested() && !term.gone()) {
     if (tui::take_continued()) {
       term.resume();
@@ -176,13 +177,16 @@ int run_interactive(Source& src, tui::TopCollector& collector, const Settings& c
       dirty = false;
     }
     bool woken = false;
-    const std::string input = term.read_input(1000, wake[0], &woken);
+    // A key sequence cut between reads waits for the rest, at most 50 ms.
+    const std::string input = term.read_input(keys_in.pending() ? 50 : 1000, wake[0], &woken);
+    std::vector<tui::Key> keys = keys_in.feed(input);
+    if (input.empty() && !woken && keys_in.pending()) keys = keys_in.flush();
     if (woken && !view.paused) {
       std::lock_guard lock(shared.mu);
       if (shared.latest && shared.latest != shown) shown = shared.latest, dirty = true;
     }
     const size_t n = shown->gpus.size();
-    for (const auto& key : tui::decode_keys(input)) {
+    for (const auto& key : keys) {
       using tui::KeyCode;
       dirty = true;
       if (key.code == KeyCode::kCtrlC || (key.code == KeyCode::kChar && key.ch == 'q')) {

@@ -201,6 +201,45 @@ std::vector<Key> decode_keys(std::string_view b) {
   return out;
 }
 
+namespace {
+
+// Where a sequence that the input ends inside starts (bytes.size() when it ends on a boundary):
+// an Esc alone, Esc O, Esc [ with parameters only, or a UTF-8 character missing bytes.
+size_t incomplete_tail(std::string_view b) {
+  const size_t esc = b.rfind('\x1b');
+  if (esc != std::string_view::npos) {
+    const std::string_view t = b.substr(esc);
+    if (t.size() == 1 || (t.size() == 2 && (t[1] == 'O' || t[1] == '['))) return esc;
+    if (t[1] == '[' && t.find_first_not_of("0123456789;?", 2) == std::string_view::npos) return esc;
+  }
+  for (size_t back = 1; back <= 3 && back <= b.size(); ++back) {
+    const auto c = static_cast<unsigned char>(b[b.size() - back]);
+    if ((c & 0xC0) == 0x80) continue;  // a continuation byte: look further back
+    const size_t need = (c & 0xE0) == 0xC0   ? 2
+                        : (c & 0xF0) == 0xE0 ? 3
+                        : (c & 0xF8) == 0xF0 ? 4
+                                             : 1;
+    return need > back ? b.size() - back : b.size();
+  }
+  return b.size();
+}
+
+}  // namespace
+
+std::vector<Key> KeyDecoder::feed(std::string_view bytes) {
+  held_.append(bytes);
+  const size_t cut = incomplete_tail(held_);
+  std::vector<Key> keys = decode_keys(std::string_view(held_).substr(0, cut));
+  held_.erase(0, cut);
+  return keys;
+}
+
+std::vector<Key> KeyDecoder::flush() {
+  std::vector<Key> keys = decode_keys(held_);
+  held_.clear();
+  return keys;
+}
+
 void install_signal_handlers() {
   set_handler(SIGINT, on_quit);
   set_handler(SIGTERM, on_quit);

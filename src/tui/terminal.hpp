@@ -45,6 +45,20 @@ struct Key {
 // key (terminals send a whole sequence in one write). Unknown sequences are skipped whole.
 std::vector<Key> decode_keys(std::string_view bytes);
 
+// Keys from input that may come in pieces (over SSH or tmux, or cut at the read size): a sequence
+// cut at the end of one read is held for the next, so "\x1b[" then "6~" is Page Down, not Esc,
+// '[', '6', '~'. An Esc alone stays held until more input comes or flush() decides it was the
+// Esc key (after a short wait with no input).
+class KeyDecoder {
+ public:
+  std::vector<Key> feed(std::string_view bytes);
+  bool pending() const { return !held_.empty(); }
+  std::vector<Key> flush();
+
+ private:
+  std::string held_;
+};
+
 // Full screen on: alternate screen, cursor hidden, no autowrap. Off: the reverse, attributes reset.
 inline constexpr std::string_view kEnterFullScreen = "\x1b[?1049h\x1b[?25l\x1b[?7l";
 inline constexpr std::string_view kLeaveFullScreen = "\x1b[0m\x1b[?7h\x1b[?25h\x1b[?1049l";

@@ -192,6 +192,34 @@ TEST(TuiKeys, DecodesKeysAndSequences) {
   EXPECT_EQ(keys[2], (Key{K::kChar, '?'}));
 }
 
+// Sequences cut between two reads (SSH, tmux, the read size) are held until the rest comes.
+TEST(TuiKeys, SequencesSplitAcrossReads) {
+  using K = KeyCode;
+  auto codes = [](const std::vector<Key>& keys) {
+    std::vector<K> out;
+    for (const auto& k : keys) out.push_back(k.code);
+    return out;
+  };
+  KeyDecoder d;
+  EXPECT_TRUE(d.feed("\x1b[").empty());
+  EXPECT_TRUE(d.pending());
+  EXPECT_EQ(codes(d.feed("6~")), (std::vector<K>{K::kPageDown}));  // not Esc, '[', '6', '~'
+  EXPECT_FALSE(d.pending());
+  EXPECT_EQ(codes(d.feed("q\x1b")), (std::vector<K>{K::kChar}));
+  EXPECT_EQ(codes(d.feed("[A")), (std::vector<K>{K::kUp}));  // an arrow, not Esc then '[' 'A'
+  EXPECT_TRUE(d.feed("\x1bO").empty());
+  EXPECT_EQ(codes(d.feed("B")), (std::vector<K>{K::kDown}));
+  EXPECT_TRUE(d.feed("\x1b[1;").empty());
+  EXPECT_EQ(codes(d.feed("5A")), (std::vector<K>{K::kUp}));
+  EXPECT_TRUE(d.feed("\xc3").empty());  // half of é
+  EXPECT_EQ(codes(d.feed("\xa9x")), (std::vector<K>{K::kUnknown, K::kChar}));
+  // An Esc alone is the Esc key once no more input comes.
+  EXPECT_TRUE(d.feed("\x1b").empty());
+  EXPECT_EQ(codes(d.flush()), (std::vector<K>{K::kEscape}));
+  EXPECT_FALSE(d.pending());
+  EXPECT_EQ(codes(d.feed("\x1b\x1b[B")), (std::vector<K>{K::kEscape, K::kDown}));
+}
+
 TEST(TuiWidgets, BarsInEighthsAndAscii) {
   EXPECT_EQ(bar(0.5, 4, true), U"██··");
   EXPECT_EQ(bar(0.55, 4, true), U"██▎·");
