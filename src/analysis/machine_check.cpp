@@ -465,6 +465,12 @@ AuditItem check_numa(const GpuCheckInput& g) {
     return item("info", "numa_affinity",
                 fmt::format("NUMA node not known (no /sys entry for PCI device {})",
                             g.info.pci_bus_id.empty() ? "?" : g.info.pci_bus_id));
+  if (*g.numa_node < 0 && g.numa_nodes > 1)
+    return item("info", "numa_affinity",
+                fmt::format("the firmware reports no NUMA node for this GPU on a machine with {} "
+                            "nodes: which CPUs are near it is not known",
+                            g.numa_nodes),
+                "nvidia-smi topo -m shows the GPU's CPU affinity; pin jobs to it (numactl)");
   if (*g.numa_node < 0)
     return item("pass", "numa_affinity",
                 "no NUMA node reported for this GPU (a single-node machine): nothing to pin");

@@ -31,6 +31,7 @@ struct GpuCheckInput {
   // host::audit_environment's numa_affinity item for this GPU, when it raised one.
   std::optional<int> numa_node;
   std::optional<AuditItem> numa_warning;
+  int numa_nodes = 0;  // NUMA nodes on the machine (0: not known)
 };
 
 struct CheckInput {

@@ -76,6 +76,7 @@ Command add_check_command(CLI::App& root) {
             audit.sys = opts->sys;
             in.cpu_governors = host::cpu_governors(audit.cpus, opts->sys);
             in.governor_warning = find_item(host::audit_environment(audit), "cpu_governor");
+            const int numa_nodes = host::numa_node_count(opts->sys);
             for (size_t i = 0; i < s.devices().size(); ++i) {
               GpuCheckInput g;
               g.info = s.devices()[i];
@@ -83,6 +84,7 @@ Command add_check_command(CLI::App& root) {
               g.second = second.devices[i];
               g.interval_s = second.time_s - first.time_s;
               g.health = i < health.size() ? health[i] : DeviceHealth{};
+              g.numa_nodes = numa_nodes;
               if (!g.info.pci_bus_id.empty()) {
                 g.numa_node = host::pci_numa_node(g.info.pci_bus_id, opts->sys);
                 host::AuditInput one = audit;

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cctype>
 #include <charconv>
+#include <filesystem>
 #include <fstream>
 #include <set>
 
@@ -45,6 +46,17 @@ std::optional<int> pci_numa_node(const std::string& nvml_bus_id, const std::stri
   const auto [p, ec] = std::from_chars(text->data(), text->data() + text->size(), node);
   if (ec != std::errc{} || p != text->data() + text->size()) return std::nullopt;
   return std::max(node, -1);
+}
+
+int numa_node_count(const std::string& sys) {
+  std::error_code ec;
+  int n = 0;
+  for (const auto& e : std::filesystem::directory_iterator(sys + "/devices/system/node", ec)) {
+    const std::string name = e.path().filename().string();
+    n += name.size() > 4 && name.rfind("node", 0) == 0 &&
+         std::all_of(name.begin() + 4, name.end(), [](char c) { return c >= '0' && c <= '9'; });
+  }
+  return n;
 }
 
 }  // namespace gpudoctor::host

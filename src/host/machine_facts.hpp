@@ -18,4 +18,7 @@ std::vector<std::string> cpu_governors(const std::vector<int>& cpus,
 // it, -1 when the firmware reports none (a single-node machine).
 std::optional<int> pci_numa_node(const std::string& nvml_bus_id, const std::string& sys = "/sys");
 
+// NUMA nodes the kernel knows (/sys/devices/system/node/nodeN); 0 when it does not say.
+int numa_node_count(const std::string& sys = "/sys");
+
 }  // namespace gpudoctor::host

@@ -397,6 +397,18 @@ TEST(MachineCheck, NumaAndGovernorComeFromTheHostAudit) {
   EXPECT_EQ(r.count("fail"), 1);
 }
 
+TEST(MachineCheck, NoNumaNodeIsSingleNodeOnlyWhenTheMachineHasOne) {
+  GpuCheckInput g = healthy_gpu();
+  g.numa_node = -1;
+  g.numa_nodes = 1;
+  EXPECT_EQ(check(g, "numa_affinity").level, "pass");
+  g.numa_nodes = 2;  // a two-socket machine whose firmware does not say where the GPU hangs
+  const auto i = check(g, "numa_affinity");
+  EXPECT_EQ(i.level, "info");
+  EXPECT_NE(i.message.find("2 nodes"), std::string::npos) << i.message;
+  EXPECT_NE(i.fix.find("nvidia-smi topo -m"), std::string::npos);
+}
+
 // ---- the NVML reads ---------------------------------------------------------------------------
 
 struct HealthFake {
@@ -503,6 +515,11 @@ TEST(MachineFacts, GovernorsAndNumaNodeFromSys) {
   EXPECT_EQ(host::pci_numa_node("00000000:3B:00.0", sys.string()), 1);
   EXPECT_EQ(host::pci_numa_node("00000000:5E:00.0", sys.string()), -1);
   EXPECT_EQ(host::pci_numa_node("00000000:99:00.0", sys.string()), std::nullopt);
+  EXPECT_EQ(host::numa_node_count(sys.string()), 0);
+  write(sys / "devices/system/node/node0/cpulist", "0-7\n");
+  write(sys / "devices/system/node/node1/cpulist", "8-15\n");
+  write(sys / "devices/system/node/possible", "0-1\n");
+  EXPECT_EQ(host::numa_node_count(sys.string()), 2);
   fs::remove_all(sys);
 }
 
