@@ -355,6 +355,13 @@ AuditItem check_row_remapping(const GpuCheckInput& g) {
 AuditItem check_mig(const GpuCheckInput& g) {
   const auto& mig = g.info.mig_mode;
   if (!mig) return item("info", "mig_mode", "MIG not supported on this GPU: not applicable");
+  if (const auto pending = opt_value(g.health.mig_mode_pending); pending && (*pending != 0) != *mig)
+    return item("warn", "mig_mode",
+                fmt::format("MIG {} now, {} after the next GPU reset: a mode change is pending",
+                            *mig ? "on" : "off", *mig ? "off" : "on"),
+                fmt::format("reset the GPU when it is free (sudo nvidia-smi -i {0} -r) or reboot; "
+                            "or undo the change (sudo nvidia-smi -i {0} -mig {1})",
+                            g.info.index, *mig ? 1 : 0));
   if (!*mig) return item("pass", "mig_mode", "MIG off: jobs get the whole GPU");
   return item("warn", "mig_mode",
               "MIG on: each job gets one GPU instance, a slice of the GPU; whole-GPU "

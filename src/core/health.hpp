@@ -24,6 +24,8 @@ struct DeviceHealth {
   Reading remapped_rows_corrected, remapped_rows_uncorrected, remap_pending, remap_failure;
   // nvmlDeviceGetDefaultApplicationsClock (graphics/SM and memory), MHz.
   Reading app_clock_default_sm_mhz, app_clock_default_mem_mhz;
+  // nvmlDeviceGetMigMode's pending mode (1 enabled, 0 disabled): a change waits for a GPU reset.
+  Reading mig_mode_pending;
 };
 
 // Every reading of DeviceHealth with its stable id (JSON, capture files), in declaration order.
@@ -31,7 +33,7 @@ struct HealthField {
   const char* id;
   Reading DeviceHealth::*member;
 };
-inline constexpr std::array<HealthField, 15> kHealthFields{{
+inline constexpr std::array<HealthField, 16> kHealthFields{{
     {"ecc_mode", &DeviceHealth::ecc_mode_current},
     {"ecc_mode_pending", &DeviceHealth::ecc_mode_pending},
     {"ecc_volatile_corrected", &DeviceHealth::ecc_volatile_corrected},
@@ -47,6 +49,7 @@ inline constexpr std::array<HealthField, 15> kHealthFields{{
     {"remap_failure", &DeviceHealth::remap_failure},
     {"app_clock_default_sm_mhz", &DeviceHealth::app_clock_default_sm_mhz},
     {"app_clock_default_mem_mhz", &DeviceHealth::app_clock_default_mem_mhz},
+    {"mig_mode_pending", &DeviceHealth::mig_mode_pending},
 }};
 
 }  // namespace gpudoctor

@@ -196,7 +196,10 @@ nvmlReturn_t nvmlDeviceGetMigMode(nvmlDevice_t device, unsigned* current, unsign
     return r;
   }
   if (!c.dev->mig_mode) return NVML_ERROR_NOT_SUPPORTED;
-  *current = *pending = *c.dev->mig_mode ? NVML_FEATURE_ENABLED : NVML_FEATURE_DISABLED;
+  *current = *c.dev->mig_mode ? NVML_FEATURE_ENABLED : NVML_FEATURE_DISABLED;
+  // A change waiting for a reset: health key mig_mode_pending (default: the current mode).
+  const auto pend = c.dev->health_value("mig_mode_pending");
+  *pending = pend ? (*pend != 0 ? NVML_FEATURE_ENABLED : NVML_FEATURE_DISABLED) : *current;
   return NVML_SUCCESS;
 }
 

@@ -303,6 +303,16 @@ TEST(MachineCheck, MigOnWarnsAndUnsupportedIsInfo) {
   EXPECT_EQ(check(g, "mig_mode").level, "warn");
   g.info.mig_mode = std::nullopt;
   EXPECT_EQ(check(g, "mig_mode").level, "info");
+  // Off now, on after the next reset: the change is pending.
+  g.info.mig_mode = false;
+  g.health.mig_mode_pending = Reading::of(1);
+  const auto i = check(g, "mig_mode");
+  EXPECT_EQ(i.level, "warn");
+  EXPECT_NE(i.message.find("MIG off now, on after the next GPU reset"), std::string::npos)
+      << i.message;
+  EXPECT_NE(i.fix.find("-mig 0"), std::string::npos) << i.fix;
+  g.health.mig_mode_pending = Reading::of(0);
+  EXPECT_EQ(check(g, "mig_mode").level, "pass");
 }
 
 TEST(MachineCheck, ClockEventReasons) {
@@ -445,6 +455,11 @@ TEST(NvmlHealth, ReadsCountsAndSaysWhyNot) {
     *mhz = type == NVML_CLOCK_MEM ? 877 : 1290;
     return NVML_SUCCESS;
   };
+  a.mig_mode = [](nvmlDevice_t, unsigned* cur, unsigned* pending) -> nvmlReturn_t {
+    *cur = NVML_FEATURE_DISABLED;
+    *pending = NVML_FEATURE_ENABLED;  // enabled, waiting for a reset
+    return NVML_SUCCESS;
+  };
   NvmlDevice dev(a, nullptr, 0);
   DeviceHealth h = dev.read_health();
   EXPECT_TRUE(h.read);
@@ -463,6 +478,7 @@ TEST(NvmlHealth, ReadsCountsAndSaysWhyNot) {
   EXPECT_EQ(h.remap_failure.code(), NVML_ERROR_NOT_SUPPORTED);
   EXPECT_EQ(h.app_clock_default_sm_mhz.value(), 1290);
   EXPECT_EQ(h.app_clock_default_mem_mhz.value(), 877);
+  EXPECT_EQ(h.mig_mode_pending.value(), 1);
 
   hf.ecc_ret = NVML_ERROR_UNKNOWN;  // transient: an error, not "unsupported"
   h = dev.read_health();

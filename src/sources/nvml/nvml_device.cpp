@@ -399,6 +399,12 @@ DeviceHealth NvmlDevice::read_health() {
     settle(r, {{&out.ecc_mode_current, cur == NVML_FEATURE_ENABLED ? 1.0 : 0.0},
                {&out.ecc_mode_pending, pending == NVML_FEATURE_ENABLED ? 1.0 : 0.0}});
   }
+  {
+    unsigned cur = 0, pending = 0;
+    const nvmlReturn_t r =
+        a.mig_mode ? a.mig_mode(h, &cur, &pending) : NVML_ERROR_FUNCTION_NOT_FOUND;
+    settle(r, {{&out.mig_mode_pending, pending == NVML_FEATURE_ENABLED ? 1.0 : 0.0}});
+  }
   struct EccCounter {
     Reading* out;
     unsigned type, counter;
