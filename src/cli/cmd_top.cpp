@@ -128,11 +128,13 @@ struct DigitSelect {
 };
 
 int run_interactive(Source& src, tui::TopCollector& collector, const Settings& cfg) {
+  // Handlers first: a signal between raw mode and their installation would leave the terminal
+  // raw (they restore it only once the terminal has armed them, so early ones are harmless).
+  tui::install_signal_handlers();
+  std::signal(SIGPIPE, SIG_IGN);
   auto opened = tui::Terminal::open(STDIN_FILENO, STDOUT_FILENO);
   if (!opened) return report(opened.error());
   tui::Terminal& term = *opened.value();
-  tui::install_signal_handlers();
-  std::signal(SIGPIPE, SIG_IGN);
 
   int wake[2];
   if (pipe2(wake, O_NONBLOCK | O_CLOEXEC) != 0) {
