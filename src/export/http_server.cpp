@@ -27,16 +27,14 @@
 
 #include <fmt/format.h>
 
+#include "formats/text.hpp"
+
 namespace gpudoctor {
 namespace {
 
 using Clock = std::chrono::steady_clock;
 
-std::string lower(std::string_view s) {
-  std::string out(s);
-  for (auto& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return out;
-}
+using text::lower;
 
 std::string_view trim(std::string_view s) {
   while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);

@@ -20,6 +20,8 @@ std::string_view trim_left(std::string_view s);
 // The text without a leading UTF-8 byte order mark.
 std::string_view strip_bom(std::string_view s);
 bool iequals(std::string_view a, std::string_view b);
+// ASCII lower case (HTTP header names, tokens).
+std::string lower(std::string_view s);
 bool istarts_with(std::string_view s, std::string_view prefix);
 bool is_blank(std::string_view s);
 // True when the text holds bytes no text log has (NUL, or many control characters).

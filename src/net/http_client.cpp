@@ -19,16 +19,14 @@
 
 #include <fmt/format.h>
 
+#include "formats/text.hpp"
+
 namespace gpudoctor::net {
 namespace {
 
 using Clock = std::chrono::steady_clock;
 
-std::string lower(std::string_view s) {
-  std::string out(s);
-  for (auto& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return out;
-}
+using text::lower;
 
 int remaining_ms(Clock::time_point deadline) {
   const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now());
