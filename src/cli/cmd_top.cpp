@@ -11,6 +11,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <mutex>
+#include <optional>
 #include <thread>
 
 #include <fmt/format.h>
@@ -146,15 +147,12 @@ int run_interactive(Source& src, tui::TopCollector& collector, const Settings& c
   std::shared_ptr<const tui::TopState> shown =
       std::make_shared<const tui::TopState>(collector.state());
 
-  // The sampling thread leaves these signals to the UI thread, whose poll() they interrupt.
-  sigset_t block, old;
-  sigemptyset(&block);
-  for (int sig : {SIGINT, SIGTERM, SIGHUP, SIGWINCH, SIGCONT, SIGTSTP, SIGPIPE})
-    sigaddset(&block, sig);
-  pthread_sigmask(SIG_BLOCK, &block, &old);
-  std::thread sampler(sample_loop, std::ref(src), std::ref(collector), std::ref(shared),
-                      cfg.interval);
-  pthread_sigmask(SIG_SETMASK, &old, nullptr);
+  std::thread sampler;
+  {
+    const tui::SignalBlock block;  // the sampling thread leaves these to the UI thread
+    sampler = std::thread(sample_loop, std::ref(src), std::ref(collector), std::ref(shared),
+                          cfg.interval);
+  }
 
   tui::ViewState view;
   view.unicode = cfg.unicode;
@@ -344,9 +342,12 @@ Command add_top_command(CLI::App& root) {
             cfg.color = colour_wanted(opts->no_color);
 
             // A GPU that does not answer within most of an interval must not delay the others.
+            std::optional<tui::SignalBlock> block;  // the source's worker threads too
+            if (!opts->once) block.emplace();
             auto src = open_source_from(
                 opts->source,
                 std::clamp(cfg.interval * 3 / 4, milliseconds(50), milliseconds(1000)));
+            block.reset();
             if (!src) return report(src.error());
             Source& s = *src.value();
             if (s.devices().empty()) {

@@ -1,6 +1,7 @@
 #include "tui/terminal.hpp"
 
 #include <poll.h>
+#include <pthread.h>
 #include <sys/ioctl.h>
 #include <unistd.h>
 
@@ -80,6 +81,26 @@ extern "C" void on_tstp(int) {
   errno = saved_errno;
 }
 
+// The final byte of a cursor key's CSI or SS3 sequence: A-D arrows, H Home, F End.
+KeyCode cursor_key(char final) {
+  switch (final) {
+    case 'A':
+      return KeyCode::kUp;
+    case 'B':
+      return KeyCode::kDown;
+    case 'C':
+      return KeyCode::kRight;
+    case 'D':
+      return KeyCode::kLeft;
+    case 'H':
+      return KeyCode::kHome;
+    case 'F':
+      return KeyCode::kEnd;
+    default:
+      return KeyCode::kUnknown;
+  }
+}
+
 }  // namespace
 
 std::vector<Key> decode_keys(std::string_view b) {
@@ -94,30 +115,7 @@ std::vector<Key> decode_keys(std::string_view b) {
         continue;
       }
       if (b[i + 1] == 'O' && i + 2 < n) {
-        KeyCode k = KeyCode::kUnknown;
-        switch (b[i + 2]) {
-          case 'A':
-            k = KeyCode::kUp;
-            break;
-          case 'B':
-            k = KeyCode::kDown;
-            break;
-          case 'C':
-            k = KeyCode::kRight;
-            break;
-          case 'D':
-            k = KeyCode::kLeft;
-            break;
-          case 'H':
-            k = KeyCode::kHome;
-            break;
-          case 'F':
-            k = KeyCode::kEnd;
-            break;
-          default:
-            break;
-        }
-        out.push_back({k});
+        out.push_back({cursor_key(b[i + 2])});
         i += 3;
         continue;
       }
@@ -127,38 +125,18 @@ std::vector<Key> decode_keys(std::string_view b) {
         bool first_param = true;
         while (j < n && ((b[j] >= '0' && b[j] <= '9') || b[j] == ';' || b[j] == '?')) {
           if (b[j] == ';') first_param = false;
-          if (first_param && b[j] >= '0' && b[j] <= '9') param = param * 10 + (b[j] - '0');
+          if (first_param && b[j] >= '0' && b[j] <= '9' && param < 1000)
+            param = param * 10 + (b[j] - '0');
           ++j;
         }
         KeyCode k = KeyCode::kUnknown;
         if (j < n) {
-          switch (b[j]) {
-            case 'A':
-              k = KeyCode::kUp;
-              break;
-            case 'B':
-              k = KeyCode::kDown;
-              break;
-            case 'C':
-              k = KeyCode::kRight;
-              break;
-            case 'D':
-              k = KeyCode::kLeft;
-              break;
-            case 'H':
-              k = KeyCode::kHome;
-              break;
-            case 'F':
-              k = KeyCode::kEnd;
-              break;
-            case '~':
-              if (param == 1 || param == 7) k = KeyCode::kHome;
-              if (param == 4 || param == 8) k = KeyCode::kEnd;
-              if (param == 5) k = KeyCode::kPageUp;
-              if (param == 6) k = KeyCode::kPageDown;
-              break;
-            default:
-              break;
+          k = cursor_key(b[j]);
+          if (b[j] == '~') {  // VT220 keys: ESC [ N ~
+            if (param == 1 || param == 7) k = KeyCode::kHome;
+            if (param == 4 || param == 8) k = KeyCode::kEnd;
+            if (param == 5) k = KeyCode::kPageUp;
+            if (param == 6) k = KeyCode::kPageDown;
           }
         }
         out.push_back({k});
@@ -251,6 +229,24 @@ void install_signal_handlers() {
     set_handler(sig, on_fatal, SA_RESETHAND | SA_NODEFER);
 }
 
+namespace {
+sigset_t signal_set(std::initializer_list<int> sigs) {
+  sigset_t set;
+  sigemptyset(&set);
+  for (int s : sigs) sigaddset(&set, s);
+  return set;
+}
+const sigset_t kDeferred = signal_set({SIGWINCH, SIGTSTP, SIGCONT});
+}  // namespace
+
+SignalBlock::SignalBlock() {
+  pthread_sigmask(SIG_BLOCK, &kDeferred, &old_);
+}
+
+SignalBlock::~SignalBlock() {
+  pthread_sigmask(SIG_SETMASK, &old_, nullptr);
+}
+
 bool quit_requested() {
   return g_quit != 0;
 }
@@ -310,6 +306,10 @@ void Terminal::enter() {
   raw.c_cc[VTIME] = 0;
   tcsetattr(in_fd_, TCSAFLUSH, &raw);
   write_raw(out_fd_, kEnterFullScreen);
+  if (!masked_) {
+    pthread_sigmask(SIG_BLOCK, &kDeferred, &ui_mask_);
+    masked_ = true;
+  }
   active_ = true;
 }
 
@@ -317,6 +317,10 @@ void Terminal::restore() {
   if (!active_) return;
   active_ = false;
   restore_terminal_now();
+  if (masked_) {
+    masked_ = false;
+    pthread_sigmask(SIG_SETMASK, &ui_mask_, nullptr);  // a pending stop or resize comes now
+  }
 }
 
 void Terminal::resume() {
@@ -360,7 +364,8 @@ bool Terminal::write(std::string_view bytes) {
 std::string Terminal::read_input(int timeout_ms, int wake_fd, bool* woken) {
   if (woken) *woken = false;
   pollfd fds[2] = {{in_fd_, POLLIN, 0}, {wake_fd, POLLIN, 0}};
-  const int n = ::poll(fds, wake_fd >= 0 ? 2 : 1, timeout_ms);
+  const timespec ts{timeout_ms / 1000, static_cast<long>(timeout_ms % 1000) * 1000000L};
+  const int n = ::ppoll(fds, wake_fd >= 0 ? 2 : 1, &ts, masked_ ? &ui_mask_ : nullptr);
   if (n <= 0) return "";
   std::string out;
   if (wake_fd >= 0 && (fds[1].revents & POLLIN)) {

@@ -4,6 +4,7 @@
 // crash (a fatal-signal handler writes the restore sequence with write(2) and re-raises).
 #pragma once
 
+#include <signal.h>
 #include <termios.h>
 
 #include <memory>
@@ -68,6 +69,22 @@ inline constexpr std::string_view kLeaveFullScreen = "\x1b[0m\x1b[?7h\x1b[?25h\x
 // terminal before stopping and SIGCONT asks for raw mode again; SIGSEGV, SIGBUS, SIGFPE, SIGILL
 // and SIGABRT restore the terminal and re-raise (so the crash is still reported as such).
 void install_signal_handlers();
+
+// While one lives, the calling thread blocks SIGWINCH, SIGTSTP and SIGCONT, so threads started
+// meanwhile (a source's NVML workers, the sampler) never take them: they reach the UI thread,
+// between frames (see Terminal). The quit signals only set a flag and may land anywhere; the UI
+// sees it at its next wake-up. The destructor puts the old mask back.
+class SignalBlock {
+ public:
+  SignalBlock();
+  ~SignalBlock();
+  SignalBlock(const SignalBlock&) = delete;
+  SignalBlock& operator=(const SignalBlock&) = delete;
+
+ private:
+  sigset_t old_;
+};
+
 bool quit_requested();
 bool take_resized();
 bool take_continued();
@@ -109,6 +126,11 @@ class Terminal {
 
   int in_fd_, out_fd_;
   termios saved_;
+  // While full screen, the UI thread takes SIGWINCH, SIGTSTP and SIGCONT only inside
+  // read_input's ppoll (ui_mask_ is its mask without them): no flag set just before the wait is
+  // missed, and a stop never lands in the middle of a frame.
+  sigset_t ui_mask_{};
+  bool masked_ = false;
   bool active_ = false;
   bool gone_ = false;
 };

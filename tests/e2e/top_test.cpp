@@ -50,6 +50,18 @@ class Tmux {
                                          quote(sock_), cols, rows, sq(pane)));
     ASSERT_EQ(r.exit_code, 0) << r.err;
   }
+  // An interactive bash with job control (no rc files), where `gpudoctor top ARGS` is typed: a
+  // stop signal stops it (in start()'s pane it would belong to an orphaned process group, where
+  // the kernel discards stops).
+  void start_in_shell(const std::string& args, int cols, int rows) {
+    const auto r = run_shell(fmt::format(
+        "tmux -u -f /dev/null -S {} new-session -d -x {} -y {} {}", quote(sock_), cols, rows,
+        sq("env -i PATH=/usr/bin:/bin TERM=xterm LANG=C.UTF-8 bash --norc --noprofile -i")));
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    const std::string line = fmt::format("sh -c 'echo $$ > {}; exec {} top {}'; echo EXITED $?",
+                                         pid_file_, GPUDOCTOR_BIN, args);
+    keys(sq(line) + " Enter");
+  }
   Result tmux(const std::string& args) {
     return run_shell(fmt::format("tmux -S {} {}", quote(sock_), args));
   }
@@ -191,6 +203,36 @@ TEST(Top, CtrlCSigtermAndACrashGiveTheTerminalBack) {
     ASSERT_TRUE(t.wait_for("EXITED 139")) << t.screen();
     t.expect_restored();
   }
+}
+
+// `kill -TSTP` from outside (Ctrl-Z itself is a key in raw mode): the terminal comes back before
+// the stop, and full screen again after `fg`, with the view redrawn.
+TEST(Top, StopAndContinueUnderJobControl) {
+  if (!have_tmux()) GTEST_SKIP() << "tmux not installed";
+  Tmux t;
+  t.start_in_shell("--source sim:healthy,gpus=2", 100, 30);
+  ASSERT_TRUE(t.wait_for("GPU UTIL")) << t.screen();
+  ASSERT_GT(t.pid(), 0);
+  auto alternate_becomes = [&](const char* want) {
+    for (int i = 0; i < 100 && t.display("#{alternate_on}") != want; ++i)
+      std::this_thread::sleep_for(50ms);
+    return t.display("#{alternate_on}") == want;
+  };
+  for (int round = 0; round < 2; ++round) {
+    ASSERT_EQ(kill(t.pid(), SIGTSTP), 0);
+    ASSERT_TRUE(t.wait_for("Stopped")) << t.screen();
+    ASSERT_TRUE(alternate_becomes("0")) << "round " << round;
+    t.expect_restored();
+    t.keys("fg Enter");
+    ASSERT_TRUE(alternate_becomes("1")) << "round " << round;
+    ASSERT_TRUE(t.wait_for("GPU UTIL")) << t.screen();
+  }
+  // After a stop, bash drops the rest of the line (the EXITED echo): watch the process instead.
+  const int pid = t.pid();
+  t.keys("q");
+  for (int i = 0; i < 100 && kill(pid, 0) == 0; ++i) std::this_thread::sleep_for(50ms);
+  EXPECT_NE(kill(pid, 0), 0) << "top did not quit";
+  t.expect_restored();
 }
 
 TEST(Top, ColoursUnlessNoColor) {

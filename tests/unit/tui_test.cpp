@@ -184,6 +184,7 @@ TEST(TuiKeys, DecodesKeysAndSequences) {
             (std::vector<K>{K::kCtrlC, K::kCtrlL, K::kCtrlZ, K::kBackspace, K::kTab}));
   EXPECT_EQ(codes("\x1b[1;5A"), (std::vector<K>{K::kUp}));  // Ctrl+Up: still up
   EXPECT_EQ(codes("\x1b[200~x"), (std::vector<K>{K::kUnknown, K::kChar}));
+  EXPECT_EQ(codes("\x1b[99999999999999999999~"), (std::vector<K>{K::kUnknown}));  // no overflow
   EXPECT_EQ(codes("é"), (std::vector<K>{K::kUnknown}));
   const auto keys = decode_keys("q1?");
   ASSERT_EQ(keys.size(), 3u);
