@@ -102,14 +102,21 @@ Result<std::vector<PromSeries>> parse_prometheus_answer(std::string_view body) {
   auto j = nlohmann::json::parse(body, nullptr, false);
   if (j.is_discarded() || !j.is_object())
     return failure("the answer is not the JSON of Prometheus' HTTP API");
-  if (j.value("status", "") != "success")
-    return failure(fmt::format("Prometheus answered {}: {}", j.value("errorType", "error"),
-                               j.value("error", "(no message)")));
-  const auto& data = j["data"];
-  if (!data.is_object() || !data["result"].is_array())
-    return failure("the answer has no data.result");
+  // Only find() and typed checks on what the server sent: operator[] on a missing key of a const
+  // value is undefined, and value() throws on a wrong type.
+  auto string_at = [](const nlohmann::json& o, const char* key, const char* otherwise) {
+    const auto it = o.find(key);
+    return it != o.end() && it->is_string() ? it->get<std::string>() : std::string(otherwise);
+  };
+  if (string_at(j, "status", "") != "success")
+    return failure(fmt::format("Prometheus answered {}: {}", string_at(j, "errorType", "error"),
+                               string_at(j, "error", "(no message)")));
+  const auto data = j.find("data");
+  if (data == j.end() || !data->is_object()) return failure("the answer has no data.result");
+  const auto result = data->find("result");
+  if (result == data->end() || !result->is_array()) return failure("the answer has no data.result");
   std::vector<PromSeries> out;
-  for (const auto& r : data["result"]) {
+  for (const auto& r : *result) {
     PromSeries s;
     if (r.contains("metric") && r["metric"].is_object())
       for (const auto& [k, v] : r["metric"].items())

@@ -40,6 +40,14 @@ TEST(PrometheusReader, ParsesAnswers) {
   EXPECT_FALSE(parse_prometheus_answer("<html>proxy error</html>"));
   EXPECT_FALSE(parse_prometheus_answer(
       R"({"status":"success","data":{"result":[{"metric":{},"values":[[1,2]]}]}})"));
+  // Found by fuzz/fuzz_prometheus: no data.result (operator[] on a missing key read past the
+  // object), and fields of the wrong type (value() threw).
+  EXPECT_FALSE(parse_prometheus_answer(
+      R"({"status":"success","data":{"resultType":"vector","resuOt":[{"metric":{},"value":[1,"2"]}]}})"));
+  r = parse_prometheus_answer(R"({"status":5,"errorType":[],"error":{}})");
+  ASSERT_FALSE(r);
+  EXPECT_NE(r.error().message.find("error: (no message)"), std::string::npos) << r.error().message;
+  EXPECT_FALSE(parse_prometheus_answer(R"({"status":"success","data":[]})"));
   // Times that are no Unix seconds are refused, not wrapped around.
   for (const char* t : {"-1", "1e300", "123456789012"}) {
     r = parse_prometheus_answer(fmt::format(
