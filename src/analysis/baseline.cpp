@@ -152,11 +152,21 @@ Result<Baseline> load_baseline(const std::string& name) {
   ss << in.rdbuf();
   const auto j = nlohmann::json::parse(ss.str(), nullptr, false);
   if (!j.is_object()) return failure(fmt::format("{}: not a baseline file", path.string()));
+  // A hand-edited file may hold any type where a string or a count belongs: take what fits.
+  auto str = [&](const char* key, const std::string& otherwise) {
+    const auto it = j.find(key);
+    return it != j.end() && it->is_string() ? it->get<std::string>() : otherwise;
+  };
   Baseline b;
-  b.name = j.value("name", name);
-  b.created = j.value("created", "");
-  b.source = j.value("source", "");
-  b.gpus = j.value("gpus", 0);
+  b.name = str("name", name);
+  b.created = str("created", "");
+  b.source = str("source", "");
+  if (j.contains("gpus")) {  // absent: 0, as saved before the count was kept
+    const auto gpus = opt_num(j, "gpus");
+    if (!gpus || !(*gpus >= 0 && *gpus <= 1e6))
+      return usage_error(fmt::format("{}: \"gpus\" is not a count of GPUs", path.string()));
+    b.gpus = static_cast<int>(*gpus);
+  }
   b.mean_power_w = opt_num(j, "mean_power_w");
   b.efficiency = opt_num(j, "efficiency");
   b.throughput = opt_num(j, "throughput");

@@ -769,9 +769,12 @@ Result<Recording> read_recording(const std::string& path) {
           rec.markers.push_back(std::move(m));
         } else {
           const auto j = nlohmann::json::parse(text, nullptr, false);
+          auto str = [&](const char* key) {
+            const auto it = j.find(key);
+            return it != j.end() && it->is_string() ? it->get<std::string>() : std::string();
+          };
           if (j.is_object())
-            rec.audit.push_back({j.value("level", ""), j.value("code", ""), j.value("message", ""),
-                                 j.value("fix", "")});
+            rec.audit.push_back({str("level"), str("code"), str("message"), str("fix")});
         }
       }
   }

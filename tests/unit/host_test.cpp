@@ -214,6 +214,17 @@ TEST(Baseline, DropsOfMoreThanTwentyPercentAreRegressions) {
   Baseline bad = was;
   bad.name = "../escape";
   EXPECT_FALSE(save_baseline(bad));
+  // A hand-edited file with the wrong types: an error or the fields that fit, never a throw.
+  std::ofstream(dir / "edited.json") << R"({"name": 7, "gpus": "four", "mean_power_w": "x"})";
+  auto edited = load_baseline("edited");
+  ASSERT_FALSE(edited);
+  EXPECT_NE(edited.error().message.find("\"gpus\" is not a count"), std::string::npos);
+  std::ofstream(dir / "edited.json") << R"({"name": 7, "gpus": 2, "mean_power_w": "x"})";
+  edited = load_baseline("edited");
+  ASSERT_TRUE(edited) << edited.error().message;
+  EXPECT_EQ(edited->name, "edited");
+  EXPECT_EQ(edited->gpus, 2);
+  EXPECT_FALSE(edited->mean_power_w);
   unsetenv("GPUDOCTOR_BASELINE_DIR");
   fs::remove_all(dir);
 }
