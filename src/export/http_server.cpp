@@ -166,6 +166,7 @@ struct Conn {
   std::shared_ptr<const std::string> out_body;
   size_t out_sent = 0;  // over head and body together
   bool close_after = false;
+  bool queued = false;  // in the loop's list of connections to drive again
   Clock::time_point deadline;
   uint32_t events = 0;
 
@@ -412,6 +413,9 @@ struct HttpServer::Impl {
   // other direction first.
   enum class Io { kMore, kWait, kWaitOther, kClosed };
   Io read_some(Conn& c) {
+    // Enough waiting already (a long pipeline): leave the rest in the kernel, where TCP slows
+    // the client down, instead of buffering all it sends.
+    if (c.in.size() > opt.max_request_bytes) return Io::kMore;
     char buf[16384];
     for (;;) {
       ssize_t n;
@@ -630,7 +634,10 @@ struct HttpServer::Impl {
     }
     // Rounds used up with work left (a long pipeline): no socket event will come for what is
     // already buffered, so the loop drives it again after serving the others.
-    again.push_back(c.fd);
+    if (!c.queued) {
+      c.queued = true;
+      again.push_back(c.fd);
+    }
   }
 
   void finish_auth_jobs() {
@@ -707,7 +714,10 @@ struct HttpServer::Impl {
       std::vector<int> redrive;
       redrive.swap(again);
       for (int fd : redrive)
-        if (const auto it = conns.find(fd); it != conns.end() && !stopping) drive(*it->second);
+        if (const auto it = conns.find(fd); it != conns.end() && !stopping) {
+          it->second->queued = false;
+          drive(*it->second);
+        }
       const auto now = Clock::now();
       if (now >= next_sweep) {
         sweep(now);
