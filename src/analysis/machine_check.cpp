@@ -172,10 +172,11 @@ AuditItem check_clock_settings(const GpuCheckInput& g, const CheckThresholds& t)
   const auto util = opt_value(s[Field::kUtilGpu]);
   if (!util || *util < t.idle_util_pct)
     return item("info", "clock_settings",
-                fmt::format("application clocks at {} ({:.0f} MHz SM); the GPU is idle, so "
+                fmt::format("application clocks at {} ({:.0f} MHz SM); the GPU is {}, so "
                             "locked clocks (nvidia-smi -lgc), which show only under load, "
                             "cannot be ruled out",
-                            def_sm ? "their defaults" : "the maximum", *app_sm),
+                            def_sm ? "their defaults" : "the maximum", *app_sm,
+                            util ? "idle" : "not known to be busy (no GPU-Util)"),
                 "rerun the check while a job runs");
   if (!def_sm && max_sm && *app_sm < *max_sm - 1)
     return item("pass", "clock_settings",
@@ -387,7 +388,9 @@ AuditItem check_reasons(const GpuCheckInput& g, const CheckThresholds& t) {
         "fail", "clock_event_reasons",
         fmt::format("the board's power brake is cutting the clocks: {} (0x{:x})", active, m),
         power_fix);
-  if (m & kThermalBits)  // HW slowdown comes with HW thermal slowdown: the cause is heat
+  // HW slowdown comes with HW thermal slowdown when the cause is heat; without it, in both
+  // samples, it is the power supply's (a warm GPU's SW thermal slowdown does not excuse it).
+  if (m & kHwThermalBit)
     return item("warn", "clock_event_reasons",
                 fmt::format("thermal slowdown active: {} (0x{:x})", active, m),
                 "improve cooling: airflow, fan curves, room temperature, dust filters");
@@ -398,10 +401,14 @@ AuditItem check_reasons(const GpuCheckInput& g, const CheckThresholds& t) {
         fmt::format("{}; and cooling", power_fix));
   if (m & kHwSlowdownBit)
     return item("warn", "clock_event_reasons",
-                fmt::format("HW slowdown in one sample only: {} (0x{:x}); NVML also reports it "
-                            "briefly during P-state or clock changes",
+                fmt::format("HW slowdown seen, but not in both samples: {} (0x{:x}); NVML also "
+                            "reports it briefly during P-state or clock changes",
                             active, m),
                 "rerun the check (a longer --interval) to see whether it holds");
+  if (m & kThermalBits)
+    return item("warn", "clock_event_reasons",
+                fmt::format("thermal slowdown active: {} (0x{:x})", active, m),
+                "improve cooling: airflow, fan curves, room temperature, dust filters");
   if (m & kAppClocksBit)
     return item("warn", "clock_event_reasons",
                 fmt::format("a clock setting holds the clocks: {} (0x{:x})", active, m),

@@ -51,8 +51,9 @@ std::optional<int> pci_numa_node(const std::string& nvml_bus_id, const std::stri
 int numa_node_count(const std::string& sys) {
   std::error_code ec;
   int n = 0;
-  for (const auto& e : std::filesystem::directory_iterator(sys + "/devices/system/node", ec)) {
-    const std::string name = e.path().filename().string();
+  std::filesystem::directory_iterator it(sys + "/devices/system/node", ec), end;
+  for (; !ec && it != end; it.increment(ec)) {  // never throws, even mid-listing
+    const std::string name = it->path().filename().string();
     n += name.size() > 4 && name.rfind("node", 0) == 0 &&
          std::all_of(name.begin() + 4, name.end(), [](char c) { return c >= '0' && c <= '9'; });
   }

@@ -327,7 +327,7 @@ TEST(MachineCheck, ClockEventReasons) {
   g.first[Field::kClockEventReasons] = Reading::of(0x8);
   i = check(g, "clock_event_reasons");
   EXPECT_EQ(i.level, "warn");
-  EXPECT_NE(i.message.find("one sample only"), std::string::npos) << i.message;
+  EXPECT_NE(i.message.find("not in both samples"), std::string::npos) << i.message;
   set_both(g, Field::kClockEventReasons, Reading::of(0x8));
   i = check(g, "clock_event_reasons");
   EXPECT_EQ(i.level, "fail");
@@ -336,6 +336,9 @@ TEST(MachineCheck, ClockEventReasons) {
   i = check(g, "clock_event_reasons");
   EXPECT_EQ(i.level, "warn");
   EXPECT_NE(i.fix.find("cooling"), std::string::npos) << i.fix;
+  // A warm GPU's SW thermal slowdown (0x20) does not excuse a HW slowdown in both samples.
+  set_both(g, Field::kClockEventReasons, Reading::of(0x8 | 0x20));
+  EXPECT_EQ(check(g, "clock_event_reasons").level, "fail");
   set_both(g, Field::kClockEventReasons, Reading::of(0x20));
   EXPECT_EQ(check(g, "clock_event_reasons").level, "warn");
   set_both(g, Field::kClockEventReasons, Reading::of(0x4));
