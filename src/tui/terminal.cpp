@@ -206,7 +206,8 @@ size_t incomplete_tail(std::string_view b) {
 
 std::vector<Key> KeyDecoder::feed(std::string_view bytes) {
   held_.append(bytes);
-  const size_t cut = incomplete_tail(held_);
+  // No key sequence is this long: a run of parameter bytes is decoded as it is, not held.
+  const size_t cut = held_.size() > 32 ? held_.size() : incomplete_tail(held_);
   std::vector<Key> keys = decode_keys(std::string_view(held_).substr(0, cut));
   held_.erase(0, cut);
   return keys;
@@ -240,7 +241,10 @@ const sigset_t kDeferred = signal_set({SIGWINCH, SIGTSTP, SIGCONT});
 }  // namespace
 
 SignalBlock::SignalBlock() {
-  pthread_sigmask(SIG_BLOCK, &kDeferred, &old_);
+  // The quit signals too: they belong to the UI thread, whose wait they end at once (and
+  // handlers without SA_RESTART must not interrupt a worker's NVML call).
+  const sigset_t all = signal_set({SIGINT, SIGTERM, SIGHUP, SIGWINCH, SIGTSTP, SIGCONT});
+  pthread_sigmask(SIG_BLOCK, &all, &old_);
 }
 
 SignalBlock::~SignalBlock() {

@@ -70,10 +70,10 @@ inline constexpr std::string_view kLeaveFullScreen = "\x1b[0m\x1b[?7h\x1b[?25h\x
 // and SIGABRT restore the terminal and re-raise (so the crash is still reported as such).
 void install_signal_handlers();
 
-// While one lives, the calling thread blocks SIGWINCH, SIGTSTP and SIGCONT, so threads started
-// meanwhile (a source's NVML workers, the sampler) never take them: they reach the UI thread,
-// between frames (see Terminal). The quit signals only set a flag and may land anywhere; the UI
-// sees it at its next wake-up. The destructor puts the old mask back.
+// While one lives, the calling thread blocks the signals above (the fatal ones excepted), so
+// threads started meanwhile (a source's NVML workers, the sampler) never take them: they reach
+// the UI thread (stop, continue and resize between frames: see Terminal). The destructor puts
+// the old mask back.
 class SignalBlock {
  public:
   SignalBlock();

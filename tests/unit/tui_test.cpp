@@ -219,6 +219,10 @@ TEST(TuiKeys, SequencesSplitAcrossReads) {
   EXPECT_EQ(codes(d.flush()), (std::vector<K>{K::kEscape}));
   EXPECT_FALSE(d.pending());
   EXPECT_EQ(codes(d.feed("\x1b\x1b[B")), (std::vector<K>{K::kEscape, K::kDown}));
+  // An endless run of parameter bytes is not held forever.
+  EXPECT_TRUE(d.feed("\x1b[12345").empty());
+  EXPECT_EQ(codes(d.feed(std::string(40, '7'))), (std::vector<K>{K::kUnknown}));
+  EXPECT_FALSE(d.pending());
 }
 
 TEST(TuiWidgets, BarsInEighthsAndAscii) {
