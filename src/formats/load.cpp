@@ -17,9 +17,12 @@
 #include "formats/dmon.hpp"
 #include "formats/finish.hpp"
 #include "formats/generic_csv.hpp"
+#include "formats/json_samples.hpp"
+#include "formats/prom_text.hpp"
 #include "formats/smi_csv.hpp"
 #include "formats/smi_table.hpp"
 #include "formats/text.hpp"
+#include "formats/wandb.hpp"
 #include "store/sqlite_store.hpp"
 
 namespace gpudoctor {
@@ -69,8 +72,8 @@ class MappedFile {
 }  // namespace
 
 std::vector<std::string> input_formats() {
-  return {"auto", "recording",  "capture",   "smi-csv",    "smi-table",
-          "dmon", "dcgmi-dmon", "dcgm-dump", "generic-csv"};
+  return {"auto",       "recording", "capture",   "smi-csv", "smi-table", "dmon",
+          "dcgmi-dmon", "dcgm-dump", "prom-text", "json",    "wandb",     "generic-csv"};
 }
 
 namespace {
@@ -93,10 +96,13 @@ Result<std::string> choose_format(std::string_view head, const std::string& orig
   if (format != "auto") return format;
   if (looks_like_recording(head)) return std::string("recording");
   if (looks_like_capture(head)) return std::string("capture");
+  if (looks_like_wandb_run(head)) return std::string("wandb");
+  if (looks_like_json_samples(head)) return std::string("json");
   if (looks_like_smi_table(head)) return std::string("smi-table");
   if (looks_like_dmon(head)) return std::string("dmon");
   if (looks_like_dcgmi_dmon(head)) return std::string("dcgmi-dmon");
   if (looks_like_dcgm_long(head)) return std::string("dcgm-dump");
+  if (looks_like_prom_text(head)) return std::string("prom-text");
   // Home-made headers can share a name or two with nvidia-smi's (gpu_name, pstate): the generic
   // reader claims those, nvidia-smi's own dotted names stay with its reader.
   if ((looks_like_smi_csv(head) && !looks_like_generic_csv(head)) || !options.columns.empty())
@@ -109,8 +115,9 @@ Result<std::string> choose_format(std::string_view head, const std::string& orig
     return std::move(*e);
   return usage_error(fmt::format(
       "{}: not a format gpudoctor reads (recordings, captures, nvidia-smi --query-gpu CSV, "
-      "nvidia-smi table snapshots, nvidia-smi dmon, dcgmi dmon, DCGM field dumps, CSV with "
-      "recognised column names); --input-format forces one",
+      "nvidia-smi table snapshots, nvidia-smi dmon, dcgmi dmon, DCGM field dumps, Prometheus "
+      "text snapshots, JSON samples, W&B run files, CSV with recognised column names); "
+      "--input-format forces one",
       origin));
 }
 
@@ -140,6 +147,9 @@ Result<Recording> read_text(std::string_view text, const std::string& origin,
     return format == "dcgmi-dmon" ? read_dcgmi_dmon(text, origin, o)
                                   : read_dcgm_long(text, origin, o);
   }
+  if (format == "json") return read_json_samples(text, origin, options);
+  if (format == "wandb") return read_wandb_run(text, origin, options);
+  if (format == "prom-text") return read_prom_text(text, origin, options);
   if (format == "dmon") {
     DmonOptions o;
     o.power_limit_w = options.power_limit_w;

@@ -1,0 +1,260 @@
+#include "formats/prom_text.hpp"
+
+#include <algorithm>
+#include <array>
+#include <cmath>
+#include <limits>
+#include <map>
+#include <optional>
+#include <vector>
+
+#include <fmt/format.h>
+
+#include "formats/finish.hpp"
+#include "formats/prometheus.hpp"
+#include "formats/text.hpp"
+
+namespace gpudoctor {
+
+namespace {
+
+bool name_start(char c) {
+  return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_' || c == ':';
+}
+bool name_char(char c) {
+  return name_start(c) || (c >= '0' && c <= '9');
+}
+
+struct Sample {
+  std::string_view name;
+  std::map<std::string, std::string> labels;
+  std::string key;  // name and labels as written: the series' identity
+  double value = 0;
+  std::optional<double> timestamp;  // as written (ms or s)
+};
+
+std::optional<double> parse_value(std::string_view v) {
+  if (v == "NaN") return std::nan("");
+  if (v == "+Inf" || v == "Inf") return std::numeric_limits<double>::infinity();
+  if (v == "-Inf") return -std::numeric_limits<double>::infinity();
+  return text::parse_double(v);
+}
+
+// One sample line, or nullopt when the line is not one.
+std::optional<Sample> parse_sample(std::string_view line) {
+  Sample s;
+  size_t i = 0;
+  if (line.empty() || !name_start(line[0])) return std::nullopt;
+  while (i < line.size() && name_char(line[i])) ++i;
+  s.name = line.substr(0, i);
+  if (i < line.size() && line[i] == '{') {
+    ++i;
+    while (true) {
+      while (i < line.size() && (line[i] == ' ' || line[i] == ',')) ++i;
+      if (i >= line.size()) return std::nullopt;
+      if (line[i] == '}') {
+        ++i;
+        break;
+      }
+      const size_t k0 = i;
+      if (!name_start(line[i])) return std::nullopt;
+      while (i < line.size() && name_char(line[i])) ++i;
+      const std::string key(line.substr(k0, i - k0));
+      while (i < line.size() && line[i] == ' ') ++i;
+      if (i + 1 >= line.size() || line[i] != '=' || line[i + 1] != '"') return std::nullopt;
+      i += 2;
+      std::string value;
+      bool closed = false;
+      while (i < line.size()) {
+        const char c = line[i++];
+        if (c == '"') {
+          closed = true;
+          break;
+        }
+        if (c == '\\' && i < line.size()) {
+          const char e = line[i++];
+          value.push_back(e == 'n' ? '\n' : e);
+        } else {
+          value.push_back(c);
+        }
+      }
+      if (!closed) return std::nullopt;
+      s.labels[key] = std::move(value);
+    }
+  }
+  s.key = std::string(line.substr(0, i));
+  std::vector<std::string_view> rest;
+  text::split_ws(line.substr(i), rest);
+  if (rest.empty() || rest.size() > 2) return std::nullopt;
+  const auto v = parse_value(rest[0]);
+  if (!v) return std::nullopt;
+  s.value = *v;
+  if (rest.size() == 2) {
+    const auto t = text::parse_double(rest[1]);
+    if (!t || !std::isfinite(*t)) return std::nullopt;
+    s.timestamp = *t;
+  }
+  s.labels["__name__"] = std::string(s.name);
+  return s;
+}
+
+bool is_exposition_comment(std::string_view line) {
+  return text::istarts_with(line, "# HELP ") || text::istarts_with(line, "# TYPE ") ||
+         text::istarts_with(line, "# UNIT ") || line == "# EOF";
+}
+
+constexpr std::array<std::string_view, 12> kMonths = {"jan", "feb", "mar", "apr", "may", "jun",
+                                                      "jul", "aug", "sep", "oct", "nov", "dec"};
+
+}  // namespace
+
+std::optional<int64_t> parse_stamp_line_ms(std::string_view line) {
+  line = text::trim(line);
+  if (line.empty()) return std::nullopt;
+  if (auto t = text::parse_timestamp_ms(line)) return t;
+  // Epoch seconds (10 digits, a fraction allowed) or ms (13 digits), as `date +%s` writes.
+  if (const auto n = text::parse_double(line)) {
+    if (*n >= 1e9 && *n < 1e10) return static_cast<int64_t>(std::llround(*n * 1000));
+    if (*n >= 1e12 && *n < 1e13) return static_cast<int64_t>(std::llround(*n));
+    return std::nullopt;
+  }
+  // date(1): "Tue Dec  1 10:00:00 UTC 2026" (the zone is taken as UTC; any is accepted).
+  std::vector<std::string_view> w;
+  text::split_ws(line, w);
+  if (w.size() < 5 || w.size() > 6) return std::nullopt;
+  const std::string mon = text::lower(w[1]);
+  const auto m = std::find(kMonths.begin(), kMonths.end(), mon);
+  if (m == kMonths.end()) return std::nullopt;
+  const auto day = text::parse_int(w[2]);
+  const auto year = text::parse_int(w.back());
+  if (!day || !year || *day < 1 || *day > 31 || *year < 1970 || *year > 9999) return std::nullopt;
+  const std::string_view hms = w[3];
+  if (hms.size() != 8 || hms[2] != ':' || hms[5] != ':') return std::nullopt;
+  const auto h = text::parse_int(hms.substr(0, 2)), mi = text::parse_int(hms.substr(3, 2)),
+             se = text::parse_int(hms.substr(6, 2));
+  if (!h || !mi || !se || *h > 23 || *mi > 59 || *se > 60) return std::nullopt;
+  const int64_t days = text::days_from_civil(*year, static_cast<unsigned>(m - kMonths.begin() + 1),
+                                             static_cast<unsigned>(*day));
+  return ((days * 24 + *h) * 60 + *mi) * 60000 + *se * 1000;
+}
+
+bool looks_like_prom_text(std::string_view head) {
+  size_t pos = 0, samples = 0;
+  head = text::strip_bom(head);
+  while (pos < head.size()) {
+    size_t end = head.find('\n', pos);
+    if (end == std::string_view::npos) break;  // the last line may be cut short in the head
+    const std::string_view line = text::trim(head.substr(pos, end - pos));
+    pos = end + 1;
+    if (line.empty()) continue;
+    if (is_exposition_comment(line)) return true;
+    if (line.front() == '#' || parse_stamp_line_ms(line)) continue;
+    const auto s = parse_sample(line);
+    if (!s || s->labels.size() < 2) return false;  // a label set, not just "name value"
+    if (++samples >= 2) return true;
+  }
+  return samples > 0;
+}
+
+Result<Recording> read_prom_text(std::string_view text, const std::string& origin,
+                                 const LoadOptions& options) {
+  const std::string_view body = text::strip_bom(text);
+  const bool openmetrics =
+      body.find("\n# EOF") != std::string_view::npos || text::istarts_with(body, "# EOF");
+  std::map<std::string, PromSeries> series;
+  std::map<std::string, size_t> seen_in_snapshot;  // key -> snapshot it was last seen in
+  size_t snapshot = 0, samples = 0, stamped_snapshots = 0;
+  std::optional<int64_t> stamp, pending_stamp;
+  bool any_sample_time = false, any_unstamped = false, sample_in_snapshot = false;
+  log_reader::Problem skipped;
+  size_t pos = 0, line_no = 0;
+  while (pos < body.size()) {
+    size_t end = body.find('\n', pos);
+    if (end == std::string_view::npos) end = body.size();
+    std::string_view line = text::trim(body.substr(pos, end - pos));
+    pos = end + 1;
+    ++line_no;
+    if (line.empty() || is_exposition_comment(line)) continue;
+    std::string_view stamp_text = line;
+    if (line.front() == '#') stamp_text = line.substr(1);
+    if (auto t = parse_stamp_line_ms(stamp_text)) {
+      pending_stamp = t;
+      continue;
+    }
+    if (line.front() == '#') continue;
+    auto s = parse_sample(line);
+    if (!s) {
+      log_reader::count_problem(skipped, origin, line_no, "not a sample line: {}", line);
+      continue;
+    }
+    // A new snapshot: a stamp line after samples, or a series seen again. Its time is the
+    // stamp line before its first sample, if any.
+    const auto seen = seen_in_snapshot.find(s->key);
+    if (sample_in_snapshot &&
+        (pending_stamp || (seen != seen_in_snapshot.end() && seen->second == snapshot))) {
+      ++snapshot;
+      sample_in_snapshot = false;
+    }
+    if (!sample_in_snapshot) {
+      stamp = pending_stamp;
+      if (pending_stamp) ++stamped_snapshots;
+      pending_stamp.reset();
+    }
+    seen_in_snapshot[s->key] = snapshot;
+    sample_in_snapshot = true;
+    int64_t t_ms = 0;
+    if (s->timestamp) {
+      any_sample_time = true;
+      t_ms = static_cast<int64_t>(
+          std::llround(openmetrics || *s->timestamp < 1e11 ? *s->timestamp * 1000 : *s->timestamp));
+    } else if (stamp) {
+      t_ms = *stamp;
+    } else {
+      any_unstamped = true;
+      t_ms = static_cast<int64_t>(snapshot) * 1000;
+    }
+    auto& ps = series[s->key];
+    if (ps.labels.empty()) ps.labels = std::move(s->labels);
+    ps.points.emplace_back(t_ms, s->value);
+    ++samples;
+  }
+  std::vector<PromSeries> list;
+  list.reserve(series.size());
+  for (auto& [key, s] : series) {
+    // Points in time order, one per time (a later snapshot of the same time wins).
+    std::stable_sort(s.points.begin(), s.points.end(),
+                     [](const auto& a, const auto& b) { return a.first < b.first; });
+    std::vector<std::pair<int64_t, double>> kept;
+    for (const auto& p : s.points) {
+      if (!kept.empty() && kept.back().first == p.first)
+        kept.back() = p;
+      else
+        kept.push_back(p);
+    }
+    s.points = std::move(kept);
+    list.push_back(std::move(s));
+  }
+  Recording rec = recording_from_series(list, origin);
+  if (rec.gpus.empty())
+    return usage_error(fmt::format(
+        "{}: Prometheus exposition with no GPU series ({} sample(s); looked for dcgm-exporter's "
+        "and gpudoctor's metric names with a gpu or UUID label)",
+        origin, samples));
+  if (any_unstamped && !any_sample_time && stamped_snapshots == 0) rec.start_unix_ms = 0;
+  rec.notes.insert(rec.notes.begin(),
+                   fmt::format("read as Prometheus exposition text: {} snapshot(s), {} series",
+                               snapshot + 1, list.size()));
+  if (any_unstamped)
+    log_reader::add_note(rec,
+                         "snapshots without a time (no sample timestamp, no date line before "
+                         "them) are placed 1 s apart: durations are in snapshots, not seconds");
+  log_reader::note_skipped(rec, skipped, "that are not samples");
+  std::vector<log_reader::GpuToFinish> finish;
+  for (auto& g : rec.gpus) finish.push_back({&g, nullptr});
+  log_reader::FinishOptions fo;
+  fo.power_limit_w = options.power_limit_w;
+  log_reader::finish_gpus(rec, finish, fo);
+  return rec;
+}
+
+}  // namespace gpudoctor

@@ -1,0 +1,316 @@
+#include "formats/wandb.hpp"
+
+#include <array>
+#include <cstddef>
+#include <optional>
+#include <string>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "formats/finish.hpp"
+#include "formats/flat_table.hpp"
+#include "formats/generic_csv.hpp"
+#include "formats/text.hpp"
+
+namespace gpudoctor {
+
+namespace {
+
+constexpr size_t kHeaderLen = 7;  // file header and record header alike
+constexpr size_t kBlockLen = 32768;
+constexpr uint8_t kFull = 1, kFirst = 2, kMiddle = 3, kLast = 4;
+
+constexpr std::array<uint32_t, 256> make_crc_table() {
+  std::array<uint32_t, 256> t{};
+  for (uint32_t i = 0; i < 256; ++i) {
+    uint32_t c = i;
+    for (int k = 0; k < 8; ++k) c = (c & 1) ? 0xEDB88320u ^ (c >> 1) : c >> 1;
+    t[i] = c;
+  }
+  return t;
+}
+constexpr auto kCrcTable = make_crc_table();
+
+uint32_t le32(std::string_view s, size_t at) {
+  uint32_t v = 0;
+  for (int i = 3; i >= 0; --i) v = (v << 8) | static_cast<uint8_t>(s[at + static_cast<size_t>(i)]);
+  return v;
+}
+
+// A protobuf message, read field by field (proto3 wire format). Groups (wire types 3 and 4) are
+// long deprecated and not written by wandb: they end the message as malformed.
+class Proto {
+ public:
+  explicit Proto(std::string_view s) : s_(s) {}
+  struct Field {
+    uint64_t number = 0;
+    int wire = 0;
+    uint64_t varint = 0;    // wire type 0
+    std::string_view data;  // wire type 2
+  };
+  // The next field, or nullopt at the end or on malformed bytes (bad() tells which).
+  std::optional<Field> next() {
+    if (pos_ >= s_.size()) return std::nullopt;
+    Field f;
+    uint64_t tag = 0;
+    if (!varint(tag)) return fail();
+    f.number = tag >> 3;
+    f.wire = static_cast<int>(tag & 7);
+    switch (f.wire) {
+      case 0:
+        if (!varint(f.varint)) return fail();
+        break;
+      case 1:
+        if (s_.size() - pos_ < 8) return fail();
+        pos_ += 8;
+        break;
+      case 2: {
+        uint64_t len = 0;
+        if (!varint(len) || len > s_.size() - pos_) return fail();
+        f.data = s_.substr(pos_, static_cast<size_t>(len));
+        pos_ += static_cast<size_t>(len);
+        break;
+      }
+      case 5:
+        if (s_.size() - pos_ < 4) return fail();
+        pos_ += 4;
+        break;
+      default:
+        return fail();
+    }
+    return f;
+  }
+  bool bad() const { return bad_; }
+
+ private:
+  bool varint(uint64_t& out) {
+    out = 0;
+    for (int shift = 0; shift < 64 && pos_ < s_.size(); shift += 7) {
+      const auto b = static_cast<uint8_t>(s_[pos_++]);
+      out |= static_cast<uint64_t>(b & 0x7f) << shift;
+      if (!(b & 0x80)) return true;
+    }
+    return false;
+  }
+  std::nullopt_t fail() {
+    bad_ = true;
+    pos_ = s_.size();
+    return std::nullopt;
+  }
+  std::string_view s_;
+  size_t pos_ = 0;
+  bool bad_ = false;
+};
+
+// Field numbers of wandb_internal.proto.
+constexpr uint64_t kRecordStats = 7, kRecordRun = 17;
+constexpr uint64_t kStatsTimestamp = 2, kStatsItem = 3;
+constexpr uint64_t kTimestampSeconds = 1, kTimestampNanos = 2;
+constexpr uint64_t kItemKey = 1, kItemValueJson = 16;
+constexpr uint64_t kRunHost = 13;
+
+struct Reader {
+  std::string origin;
+  log_reader::FlatTable table;
+  std::string host;
+  size_t stats = 0, malformed = 0, bad_crc = 0, broken_chains = 0, process_items = 0;
+  bool truncated = false;
+
+  void record(std::string_view data) {
+    Proto rec(data);
+    while (auto f = rec.next()) {
+      if (f->wire != 2) continue;
+      if (f->number == kRecordStats) stats_record(f->data);
+      if (f->number == kRecordRun) run_record(f->data);
+    }
+    if (rec.bad()) ++malformed;
+  }
+
+  void run_record(std::string_view data) {
+    Proto run(data);
+    while (auto f = run.next())
+      if (f->number == kRunHost && f->wire == 2 && host.empty()) host = std::string(f->data);
+  }
+
+  void stats_record(std::string_view data) {
+    Proto st(data);
+    std::optional<double> time_s;
+    std::vector<std::pair<std::string_view, std::string_view>> items;
+    while (auto f = st.next()) {
+      if (f->wire != 2) continue;
+      if (f->number == kStatsTimestamp) {
+        Proto ts(f->data);
+        int64_t secs = 0, nanos = 0;
+        while (auto t = ts.next()) {
+          if (t->wire != 0) continue;
+          if (t->number == kTimestampSeconds) secs = static_cast<int64_t>(t->varint);
+          if (t->number == kTimestampNanos) nanos = static_cast<int64_t>(t->varint);
+        }
+        if (!ts.bad()) time_s = static_cast<double>(secs) + static_cast<double>(nanos) * 1e-9;
+      } else if (f->number == kStatsItem) {
+        Proto item(f->data);
+        std::string_view key, value;
+        while (auto i = item.next()) {
+          if (i->wire != 2) continue;
+          if (i->number == kItemKey) key = i->data;
+          if (i->number == kItemValueJson) value = i->data;
+        }
+        if (!item.bad() && !key.empty()) items.emplace_back(key, value);
+      }
+    }
+    if (st.bad() || !time_s) {
+      ++malformed;
+      return;
+    }
+    ++stats;
+    table.begin_row();
+    table.set("_timestamp", fmt::format("{:.6f}", *time_s));
+    for (const auto& [key, value] : items) {
+      // The same figures again for the GPUs the run's own process used: left out, the per-GPU
+      // ones are there.
+      if (text::istarts_with(key, "gpu.process.")) {
+        ++process_items;
+        continue;
+      }
+      table.set(key, cell(value));
+    }
+  }
+
+  // A value_json: a number as written, a JSON string unquoted, anything else as its text.
+  static std::string cell(std::string_view value_json) {
+    const std::string_view v = text::trim(value_json);
+    if (!v.empty() && v.front() == '"') {
+      auto j = nlohmann::json::parse(v.begin(), v.end(), nullptr, false);
+      if (j.is_string()) return j.get<std::string>();
+    }
+    return std::string(v);
+  }
+};
+
+}  // namespace
+
+uint32_t crc32_ieee(std::string_view data, uint32_t crc) {
+  crc = ~crc;
+  for (char ch : data) crc = kCrcTable[(crc ^ static_cast<uint8_t>(ch)) & 0xff] ^ (crc >> 8);
+  return ~crc;
+}
+
+bool looks_like_wandb_run(std::string_view head) {
+  return head.size() >= kHeaderLen && head.substr(0, 4) == ":W&B" &&
+         static_cast<uint8_t>(head[4]) == 0xE1 && static_cast<uint8_t>(head[5]) == 0xBE;
+}
+
+Result<Recording> read_wandb_run(std::string_view bytes, const std::string& origin,
+                                 const LoadOptions& options) {
+  if (!looks_like_wandb_run(bytes))
+    return usage_error(fmt::format("{}: not a W&B run file (no ':W&B' header)", origin));
+  if (bytes[6] != 0)
+    return usage_error(fmt::format(
+        "{}: W&B run file of format version {}, which gpudoctor does not know (it reads version "
+        "0)",
+        origin, static_cast<int>(static_cast<uint8_t>(bytes[6]))));
+  Reader r;
+  r.origin = origin;
+  std::string chain;  // a record split over blocks: FIRST, MIDDLE..., LAST
+  bool in_chain = false;
+  size_t pos = kHeaderLen;
+  while (pos < bytes.size()) {
+    const size_t left_in_block = kBlockLen - pos % kBlockLen;
+    if (left_in_block < kHeaderLen) {  // the block's zero trailer
+      pos += left_in_block;
+      continue;
+    }
+    if (bytes.size() - pos < kHeaderLen) {
+      r.truncated = bytes.substr(pos).find_first_not_of('\0') != std::string_view::npos;
+      break;
+    }
+    const uint32_t crc = le32(bytes, pos);
+    const size_t len = static_cast<uint8_t>(bytes[pos + 4]) |
+                       (static_cast<size_t>(static_cast<uint8_t>(bytes[pos + 5])) << 8);
+    const auto type = static_cast<uint8_t>(bytes[pos + 6]);
+    if (crc == 0 && len == 0 && type == 0) {  // zeros: space a writer reserved, not a record
+      pos += left_in_block;
+      continue;
+    }
+    if (len > left_in_block - kHeaderLen || bytes.size() - pos - kHeaderLen < len) {
+      // Past the block or the file: a record cut short at the end, or garbage in the middle.
+      if (bytes.size() - pos - kHeaderLen < len && len <= left_in_block - kHeaderLen) {
+        r.truncated = true;
+        break;
+      }
+      ++r.bad_crc;
+      in_chain = false;
+      pos += left_in_block;
+      continue;
+    }
+    const std::string_view data = bytes.substr(pos + kHeaderLen, len);
+    pos += kHeaderLen + len;
+    const char type_byte = static_cast<char>(type);
+    if (crc32_ieee(data, crc32_ieee(std::string_view(&type_byte, 1))) != crc) {
+      ++r.bad_crc;
+      in_chain = false;
+      continue;
+    }
+    switch (type) {
+      case kFull:
+        if (in_chain) ++r.broken_chains;
+        in_chain = false;
+        r.record(data);
+        break;
+      case kFirst:
+        if (in_chain) ++r.broken_chains;
+        chain.assign(data);
+        in_chain = true;
+        break;
+      case kMiddle:
+      case kLast:
+        if (!in_chain) {
+          ++r.broken_chains;
+          break;
+        }
+        chain.append(data);
+        if (type == kLast) {
+          r.record(chain);
+          in_chain = false;
+        }
+        break;
+      default:
+        ++r.bad_crc;
+        in_chain = false;
+    }
+  }
+  if (in_chain) r.truncated = true;
+
+  if (r.table.rows() == 0)
+    return usage_error(fmt::format(
+        "{}: a W&B run file without system metrics (no stats records{}); W&B writes them every "
+        "15 s while a run lasts unless system monitoring was turned off",
+        origin, r.bad_crc ? fmt::format(", {} damaged record(s)", r.bad_crc) : ""));
+  GenericCsvOptions o;
+  o.map = options.map;
+  o.power_limit_w = options.power_limit_w;
+  auto rec = read_generic_csv(r.table.csv(), origin, o);
+  if (!rec) return rec;
+  Recording& out = rec.value();
+  out.source = "W&B run file: " + origin;
+  if (!r.host.empty()) out.system.hostname = r.host;
+  out.notes.insert(out.notes.begin(),
+                   fmt::format("read as a W&B run file: {} system-metrics record(s)", r.stats));
+  if (r.process_items)
+    log_reader::add_note(out,
+                         "W&B's gpu.process.* copies of the figures (the GPUs of the run's "
+                         "own process) left out: the per-GPU figures are read");
+  if (r.bad_crc || r.malformed || r.broken_chains)
+    log_reader::add_note(
+        out, fmt::format("{} damaged record(s) skipped (bad checksum, broken chain or malformed "
+                         "message)",
+                         r.bad_crc + r.malformed + r.broken_chains));
+  if (r.truncated)
+    log_reader::add_note(out,
+                         "the file ends inside a record (a run still being written, or a "
+                         "copy cut short): read up to the last whole record");
+  return rec;
+}
+
+}  // namespace gpudoctor

@@ -1,0 +1,119 @@
+#!/usr/bin/env python3
+"""Writes the W&B fixtures of this folder, following W&B's own description of its files and
+sharing no code with gpudoctor's reader:
+
+- run-fixture.wandb: a run file as wandb/sdk/internal/datastore.py writes it (header ":W&B",
+  0xBEE1, version 0; 32 KiB blocks of records with zlib.crc32 over type and data, FULL or
+  FIRST/MIDDLE/LAST), holding protobuf Records of wandb/proto/wandb_internal.proto: a RunRecord
+  (host), StatsRecords (timestamp, items "gpu.N.key" = JSON value) every 15 s, one large
+  OutputRecord that spans blocks, and "gpu.process.0.*" items as W&B adds for the run's GPU.
+- wandb-events.jsonl: the older text form, "system.gpu.N.key" with "_timestamp"/"_runtime".
+
+Two GPUs for 10 minutes: GPU 0 works (98 % util, 385 of 400 W), GPU 1 sits idle (0 %, 60 W).
+Run: python3 make_fixtures.py (writes next to itself).
+"""
+import json
+import os
+import struct
+import zlib
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+BLOCK = 32768
+START = 1733047200  # 2024-12-01 10:00:00 UTC
+
+
+def varint(n):
+    out = bytearray()
+    while True:
+        b = n & 0x7F
+        n >>= 7
+        if n:
+            out.append(b | 0x80)
+        else:
+            out.append(b)
+            return bytes(out)
+
+
+def field_varint(num, value):
+    return varint(num << 3 | 0) + varint(value)
+
+
+def field_bytes(num, data):
+    if isinstance(data, str):
+        data = data.encode()
+    return varint(num << 3 | 2) + varint(len(data)) + data
+
+
+def gpu_items(t):
+    items = []
+    for gpu, (util, power, sm) in enumerate([(98 - (t % 3), 385.0 + (t % 5), 1980), (0, 60.5, 345)]):
+        items += [
+            (f"gpu.{gpu}.gpu", util),
+            (f"gpu.{gpu}.memory", 41 if gpu == 0 else 0),
+            (f"gpu.{gpu}.memoryAllocated", 52.5 if gpu == 0 else 0.9),
+            (f"gpu.{gpu}.temp", 71 if gpu == 0 else 33),
+            (f"gpu.{gpu}.powerWatts", power),
+            (f"gpu.{gpu}.enforcedPowerLimitWatts", 400.0),
+            (f"gpu.{gpu}.powerPercent", round(power / 400.0 * 100, 2)),
+            (f"gpu.{gpu}.smClock", sm),
+            (f"gpu.{gpu}.memoryClock", 1593),
+        ]
+    items += [("gpu.process.0.gpu", 98), ("gpu.process.0.powerWatts", 385.0), ("cpu", 12.5)]
+    return items
+
+
+def stats_record(t):
+    ts = field_varint(1, START + t) + field_varint(2, 250_000_000)
+    body = field_varint(1, 0) + field_bytes(2, ts)
+    for key, value in gpu_items(t):
+        body += field_bytes(3, field_bytes(1, key) + field_bytes(16, json.dumps(value)))
+    return field_varint(1, t // 15 + 2) + field_bytes(7, body)
+
+
+class Log:
+    def __init__(self):
+        self.buf = bytearray(b":W&B" + struct.pack("<HB", 0xBEE1, 0))
+
+    def _record(self, dtype, data):
+        crc = zlib.crc32(data, zlib.crc32(bytes([dtype]))) & 0xFFFFFFFF
+        self.buf += struct.pack("<IHB", crc, len(data), dtype) + data
+
+    def write(self, data):
+        left = BLOCK - len(self.buf) % BLOCK
+        if left < 7:
+            self.buf += b"\0" * left
+            left = BLOCK
+        if len(data) + 7 <= left:
+            self._record(1, data)
+            return
+        room = left - 7
+        self._record(2, data[:room])
+        data = data[room:]
+        while len(data) > BLOCK - 7:
+            self._record(3, data[: BLOCK - 7])
+            data = data[BLOCK - 7 :]
+        self._record(4, data)
+
+
+def main():
+    log = Log()
+    run = field_bytes(1, "fx1run") + field_bytes(3, "gpudoctor-fixture") + field_bytes(13, "trainer-07")
+    log.write(field_varint(1, 1) + field_bytes(17, run))
+    for t in range(0, 600, 15):
+        log.write(stats_record(t))
+        if t == 300:  # console output long enough to span a block boundary
+            out = field_varint(1, 1) + field_bytes(3, "step loss " * 3600)
+            log.write(field_varint(1, 999) + field_bytes(4, out))
+    with open(os.path.join(HERE, "run-fixture.wandb"), "wb") as f:
+        f.write(log.buf)
+
+    with open(os.path.join(HERE, "wandb-events.jsonl"), "w") as f:
+        for t in range(0, 600, 15):
+            row = {f"system.{k}": v for k, v in gpu_items(t) if k.startswith("gpu.") and ".process." not in k}
+            row["system.cpu"] = 12.5
+            row.update({"_wandb": True, "_timestamp": START + t + 0.25, "_runtime": t})
+            f.write(json.dumps(row) + "\n")
+
+
+if __name__ == "__main__":
+    main()

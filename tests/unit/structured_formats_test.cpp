@@ -1,0 +1,249 @@
+// JSON samples, W&B run files and Prometheus exposition snapshots (formats/json_samples, wandb,
+// prom_text): each fixture read through content detection, as `diagnose FILE` reads it, and its
+// damaged and empty forms.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <fstream>
+#include <sstream>
+#include <string>
+
+#include "core/fields.hpp"
+#include "formats/flat_table.hpp"
+#include "formats/load.hpp"
+#include "formats/prom_text.hpp"
+#include "formats/wandb.hpp"
+
+namespace gpudoctor {
+namespace {
+
+std::string logs(const std::string& rel) {
+  return std::string(GPUDOCTOR_SOURCE_DIR) + "/tests/data/logs/" + rel;
+}
+
+std::string slurp(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  EXPECT_TRUE(in.good()) << "cannot open " << path;
+  std::ostringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+bool has_note(const Recording& rec, const std::string& part) {
+  for (const auto& n : rec.notes)
+    if (n.find(part) != std::string::npos) return true;
+  return false;
+}
+
+std::string notes_of(const Recording& rec) {
+  std::string all;
+  for (const auto& n : rec.notes) all += n + "\n";
+  return all;
+}
+
+double mean_of(const GpuSeries& g, Field f) {
+  const auto* c = g.column(f);
+  if (!c) return std::nan("");
+  double sum = 0;
+  size_t n = 0;
+  for (double v : *c)
+    if (!is_missing(v)) sum += v, ++n;
+  return n ? sum / static_cast<double>(n) : std::nan("");
+}
+
+Recording load_ok(const std::string& text, const std::string& origin, LoadOptions opt = {}) {
+  auto r = load_text(text, origin, opt);
+  EXPECT_TRUE(r.ok()) << (r.ok() ? "" : r.error().message);
+  return r.ok() ? std::move(r.value()) : Recording{};
+}
+
+TEST(FlatTable, UnionOfNamesAndQuotedCells) {
+  log_reader::FlatTable t;
+  t.begin_row();
+  t.set("a", "1");
+  t.set("b,c", "say \"hi\"");
+  t.begin_row();
+  t.set("d", "4");
+  t.set("a", "2");
+  t.begin_row();
+  t.drop_empty_row();
+  EXPECT_EQ(t.rows(), 2u);
+  EXPECT_EQ(t.csv(), "a,\"b,c\",d\n1,\"say \"\"hi\"\"\",\n2,,4\n");
+}
+
+TEST(Wandb, Crc32IsZlibs) {
+  EXPECT_EQ(crc32_ieee("123456789"), 0xCBF43926u);
+  EXPECT_EQ(crc32_ieee("6789", crc32_ieee("12345")), 0xCBF43926u);
+}
+
+TEST(Wandb, RunFileReadsSystemMetricsPerGpu) {
+  const Recording rec = load_ok(slurp(logs("wandb/run-fixture.wandb")), "run-fixture.wandb");
+  ASSERT_EQ(rec.gpus.size(), 2u) << notes_of(rec);
+  EXPECT_EQ(rec.system.hostname, "trainer-07");
+  EXPECT_TRUE(has_note(rec, "W&B run file: 40 system-metrics record(s)")) << notes_of(rec);
+  EXPECT_TRUE(has_note(rec, "gpu.process.")) << notes_of(rec);
+  const GpuSeries& g0 = rec.gpus[0];
+  ASSERT_EQ(g0.time_s.size(), 40u);
+  EXPECT_NEAR(g0.time_s[1] - g0.time_s[0], 15.0, 1e-6);
+  EXPECT_NEAR(mean_of(g0, Field::kPower), 385.0, 1e-9);
+  EXPECT_NEAR(mean_of(g0, Field::kUtilGpu), 98.0, 1e-9);
+  EXPECT_NEAR(mean_of(g0, Field::kClockSm), 1980.0, 1e-6);
+  EXPECT_NEAR(mean_of(rec.gpus[1], Field::kUtilGpu), 0.0, 1e-9);
+  EXPECT_NEAR(mean_of(rec.gpus[1], Field::kPower), 60.5, 1e-6);
+}
+
+TEST(Wandb, EventsFileAndRunFileAgree) {
+  const Recording run = load_ok(slurp(logs("wandb/run-fixture.wandb")), "run.wandb");
+  const Recording events = load_ok(slurp(logs("wandb/wandb-events.jsonl")), "wandb-events.jsonl");
+  ASSERT_EQ(events.gpus.size(), 2u) << notes_of(events);
+  ASSERT_EQ(run.gpus.size(), 2u);
+  for (size_t i = 0; i < 2; ++i)
+    for (Field f : {Field::kPower, Field::kUtilGpu, Field::kClockSm, Field::kTemp}) {
+      ASSERT_TRUE(events.gpus[i].has(f)) << info(f).id;
+      EXPECT_EQ(*events.gpus[i].column(f), *run.gpus[i].column(f)) << info(f).id;
+    }
+  EXPECT_EQ(events.start_unix_ms, run.start_unix_ms);
+}
+
+TEST(Wandb, CutShortReadsUpToTheLastWholeRecord) {
+  const std::string whole = slurp(logs("wandb/run-fixture.wandb"));
+  const Recording rec = load_ok(whole.substr(0, whole.size() - 40), "cut.wandb");
+  ASSERT_EQ(rec.gpus.size(), 2u);
+  EXPECT_EQ(rec.gpus[0].time_s.size(), 39u);
+  EXPECT_TRUE(has_note(rec, "ends inside a record")) << notes_of(rec);
+}
+
+TEST(Wandb, DamagedRecordIsSkippedAndCounted) {
+  std::string bytes = slurp(logs("wandb/run-fixture.wandb"));
+  bytes[200] = static_cast<char>(bytes[200] ^ 0x55);  // inside the second stats record
+  const Recording rec = load_ok(bytes, "damaged.wandb");
+  ASSERT_EQ(rec.gpus.size(), 2u);
+  EXPECT_EQ(rec.gpus[0].time_s.size(), 39u);
+  EXPECT_TRUE(has_note(rec, "1 damaged record(s) skipped")) << notes_of(rec);
+}
+
+TEST(Wandb, HeaderOnlyAndOtherVersionsAreRefusedWithAReason) {
+  const std::string header(":W&B\xE1\xBE\x00", 7);
+  auto empty = load_text(header, "empty.wandb", {});
+  ASSERT_FALSE(empty.ok());
+  EXPECT_NE(empty.error().message.find("without system metrics"), std::string::npos);
+  auto v1 = load_text(std::string(":W&B\xE1\xBE\x01", 7), "v1.wandb", {});
+  ASSERT_FALSE(v1.ok());
+  EXPECT_NE(v1.error().message.find("version 1"), std::string::npos);
+}
+
+TEST(JsonSamples, GpustatLoopGivesOneRowPerGpuAndSnapshot) {
+  const Recording rec = load_ok(slurp(logs("json/gpustat-loop.json")), "gpustat.json");
+  ASSERT_EQ(rec.gpus.size(), 2u) << notes_of(rec);
+  EXPECT_EQ(rec.gpus[0].time_s.size(), 60u);
+  EXPECT_NEAR(rec.gpus[0].time_s[1] - rec.gpus[0].time_s[0], 2.0, 1e-6);
+  EXPECT_NEAR(mean_of(rec.gpus[0], Field::kUtilGpu), 97.0, 1e-9);
+  EXPECT_NEAR(mean_of(rec.gpus[1], Field::kPower), 62.0, 1e-9);
+  EXPECT_EQ(rec.gpus[0].info.name, "NVIDIA A100-SXM4-80GB");
+  EXPECT_TRUE(has_note(rec, "a sequence of JSON objects")) << notes_of(rec);
+  EXPECT_TRUE(has_note(rec, "list(s) of objects inside a sample left out")) << notes_of(rec);
+}
+
+TEST(JsonSamples, AnObjectCutShortIsSkippedNotTheRest) {
+  std::string text = slurp(logs("json/gpustat-loop.json"));
+  const size_t second = text.find("\n{", 10);
+  ASSERT_NE(second, std::string::npos);
+  text.erase(second - 200, 200);  // the first object loses its end
+  const Recording rec = load_ok(text, "gpustat.json");
+  ASSERT_EQ(rec.gpus.size(), 2u);
+  EXPECT_EQ(rec.gpus[0].time_s.size(), 59u);
+  EXPECT_TRUE(has_note(rec, "gpustat.json:1: not a JSON object")) << notes_of(rec);
+}
+
+TEST(JsonSamples, ArrayOfFlatSamples) {
+  const Recording rec = load_ok(slurp(logs("json/samples-array.json")), "samples.json");
+  ASSERT_EQ(rec.gpus.size(), 2u) << notes_of(rec);
+  EXPECT_EQ(rec.gpus[0].time_s.size(), 180u);
+  EXPECT_NEAR(mean_of(rec.gpus[0], Field::kPower), 280.5, 1e-9);
+  EXPECT_TRUE(has_note(rec, "a JSON array of samples")) << notes_of(rec);
+}
+
+TEST(JsonSamples, ColumnarListsNeedTheQuantityNamedWithMap) {
+  const std::string text = slurp(logs("json/columnar.json"));
+  auto plain = load_text(text, "trace.json", {});
+  ASSERT_FALSE(plain.ok());
+  EXPECT_NE(plain.error().message.find("--map"), std::string::npos) << plain.error().message;
+  LoadOptions opt;
+  opt.map = {{"per_gpu.*", "power_w"}};
+  const Recording rec = load_ok(text, "trace.json", opt);
+  ASSERT_EQ(rec.gpus.size(), 2u) << notes_of(rec);
+  EXPECT_EQ(rec.gpus[0].time_s.size(), 300u);
+  EXPECT_NEAR(rec.gpus[0].time_s[100], 101.0, 1e-6);
+  EXPECT_NEAR((*rec.gpus[1].column(Field::kPower))[100], 499.0, 1e-9);
+}
+
+TEST(JsonSamples, SavedPrometheusAnswerGoesThroughThePrometheusReader) {
+  const std::string text =
+      slurp(std::string(GPUDOCTOR_SOURCE_DIR) + "/tests/data/prometheus/dcgm_exporter_range.json");
+  const Recording rec = load_ok(text, "range.json");
+  EXPECT_FALSE(rec.gpus.empty());
+  EXPECT_TRUE(has_note(rec, "saved Prometheus API answer")) << notes_of(rec);
+}
+
+TEST(JsonSamples, NoSamplesIsAnError) {
+  for (const std::string text : {"[]", "{}", "[1, 2, 3]", "{\"a\": \"b\"}\n{\"c\": null}\n"}) {
+    auto r = load_text(text, "x.json", {});
+    EXPECT_FALSE(r.ok()) << text;
+    if (!r.ok()) {
+      EXPECT_FALSE(r.error().message.empty());
+    }
+  }
+}
+
+TEST(PromText, DateLinesStampTheSnapshotsOfALoop) {
+  const Recording rec = load_ok(slurp(logs("prom-text/dcgm-loop.prom")), "loop.prom");
+  ASSERT_EQ(rec.gpus.size(), 2u) << notes_of(rec);
+  EXPECT_EQ(rec.start_unix_ms, 1733047200000);
+  ASSERT_EQ(rec.gpus[0].time_s.size(), 36u);
+  EXPECT_NEAR(rec.gpus[0].time_s[1] - rec.gpus[0].time_s[0], 5.0, 1e-9);
+  EXPECT_NEAR(mean_of(rec.gpus[0], Field::kPower), 640.0, 1e-9);
+  EXPECT_NEAR(mean_of(rec.gpus[0], Field::kGpmSmUtil), 82.0, 1e-6);
+  EXPECT_NEAR(mean_of(rec.gpus[1], Field::kUtilGpu), 49.5, 0.6);
+  EXPECT_FALSE(has_note(rec, "placed 1 s apart")) << notes_of(rec);
+}
+
+TEST(PromText, SampleTimestampsWin) {
+  const Recording rec = load_ok(slurp(logs("prom-text/dcgm-stamped.prom")), "stamped.prom");
+  ASSERT_EQ(rec.gpus.size(), 2u) << notes_of(rec);
+  ASSERT_EQ(rec.gpus[0].time_s.size(), 5u);
+  EXPECT_NEAR(rec.gpus[0].time_s[4], 240.0, 1e-9);
+}
+
+TEST(PromText, UnstampedSnapshotsAreSaidToBeOneSecondApart) {
+  const std::string text =
+      "DCGM_FI_DEV_POWER_USAGE{gpu=\"0\",UUID=\"GPU-a\"} 100\n"
+      "DCGM_FI_DEV_GPU_UTIL{gpu=\"0\",UUID=\"GPU-a\"} 50\n"
+      "DCGM_FI_DEV_POWER_USAGE{gpu=\"0\",UUID=\"GPU-a\"} 110\n"
+      "DCGM_FI_DEV_GPU_UTIL{gpu=\"0\",UUID=\"GPU-a\"} 60\n"
+      "garbage line here\n";
+  const Recording rec = load_ok(text, "two.prom");
+  ASSERT_EQ(rec.gpus.size(), 1u);
+  ASSERT_EQ(rec.gpus[0].time_s.size(), 2u);
+  EXPECT_NEAR(rec.gpus[0].time_s[1], 1.0, 1e-9);
+  EXPECT_TRUE(has_note(rec, "placed 1 s apart")) << notes_of(rec);
+  EXPECT_TRUE(has_note(rec, "two.prom:5: not a sample line")) << notes_of(rec);
+}
+
+TEST(PromText, NoGpuSeriesIsAnError) {
+  auto r =
+      load_text("# HELP up x\n# TYPE up gauge\nup{job=\"a\",instance=\"b\"} 1\n", "up.prom", {});
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.error().message.find("no GPU series"), std::string::npos);
+}
+
+TEST(PromText, StampLines) {
+  EXPECT_EQ(parse_stamp_line_ms("Sun Dec  1 10:00:00 UTC 2024"), 1733047200000);
+  EXPECT_EQ(parse_stamp_line_ms("1733047200"), 1733047200000);
+  EXPECT_EQ(parse_stamp_line_ms("1733047200123"), 1733047200123);
+  EXPECT_EQ(parse_stamp_line_ms("2024-12-01T10:00:00Z"), 1733047200000);
+  EXPECT_FALSE(parse_stamp_line_ms("Sun Foo  1 10:00:00 UTC 2024"));
+  EXPECT_FALSE(parse_stamp_line_ms("42"));
+}
+
+}  // namespace
+}  // namespace gpudoctor
