@@ -1,6 +1,7 @@
 #include "formats/flat_table.hpp"
 
 #include <algorithm>
+#include <cstdint>
 
 namespace gpudoctor::log_reader {
 
@@ -10,18 +11,20 @@ void FlatTable::begin_row() {
 
 void FlatTable::set(std::string_view column, std::string_view cell) {
   if (rows_.empty()) begin_row();
-  auto it = index_.find(std::string(column));
+  auto it = index_.find(column);
   if (it == index_.end()) {
     it = index_.emplace(std::string(column), names_.size()).first;
     names_.emplace_back(column);
+    last_set_.emplace_back(SIZE_MAX, 0);
   }
-  auto& row = rows_.back();
-  for (auto& [c, v] : row)
-    if (c == it->second) {
-      v = std::string(cell);
-      return;
-    }
-  row.emplace_back(it->second, std::string(cell));
+  const size_t col = it->second, row = rows_.size() - 1;
+  auto& cells = rows_.back();
+  if (last_set_[col].first == row) {
+    cells[last_set_[col].second].second.assign(cell);
+    return;
+  }
+  last_set_[col] = {row, cells.size()};
+  cells.emplace_back(col, std::string(cell));
 }
 
 void FlatTable::drop_empty_row() {

@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cstddef>
+#include <functional>
 #include <string>
 #include <string_view>
 #include <unordered_map>
@@ -28,8 +29,14 @@ class FlatTable {
   std::string csv() const;
 
  private:
-  std::unordered_map<std::string, size_t> index_;
+  struct Hash {
+    using is_transparent = void;
+    size_t operator()(std::string_view s) const { return std::hash<std::string_view>{}(s); }
+  };
+  std::unordered_map<std::string, size_t, Hash, std::equal_to<>> index_;
   std::vector<std::string> names_;
+  // Per column, the row that last set it and where in that row: a repeated name overwrites.
+  std::vector<std::pair<size_t, size_t>> last_set_;
   std::vector<std::vector<std::pair<size_t, std::string>>> rows_;
 };
 

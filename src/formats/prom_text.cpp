@@ -3,9 +3,11 @@
 #include <algorithm>
 #include <array>
 #include <cmath>
+#include <cstdint>
 #include <limits>
 #include <map>
 #include <optional>
+#include <unordered_map>
 #include <vector>
 
 #include <fmt/format.h>
@@ -26,9 +28,7 @@ bool name_char(char c) {
 }
 
 struct Sample {
-  std::string_view name;
-  std::map<std::string, std::string> labels;
-  std::string key;  // name and labels as written: the series' identity
+  std::string_view key;  // the name and label set as written: the series' identity
   double value = 0;
   std::optional<double> timestamp;  // as written (ms or s)
 };
@@ -40,13 +40,44 @@ std::optional<double> parse_value(std::string_view v) {
   return text::parse_double(v);
 }
 
-// One sample line, or nullopt when the line is not one.
-std::optional<Sample> parse_sample(std::string_view line) {
-  Sample s;
+// The labels of a key that parse_sample accepted: name="value" pairs with \\, \" and \n escapes.
+std::map<std::string, std::string> parse_labels(std::string_view key) {
+  std::map<std::string, std::string> labels;
   size_t i = 0;
+  while (i < key.size() && name_char(key[i])) ++i;
+  labels["__name__"] = std::string(key.substr(0, i));
+  if (i >= key.size() || key[i] != '{') return labels;
+  ++i;
+  while (i < key.size()) {
+    while (i < key.size() && (key[i] == ' ' || key[i] == ',')) ++i;
+    if (i >= key.size() || key[i] == '}') break;
+    const size_t k0 = i;
+    while (i < key.size() && name_char(key[i])) ++i;
+    const std::string name(key.substr(k0, i - k0));
+    while (i < key.size() && key[i] != '"') ++i;
+    ++i;
+    std::string value;
+    while (i < key.size() && key[i] != '"') {
+      if (key[i] == '\\' && i + 1 < key.size()) {
+        ++i;
+        value.push_back(key[i] == 'n' ? '\n' : key[i]);
+      } else {
+        value.push_back(key[i]);
+      }
+      ++i;
+    }
+    ++i;
+    labels[name] = std::move(value);
+  }
+  return labels;
+}
+
+// One sample line, or nullopt when the line is not one. `labels` counts the label pairs.
+std::optional<Sample> parse_sample(std::string_view line, size_t* labels = nullptr) {
+  Sample s;
+  size_t i = 0, pairs = 0;
   if (line.empty() || !name_start(line[0])) return std::nullopt;
   while (i < line.size() && name_char(line[i])) ++i;
-  s.name = line.substr(0, i);
   if (i < line.size() && line[i] == '{') {
     ++i;
     while (true) {
@@ -56,14 +87,11 @@ std::optional<Sample> parse_sample(std::string_view line) {
         ++i;
         break;
       }
-      const size_t k0 = i;
       if (!name_start(line[i])) return std::nullopt;
       while (i < line.size() && name_char(line[i])) ++i;
-      const std::string key(line.substr(k0, i - k0));
       while (i < line.size() && line[i] == ' ') ++i;
       if (i + 1 >= line.size() || line[i] != '=' || line[i + 1] != '"') return std::nullopt;
       i += 2;
-      std::string value;
       bool closed = false;
       while (i < line.size()) {
         const char c = line[i++];
@@ -71,18 +99,13 @@ std::optional<Sample> parse_sample(std::string_view line) {
           closed = true;
           break;
         }
-        if (c == '\\' && i < line.size()) {
-          const char e = line[i++];
-          value.push_back(e == 'n' ? '\n' : e);
-        } else {
-          value.push_back(c);
-        }
+        if (c == '\\' && i < line.size()) ++i;
       }
       if (!closed) return std::nullopt;
-      s.labels[key] = std::move(value);
+      ++pairs;
     }
   }
-  s.key = std::string(line.substr(0, i));
+  s.key = line.substr(0, i);
   std::vector<std::string_view> rest;
   text::split_ws(line.substr(i), rest);
   if (rest.empty() || rest.size() > 2) return std::nullopt;
@@ -94,7 +117,7 @@ std::optional<Sample> parse_sample(std::string_view line) {
     if (!t || !std::isfinite(*t)) return std::nullopt;
     s.timestamp = *t;
   }
-  s.labels["__name__"] = std::string(s.name);
+  if (labels) *labels = pairs;
   return s;
 }
 
@@ -149,8 +172,9 @@ bool looks_like_prom_text(std::string_view head) {
     if (line.empty()) continue;
     if (is_exposition_comment(line)) return true;
     if (line.front() == '#' || parse_stamp_line_ms(line)) continue;
-    const auto s = parse_sample(line);
-    if (!s || s->labels.size() < 2) return false;  // a label set, not just "name value"
+    size_t labels = 0;
+    const auto s = parse_sample(line, &labels);
+    if (!s || labels == 0) return false;  // a label set, not just "name value"
     if (++samples >= 2) return true;
   }
   return samples > 0;
@@ -161,8 +185,14 @@ Result<Recording> read_prom_text(std::string_view text, const std::string& origi
   const std::string_view body = text::strip_bom(text);
   const bool openmetrics =
       body.find("\n# EOF") != std::string_view::npos || text::istarts_with(body, "# EOF");
-  std::map<std::string, PromSeries> series;
-  std::map<std::string, size_t> seen_in_snapshot;  // key -> snapshot it was last seen in
+  // Per series (keyed by its text, which outlives the read): its points and the snapshot it was
+  // last seen in.
+  struct Entry {
+    PromSeries series;
+    size_t last_snapshot = SIZE_MAX;
+  };
+  std::unordered_map<std::string_view, size_t> index;
+  std::vector<Entry> entries;
   size_t snapshot = 0, samples = 0, stamped_snapshots = 0;
   std::optional<int64_t> stamp, pending_stamp;
   bool any_sample_time = false, any_unstamped = false, sample_in_snapshot = false;
@@ -189,9 +219,12 @@ Result<Recording> read_prom_text(std::string_view text, const std::string& origi
     }
     // A new snapshot: a stamp line after samples, or a series seen again. Its time is the
     // stamp line before its first sample, if any.
-    const auto seen = seen_in_snapshot.find(s->key);
-    if (sample_in_snapshot &&
-        (pending_stamp || (seen != seen_in_snapshot.end() && seen->second == snapshot))) {
+    auto [it, fresh] = index.emplace(s->key, entries.size());
+    if (fresh) {
+      entries.emplace_back();
+      entries.back().series.labels = parse_labels(s->key);
+    }
+    if (sample_in_snapshot && (pending_stamp || entries[it->second].last_snapshot == snapshot)) {
       ++snapshot;
       sample_in_snapshot = false;
     }
@@ -200,7 +233,8 @@ Result<Recording> read_prom_text(std::string_view text, const std::string& origi
       if (pending_stamp) ++stamped_snapshots;
       pending_stamp.reset();
     }
-    seen_in_snapshot[s->key] = snapshot;
+    Entry& entry = entries[it->second];
+    entry.last_snapshot = snapshot;
     sample_in_snapshot = true;
     int64_t t_ms = 0;
     if (s->timestamp) {
@@ -213,14 +247,13 @@ Result<Recording> read_prom_text(std::string_view text, const std::string& origi
       any_unstamped = true;
       t_ms = static_cast<int64_t>(snapshot) * 1000;
     }
-    auto& ps = series[s->key];
-    if (ps.labels.empty()) ps.labels = std::move(s->labels);
-    ps.points.emplace_back(t_ms, s->value);
+    entry.series.points.emplace_back(t_ms, s->value);
     ++samples;
   }
   std::vector<PromSeries> list;
-  list.reserve(series.size());
-  for (auto& [key, s] : series) {
+  list.reserve(entries.size());
+  for (auto& e : entries) {
+    PromSeries& s = e.series;
     // Points in time order, one per time (a later snapshot of the same time wins).
     std::stable_sort(s.points.begin(), s.points.end(),
                      [](const auto& a, const auto& b) { return a.first < b.first; });
