@@ -3,7 +3,7 @@
 # for a bounded time, seeded with the fixtures under tests/data. Fails when any target finds a
 # crash, a hang (one input over 10 s), a sanitizer report or a memory blow-up (over 2 GB).
 #
-#   scripts/fuzz.sh [SECONDS_PER_TARGET]     default 20, what CI runs: 9 targets, 3 min
+#   scripts/fuzz.sh [SECONDS_PER_TARGET]     default 20, what CI runs: 10 targets, 3.5 min
 #                                            of fuzzing after the build
 #
 # Longer local runs, keeping what was learned between runs:
@@ -21,7 +21,7 @@ seconds="${1:-20}"
   echo "usage: scripts/fuzz.sh [SECONDS_PER_TARGET]" >&2
   exit 2
 }
-targets="${FUZZ_TARGETS:-smi_csv smi_table dmon dcgmi_dmon dcgm_dump generic_csv capture load prometheus}"
+targets="${FUZZ_TARGETS:-smi_csv smi_table dmon dcgmi_dmon dcgm_dump generic_csv capture load prometheus tool_logs}"
 
 # The seed corpus of each target: fixture directories, read but never written.
 seeds() {
@@ -34,6 +34,7 @@ seeds() {
     generic_csv) echo "$logs/generic-csv $logs/smi-csv" ;;
     capture) echo "tests/data/captures" ;;
     prometheus) echo "tests/data/prometheus" ;;
+    tool_logs) echo "$logs/tools" ;;
     load) echo "$logs/smi-csv $logs/smi-table $logs/dmon $logs/dcgm $logs/generic-csv" ;;
     *)
       echo "fuzz.sh: unknown target $1" >&2
