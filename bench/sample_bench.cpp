@@ -10,6 +10,8 @@
 
 #include "analysis/snapshot.hpp"
 #include "core/gpu_models.hpp"
+#include "formats/export.hpp"
+#include "formats/load.hpp"
 #include "formats/smi_csv.hpp"
 #include "report/watch_report.hpp"
 #include "sources/sim/sim_source.hpp"
@@ -99,6 +101,67 @@ void BM_ReadSmiCsv(benchmark::State& state) {
   state.counters["file_MB"] = static_cast<double>(text.size()) / 1e6;
 }
 BENCHMARK(BM_ReadSmiCsv)->Unit(benchmark::kMillisecond);
+
+// 8 simulated GPUs x 2,000 rounds, every field the simulator has.
+Recording simulated_eight_gpus() {
+  auto spec = sim::parse_sim_spec("healthy,gpus=8");
+  const auto model = gpu_model_by_key(spec->scenario.model);
+  sim::SimSource src(std::move(spec.value()), *model, {});
+  Recording rec;
+  rec.start_unix_ms = 1'700'000'000'000;
+  rec.gpus.resize(8);
+  for (int i = 1; i <= 2000; ++i) {
+    const Frame f = src.sample_at(i * 1.0);
+    for (size_t g = 0; g < 8; ++g) {
+      GpuSeries& s = rec.gpus[g];
+      s.info = src.devices()[g];
+      const size_t row = s.append_row(i * 1.0);
+      for (const auto& fi : all_fields())
+        if (f.devices[g][fi.field].has_value())
+          s.column_for_write(fi.field)[row] = f.devices[g][fi.field].value();
+    }
+  }
+  return rec;
+}
+
+void run_load(benchmark::State& state, const std::string& text) {
+  for (auto _ : state) {
+    auto r = load_text(text, "bench", {});
+    if (!r.ok()) state.SkipWithError(r.error().message.c_str());
+    benchmark::DoNotOptimize(r);
+  }
+  state.SetBytesProcessed(static_cast<int64_t>(state.iterations()) *
+                          static_cast<int64_t>(text.size()));
+  state.counters["file_MB"] = static_cast<double>(text.size()) / 1e6;
+}
+
+// Issue 13: the same nvidia-smi CSV through load_text, where encodings are checked (>= 300 MB/s).
+void BM_LoadSmiCsv(benchmark::State& state) {
+  run_load(state, write_smi_csv(simulated_eight_gpus(), true));
+}
+BENCHMARK(BM_LoadSmiCsv)->Unit(benchmark::kMillisecond);
+
+// Issue 13: a generic CSV through the column catalogue (gpudoctor's own export, one row per GPU
+// and time) and a GPU-Z style log in Windows-1252 (decoded, then read): >= 100 MB/s.
+void BM_LoadGenericCsv(benchmark::State& state) {
+  run_load(state, write_csv(simulated_eight_gpus()));
+}
+BENCHMARK(BM_LoadGenericCsv)->Unit(benchmark::kMillisecond);
+
+void BM_LoadGpuzLatin1(benchmark::State& state) {
+  std::string text =
+      "        Date        , GPU Clock [MHz] , Memory Clock [MHz] , GPU Temperature [\xB0"
+      "C] , Memory Used [MB] , GPU Load [%] , Memory Controller Load [%] , Board Power Draw [W] "
+      ", PerfCap Reason [] , \r\n";
+  for (int i = 0; i < 200000; ++i)
+    text += fmt::format(
+        "2026-12-{:02d} {:02d}:{:02d}:{:02d} , {:7.1f} , {:7.1f} , {:5.1f} , {:6} , {:3} , {:3} , "
+        "{:6.1f} , {:2} , \r\n",
+        1 + i / 86400, i / 3600 % 24, i / 60 % 60, i % 60, 1980.0 - i % 50, 9501.0, 60.0 + i % 7,
+        7100 + i % 3, 90 + i % 10, 40 + i % 9, 100.0 + (i % 40) * 0.1, i % 3);
+  run_load(state, text);
+}
+BENCHMARK(BM_LoadGpuzLatin1)->Unit(benchmark::kMillisecond);
 
 // Issue 3's target: a recording of 24 h x 8 GPUs x 1 s read back into memory in < 0.5 s. The file
 // (made by `gpudoctor sim healthy,gpus=8,duration=24h,interval=1s -o FILE`) is created once in

@@ -3,7 +3,7 @@
 # for a bounded time, seeded with the fixtures under tests/data. Fails when any target finds a
 # crash, a hang (one input over 10 s), a sanitizer report or a memory blow-up (over 2 GB).
 #
-#   scripts/fuzz.sh [SECONDS_PER_TARGET]     default 20, what CI runs: 12 targets, 4 min
+#   scripts/fuzz.sh [SECONDS_PER_TARGET]     default 20, what CI runs: 13 targets, 4.5 min
 #                                            of fuzzing after the build
 #
 # Longer local runs, keeping what was learned between runs:
@@ -21,7 +21,7 @@ seconds="${1:-20}"
   echo "usage: scripts/fuzz.sh [SECONDS_PER_TARGET]" >&2
   exit 2
 }
-targets="${FUZZ_TARGETS:-smi_csv smi_table dmon dcgmi_dmon dcgm_dump generic_csv capture load prometheus wandb json_samples prom_text}"
+targets="${FUZZ_TARGETS:-smi_csv smi_table dmon dcgmi_dmon dcgm_dump generic_csv capture load prometheus tool_logs wandb json_samples prom_text}"
 
 # The seed corpus of each target: fixture directories, read but never written.
 seeds() {
@@ -37,6 +37,7 @@ seeds() {
     wandb) echo "$logs/wandb" ;;
     json_samples) echo "$logs/json tests/data/prometheus" ;;
     prom_text) echo "$logs/prom-text" ;;
+    tool_logs) echo "$logs/tools" ;;
     load) echo "$logs/smi-csv $logs/smi-table $logs/dmon $logs/dcgm $logs/generic-csv" ;;
     *)
       echo "fuzz.sh: unknown target $1" >&2

@@ -911,7 +911,7 @@ Result<Recording> LongReader::run() {
 }  // namespace
 
 bool looks_like_dcgmi_dmon(std::string_view head) {
-  try {
+  return log_reader::guarded_check([&] {
     head = text::strip_bom(head);
     if (head.empty() || text::looks_binary(head.substr(0, 4096))) return false;
     text::LineReader lines(head);
@@ -927,23 +927,19 @@ bool looks_like_dcgmi_dmon(std::string_view head) {
       if (is_entity_header(tokens)) return true;
     }
     return false;
-  } catch (const std::exception&) {
-    return false;
-  }
+  });
 }
 
 Result<Recording> read_dcgmi_dmon(std::string_view text, const std::string& origin,
                                   const DcgmOptions& opt) {
-  try {
+  return log_reader::guarded_read(origin, "dcgmi dmon log", [&] {
     DmonReader reader(text, origin, opt);
     return reader.run();
-  } catch (const std::exception& e) {
-    return failure(fmt::format("{}: cannot read the dcgmi dmon log: {}", origin, e.what()));
-  }
+  });
 }
 
 bool looks_like_dcgm_long(std::string_view head) {
-  try {
+  return log_reader::guarded_check([&] {
     head = text::strip_bom(head);
     if (head.empty() || text::looks_binary(head.substr(0, 4096))) return false;
     text::LineReader lines(head);
@@ -958,19 +954,15 @@ bool looks_like_dcgm_long(std::string_view head) {
       if (long_header(cells).valid()) return true;
     }
     return false;
-  } catch (const std::exception&) {
-    return false;
-  }
+  });
 }
 
 Result<Recording> read_dcgm_long(std::string_view text, const std::string& origin,
                                  const DcgmOptions& opt) {
-  try {
+  return log_reader::guarded_read(origin, "DCGM field dump", [&] {
     LongReader reader(text, origin, opt);
     return reader.run();
-  } catch (const std::exception& e) {
-    return failure(fmt::format("{}: cannot read the DCGM field dump: {}", origin, e.what()));
-  }
+  });
 }
 
 }  // namespace gpudoctor

@@ -739,7 +739,7 @@ void Reader::finish() {
 }  // namespace
 
 bool looks_like_dmon(std::string_view head) {
-  try {
+  return log_reader::guarded_check([&] {
     head = text::strip_bom(head);
     if (head.empty() || text::looks_binary(head.substr(0, 4096))) return false;
     text::LineReader lines(head);
@@ -773,19 +773,15 @@ bool looks_like_dmon(std::string_view head) {
       if (++other > 3) return false;
     }
     return false;
-  } catch (const std::exception&) {
-    return false;
-  }
+  });
 }
 
 Result<Recording> read_dmon(std::string_view text, const std::string& origin,
                             const DmonOptions& opt) {
-  try {
+  return log_reader::guarded_read(origin, "nvidia-smi dmon log", [&] {
     Reader reader(text, origin, opt);
     return reader.run();
-  } catch (const std::exception& e) {
-    return failure(fmt::format("{}: cannot read the nvidia-smi dmon log: {}", origin, e.what()));
-  }
+  });
 }
 
 std::string write_dmon(const Recording& rec) {

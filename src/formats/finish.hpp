@@ -8,6 +8,7 @@
 #include <array>
 #include <cstddef>
 #include <cstdint>
+#include <exception>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -19,6 +20,7 @@
 
 #include "core/gpu_models.hpp"
 #include "core/recording.hpp"
+#include "core/result.hpp"
 
 namespace gpudoctor::log_reader {
 
@@ -109,6 +111,26 @@ struct FinishOptions {
 // power_limit_default_w. A GPU without any gets source "" and a note saying efficiency cannot be
 // computed. Notes go to rec.notes in a fixed order.
 void finish_gpus(Recording& rec, const std::vector<GpuToFinish>& gpus, const FinishOptions& opt);
+
+// Runs a reader: an exception (out of memory, a bug) becomes a failure that names the input and
+// the format ("run.csv: cannot read the CSV log: ..."), never a crash. Every reader's entry point.
+template <class Read>
+Result<Recording> guarded_read(const std::string& origin, std::string_view what, Read&& read) {
+  try {
+    return read();
+  } catch (const std::exception& e) {
+    return failure(fmt::format("{}: cannot read the {}: {}", origin, what, e.what()));
+  }
+}
+// Runs a format check: an exception means "not this format".
+template <class Check>
+bool guarded_check(Check&& check) noexcept {
+  try {
+    return check();
+  } catch (const std::exception&) {
+    return false;
+  }
+}
 
 // --gpu-name: names the GPUs the log left unnamed (nvidia-smi dmon names none), sets their
 // architecture, and gives those without a power limit the model table's, noting both.

@@ -15,858 +15,24 @@
 
 #include <fmt/format.h>
 
+#include "core/clock_reasons.hpp"
 #include "core/reading.hpp"
+#include "formats/column_catalogue.hpp"
+#include "formats/csv_frame.hpp"
 #include "formats/finish.hpp"
+#include "formats/log_time.hpp"
+#include "formats/log_units.hpp"
 #include "formats/text.hpp"
+
+// The reader of CSV logs by column name: the framing layer (csv_frame) gives records of cells,
+// the column catalogue (column_catalogue) says what each header cell means, log_time and
+// log_units read times and units; this file builds the Recording.
 
 namespace gpudoctor {
 namespace {
 
+using namespace csv;  // NOLINT: this reader is the catalogue's client
 using text::iequals;
-
-// ---------------------------------------------------------------------------------------------
-// Column names
-
-enum class Role : uint8_t {
-  kUnknown,  // not a name gpudoctor reads: ignored, listed in a note
-  kIgnore,   // --map COLUMN=ignore, or made redundant by another column
-  kField,
-  kTime,
-  kDate,  // a date that may go with a time-of-day column
-  kGpu,   // a GPU index or other GPU id
-  kUuid,
-  kBusId,
-  kName,
-  kHost,
-};
-
-// How a column's numbers become the field's unit when neither its name nor its cells say.
-enum class Rule : uint8_t {
-  kAsIs,            // in the field's unit
-  kPercentOrRatio,  // % unless every value lies in 0..1 and some have a fraction: a ratio, x100
-  kWattsOrMilli,    // W unless most values exceed 3000 (no GPU draws that many W): mW, x1e-3
-  kMibOrBytes,      // MiB unless a value exceeds 1e6 (976 GiB, more than any GPU has): bytes
-};
-
-struct Alias {
-  std::string_view name;  // normalised: lower case, '_' between words (see normalise())
-  Role role;
-  Field field;
-  Rule rule;
-};
-
-// The alias table: the names home-made loggers, pandas, pynvml and dcgm-exporter scripts give
-// their columns, each with the field (or role) it stands for and how its unit is found. Besides
-// these, every catalogue field id ("power_w", exact unit), its stem without the unit ("power",
-// unit by rule), every nvidia-smi --query-gpu name, every DCGM name (DCGM's scale: ratios x100) and
-// every gpudoctor Prometheus name are aliases too (lookup_base). A unit may follow any name as a
-// suffix ("power_mw", "mem_used_bytes", "elapsed_ms") or in brackets ("power (mW)").
-constexpr Field kNoField{};
-constexpr Alias kAliases[] = {
-    // Time. Epoch s / ms / us / ns, ISO 8601, time of day or elapsed seconds: told by the values.
-    {"time", Role::kTime, kNoField, Rule::kAsIs},
-    {"timestamp", Role::kTime, kNoField, Rule::kAsIs},
-    {"time_stamp", Role::kTime, kNoField, Rule::kAsIs},
-    {"ts", Role::kTime, kNoField, Rule::kAsIs},
-    {"datetime", Role::kTime, kNoField, Rule::kAsIs},
-    {"date_time", Role::kTime, kNoField, Rule::kAsIs},
-    {"t", Role::kTime, kNoField, Rule::kAsIs},
-    {"elapsed", Role::kTime, kNoField, Rule::kAsIs},
-    {"elapsed_time", Role::kTime, kNoField, Rule::kAsIs},
-    {"epoch", Role::kTime, kNoField, Rule::kAsIs},
-    {"epoch_time", Role::kTime, kNoField, Rule::kAsIs},
-    {"unix", Role::kTime, kNoField, Rule::kAsIs},
-    {"unix_time", Role::kTime, kNoField, Rule::kAsIs},
-    {"unixtime", Role::kTime, kNoField, Rule::kAsIs},
-    {"time_unix", Role::kTime, kNoField, Rule::kAsIs},
-    {"unix_timestamp", Role::kTime, kNoField, Rule::kAsIs},
-    {"wall_time", Role::kTime, kNoField, Rule::kAsIs},
-    {"walltime", Role::kTime, kNoField, Rule::kAsIs},
-    {"sample_time", Role::kTime, kNoField, Rule::kAsIs},
-    {"date", Role::kDate, kNoField, Rule::kAsIs},
-    // GPU identity.
-    {"gpu", Role::kGpu, kNoField, Rule::kAsIs},
-    {"gpu_id", Role::kGpu, kNoField, Rule::kAsIs},
-    {"gpu_index", Role::kGpu, kNoField, Rule::kAsIs},
-    {"gpu_idx", Role::kGpu, kNoField, Rule::kAsIs},
-    {"gpu_num", Role::kGpu, kNoField, Rule::kAsIs},
-    {"gpu_number", Role::kGpu, kNoField, Rule::kAsIs},
-    {"index", Role::kGpu, kNoField, Rule::kAsIs},
-    {"idx", Role::kGpu, kNoField, Rule::kAsIs},
-    {"device", Role::kGpu, kNoField, Rule::kAsIs},
-    {"device_id", Role::kGpu, kNoField, Rule::kAsIs},
-    {"device_index", Role::kGpu, kNoField, Rule::kAsIs},
-    {"dev", Role::kGpu, kNoField, Rule::kAsIs},
-    {"cuda_device", Role::kGpu, kNoField, Rule::kAsIs},
-    {"minor_number", Role::kGpu, kNoField, Rule::kAsIs},
-    {"uuid", Role::kUuid, kNoField, Rule::kAsIs},
-    {"gpu_uuid", Role::kUuid, kNoField, Rule::kAsIs},
-    {"device_uuid", Role::kUuid, kNoField, Rule::kAsIs},
-    {"pci_bus_id", Role::kBusId, kNoField, Rule::kAsIs},
-    {"bus_id", Role::kBusId, kNoField, Rule::kAsIs},
-    {"pci_bus", Role::kBusId, kNoField, Rule::kAsIs},
-    {"gpu_bus_id", Role::kBusId, kNoField, Rule::kAsIs},
-    {"name", Role::kName, kNoField, Rule::kAsIs},
-    {"gpu_name", Role::kName, kNoField, Rule::kAsIs},
-    {"model", Role::kName, kNoField, Rule::kAsIs},
-    {"gpu_model", Role::kName, kNoField, Rule::kAsIs},
-    {"model_name", Role::kName, kNoField, Rule::kAsIs},
-    {"product", Role::kName, kNoField, Rule::kAsIs},
-    {"product_name", Role::kName, kNoField, Rule::kAsIs},
-    {"device_name", Role::kName, kNoField, Rule::kAsIs},
-    {"gpu_type", Role::kName, kNoField, Rule::kAsIs},
-    {"host", Role::kHost, kNoField, Rule::kAsIs},
-    {"hostname", Role::kHost, kNoField, Rule::kAsIs},
-    {"node", Role::kHost, kNoField, Rule::kAsIs},
-    {"node_name", Role::kHost, kNoField, Rule::kAsIs},
-    {"nodename", Role::kHost, kNoField, Rule::kAsIs},
-    {"machine", Role::kHost, kNoField, Rule::kAsIs},
-    {"server", Role::kHost, kNoField, Rule::kAsIs},
-    {"instance", Role::kHost, kNoField, Rule::kAsIs},
-    // Power and energy. pynvml's power calls return mW: the rule tells them from W by size.
-    {"power", Role::kField, Field::kPower, Rule::kWattsOrMilli},
-    {"power_draw", Role::kField, Field::kPower, Rule::kWattsOrMilli},
-    {"power_usage", Role::kField, Field::kPower, Rule::kWattsOrMilli},
-    {"power_used", Role::kField, Field::kPower, Rule::kWattsOrMilli},
-    {"gpu_power", Role::kField, Field::kPower, Rule::kWattsOrMilli},
-    {"board_power", Role::kField, Field::kPower, Rule::kWattsOrMilli},
-    {"pwr", Role::kField, Field::kPower, Rule::kWattsOrMilli},
-    {"power_instant", Role::kField, Field::kPowerInstant, Rule::kWattsOrMilli},
-    {"instant_power", Role::kField, Field::kPowerInstant, Rule::kWattsOrMilli},
-    {"power_draw_instant", Role::kField, Field::kPowerInstant, Rule::kWattsOrMilli},
-    {"total_energy", Role::kField, Field::kEnergy, Rule::kAsIs},
-    {"energy_consumption", Role::kField, Field::kEnergy, Rule::kAsIs},
-    {"total_energy_consumption", Role::kField, Field::kEnergy, Rule::kAsIs},
-    {"power_management_limit", Role::kField, Field::kPowerLimit, Rule::kWattsOrMilli},
-    {"enforced_power_limit", Role::kField, Field::kPowerLimitEnforced, Rule::kWattsOrMilli},
-    {"default_power_limit", Role::kField, Field::kPowerLimitDefault, Rule::kWattsOrMilli},
-    {"tdp", Role::kField, Field::kPowerLimitDefault, Rule::kWattsOrMilli},
-    // Utilization: percent, or a 0-1 ratio (told by the values).
-    {"util", Role::kField, Field::kUtilGpu, Rule::kPercentOrRatio},
-    {"utilization", Role::kField, Field::kUtilGpu, Rule::kPercentOrRatio},
-    {"gpu_util", Role::kField, Field::kUtilGpu, Rule::kPercentOrRatio},
-    {"gpu_utilization", Role::kField, Field::kUtilGpu, Rule::kPercentOrRatio},
-    {"utilization_gpu", Role::kField, Field::kUtilGpu, Rule::kPercentOrRatio},
-    {"mem_util", Role::kField, Field::kUtilMem, Rule::kPercentOrRatio},
-    {"memory_util", Role::kField, Field::kUtilMem, Rule::kPercentOrRatio},
-    {"mem_utilization", Role::kField, Field::kUtilMem, Rule::kPercentOrRatio},
-    {"memory_utilization", Role::kField, Field::kUtilMem, Rule::kPercentOrRatio},
-    {"utilization_memory", Role::kField, Field::kUtilMem, Rule::kPercentOrRatio},
-    {"mem_copy_util", Role::kField, Field::kUtilMem, Rule::kPercentOrRatio},
-    {"fan", Role::kField, Field::kFan, Rule::kPercentOrRatio},
-    {"fan_speed", Role::kField, Field::kFan, Rule::kPercentOrRatio},
-    // DCGM profiling style activities (DCGM writes them as 0-1 ratios).
-    {"sm_active", Role::kField, Field::kGpmSmUtil, Rule::kPercentOrRatio},
-    {"sm_activity", Role::kField, Field::kGpmSmUtil, Rule::kPercentOrRatio},
-    {"sm_occupancy", Role::kField, Field::kGpmSmOccupancy, Rule::kPercentOrRatio},
-    {"tensor_active", Role::kField, Field::kGpmTensorAny, Rule::kPercentOrRatio},
-    {"tensor_activity", Role::kField, Field::kGpmTensorAny, Rule::kPercentOrRatio},
-    {"tensor_util", Role::kField, Field::kGpmTensorAny, Rule::kPercentOrRatio},
-    {"pipe_tensor_active", Role::kField, Field::kGpmTensorAny, Rule::kPercentOrRatio},
-    {"dram_active", Role::kField, Field::kGpmDramBw, Rule::kPercentOrRatio},
-    {"dram_activity", Role::kField, Field::kGpmDramBw, Rule::kPercentOrRatio},
-    {"dram_util", Role::kField, Field::kGpmDramBw, Rule::kPercentOrRatio},
-    {"gr_engine_active", Role::kField, Field::kGpmGraphicsUtil, Rule::kPercentOrRatio},
-    {"graphics_active", Role::kField, Field::kGpmGraphicsUtil, Rule::kPercentOrRatio},
-    {"fp64_active", Role::kField, Field::kGpmFp64, Rule::kPercentOrRatio},
-    {"fp32_active", Role::kField, Field::kGpmFp32, Rule::kPercentOrRatio},
-    {"fp16_active", Role::kField, Field::kGpmFp16, Rule::kPercentOrRatio},
-    {"nvlink_rx", Role::kField, Field::kGpmNvlinkRx, Rule::kAsIs},
-    {"nvlink_tx", Role::kField, Field::kGpmNvlinkTx, Rule::kAsIs},
-    // Temperature, clocks, performance state.
-    {"temp", Role::kField, Field::kTemp, Rule::kAsIs},
-    {"temperature", Role::kField, Field::kTemp, Rule::kAsIs},
-    {"gpu_temp", Role::kField, Field::kTemp, Rule::kAsIs},
-    {"gpu_temperature", Role::kField, Field::kTemp, Rule::kAsIs},
-    {"temperature_gpu", Role::kField, Field::kTemp, Rule::kAsIs},
-    {"sm_clock", Role::kField, Field::kClockSm, Rule::kAsIs},
-    {"graphics_clock", Role::kField, Field::kClockSm, Rule::kAsIs},
-    {"gr_clock", Role::kField, Field::kClockSm, Rule::kAsIs},
-    {"clocks_sm", Role::kField, Field::kClockSm, Rule::kAsIs},
-    {"sm_clk", Role::kField, Field::kClockSm, Rule::kAsIs},
-    {"gpu_clock", Role::kField, Field::kClockSm, Rule::kAsIs},
-    {"core_clock", Role::kField, Field::kClockSm, Rule::kAsIs},
-    {"mem_clock", Role::kField, Field::kClockMem, Rule::kAsIs},
-    {"memory_clock", Role::kField, Field::kClockMem, Rule::kAsIs},
-    {"clocks_mem", Role::kField, Field::kClockMem, Rule::kAsIs},
-    {"mem_clk", Role::kField, Field::kClockMem, Rule::kAsIs},
-    {"max_sm_clock", Role::kField, Field::kClockSmMax, Rule::kAsIs},
-    {"max_mem_clock", Role::kField, Field::kClockMemMax, Rule::kAsIs},
-    {"perf_state", Role::kField, Field::kPstate, Rule::kAsIs},
-    {"performance_state", Role::kField, Field::kPstate, Rule::kAsIs},
-    // Clock event ("throttle") reasons: NVML's bitmask, decimal or 0x hex.
-    {"throttle_reasons", Role::kField, Field::kClockEventReasons, Rule::kAsIs},
-    {"throttle_reason", Role::kField, Field::kClockEventReasons, Rule::kAsIs},
-    {"throttle", Role::kField, Field::kClockEventReasons, Rule::kAsIs},
-    {"clocks_throttle_reasons", Role::kField, Field::kClockEventReasons, Rule::kAsIs},
-    {"clock_throttle_reasons", Role::kField, Field::kClockEventReasons, Rule::kAsIs},
-    {"clocks_event_reasons", Role::kField, Field::kClockEventReasons, Rule::kAsIs},
-    {"event_reasons", Role::kField, Field::kClockEventReasons, Rule::kAsIs},
-    {"clock_reasons", Role::kField, Field::kClockEventReasons, Rule::kAsIs},
-    // Memory: MiB, or bytes (told by the name or the values).
-    {"memory_used", Role::kField, Field::kMemUsed, Rule::kMibOrBytes},
-    {"used_memory", Role::kField, Field::kMemUsed, Rule::kMibOrBytes},
-    {"fb_used", Role::kField, Field::kMemUsed, Rule::kMibOrBytes},
-    {"gpu_mem_used", Role::kField, Field::kMemUsed, Rule::kMibOrBytes},
-    {"vram_used", Role::kField, Field::kMemUsed, Rule::kMibOrBytes},
-    {"memory_total", Role::kField, Field::kMemTotal, Rule::kMibOrBytes},
-    {"total_memory", Role::kField, Field::kMemTotal, Rule::kMibOrBytes},
-    {"fb_total", Role::kField, Field::kMemTotal, Rule::kMibOrBytes},
-    {"vram_total", Role::kField, Field::kMemTotal, Rule::kMibOrBytes},
-    // PCIe.
-    {"pcie_tx_throughput", Role::kField, Field::kPcieTx, Rule::kAsIs},
-    {"pcie_rx_throughput", Role::kField, Field::kPcieRx, Rule::kAsIs},
-    {"pcie_gen", Role::kField, Field::kPcieGen, Rule::kAsIs},
-    {"pcie_width", Role::kField, Field::kPcieWidth, Rule::kAsIs},
-};
-
-// Units, as a name's suffix or bracket ("_mw", "(MiB/s)"), or after a value ("152 W"), after
-// normalising. kind: 0 a field's unit (factor to the field's unit), 1 time (seconds per unit),
-// 2 "utc" (a time zone).
-struct UnitToken {
-  std::string_view token;
-  uint8_t kind;
-  Unit unit;
-  double factor;
-  std::string_view label;
-};
-constexpr double kMiB = 1048576.0;
-constexpr UnitToken kUnits[] = {
-    {"w", 0, Unit::kWatt, 1, "W"},
-    {"watt", 0, Unit::kWatt, 1, "W"},
-    {"watts", 0, Unit::kWatt, 1, "W"},
-    {"mw", 0, Unit::kWatt, 1e-3, "mW"},
-    {"milliwatt", 0, Unit::kWatt, 1e-3, "mW"},
-    {"milliwatts", 0, Unit::kWatt, 1e-3, "mW"},
-    {"kw", 0, Unit::kWatt, 1e3, "kW"},
-    {"pct", 0, Unit::kPercent, 1, "%"},
-    {"percent", 0, Unit::kPercent, 1, "%"},
-    {"perc", 0, Unit::kPercent, 1, "%"},
-    {"ratio", 0, Unit::kPercent, 100, "0-1 ratio"},
-    {"frac", 0, Unit::kPercent, 100, "0-1 ratio"},
-    {"fraction", 0, Unit::kPercent, 100, "0-1 ratio"},
-    {"0_1", 0, Unit::kPercent, 100, "0-1 ratio"},
-    {"c", 0, Unit::kCelsius, 1, "C"},
-    {"degc", 0, Unit::kCelsius, 1, "C"},
-    {"celsius", 0, Unit::kCelsius, 1, "C"},
-    {"mhz", 0, Unit::kMegahertz, 1, "MHz"},
-    {"ghz", 0, Unit::kMegahertz, 1e3, "GHz"},
-    {"khz", 0, Unit::kMegahertz, 1e-3, "kHz"},
-    {"hz", 0, Unit::kMegahertz, 1e-6, "Hz"},
-    {"mib", 0, Unit::kMebibyte, 1, "MiB"},
-    {"mb", 0, Unit::kMebibyte, 1, "MiB"},
-    {"gib", 0, Unit::kMebibyte, 1024, "GiB"},
-    {"gb", 0, Unit::kMebibyte, 1024, "GiB"},
-    {"kib", 0, Unit::kMebibyte, 1 / 1024.0, "KiB"},
-    {"kb", 0, Unit::kMebibyte, 1 / 1024.0, "KiB"},
-    {"bytes", 0, Unit::kMebibyte, 1 / kMiB, "bytes"},
-    {"byte", 0, Unit::kMebibyte, 1 / kMiB, "bytes"},
-    {"b", 0, Unit::kMebibyte, 1 / kMiB, "bytes"},
-    {"mibs", 0, Unit::kMebibytePerSecond, 1, "MiB/s"},
-    {"mib_s", 0, Unit::kMebibytePerSecond, 1, "MiB/s"},
-    {"mb_s", 0, Unit::kMebibytePerSecond, 1, "MiB/s"},
-    {"kibs", 0, Unit::kMebibytePerSecond, 1 / 1024.0, "KiB/s"},
-    {"kib_s", 0, Unit::kMebibytePerSecond, 1 / 1024.0, "KiB/s"},
-    {"kb_s", 0, Unit::kMebibytePerSecond, 1 / 1024.0, "KiB/s"},
-    {"gib_s", 0, Unit::kMebibytePerSecond, 1024, "GiB/s"},
-    {"gb_s", 0, Unit::kMebibytePerSecond, 1024, "GiB/s"},
-    {"bytes_s", 0, Unit::kMebibytePerSecond, 1 / kMiB, "bytes/s"},
-    {"b_s", 0, Unit::kMebibytePerSecond, 1 / kMiB, "bytes/s"},
-    {"mj", 0, Unit::kMillijoule, 1, "mJ"},
-    {"j", 0, Unit::kMillijoule, 1e3, "J"},
-    {"joules", 0, Unit::kMillijoule, 1e3, "J"},
-    {"kj", 0, Unit::kMillijoule, 1e6, "kJ"},
-    {"s", 1, Unit{}, 1, "s"},
-    {"sec", 1, Unit{}, 1, "s"},
-    {"secs", 1, Unit{}, 1, "s"},
-    {"seconds", 1, Unit{}, 1, "s"},
-    {"ms", 1, Unit{}, 1e-3, "ms"},
-    {"msec", 1, Unit{}, 1e-3, "ms"},
-    {"millis", 1, Unit{}, 1e-3, "ms"},
-    {"milliseconds", 1, Unit{}, 1e-3, "ms"},
-    {"us", 1, Unit{}, 1e-6, "us"},
-    {"usec", 1, Unit{}, 1e-6, "us"},
-    {"micros", 1, Unit{}, 1e-6, "us"},
-    {"microseconds", 1, Unit{}, 1e-6, "us"},
-    {"ns", 1, Unit{}, 1e-9, "ns"},
-    {"nsec", 1, Unit{}, 1e-9, "ns"},
-    {"nanos", 1, Unit{}, 1e-9, "ns"},
-    {"nanoseconds", 1, Unit{}, 1e-9, "ns"},
-    {"utc", 2, Unit{}, 1, "UTC"},
-};
-
-bool is_upper(char c) {
-  return c >= 'A' && c <= 'Z';
-}
-bool is_lower(char c) {
-  return c >= 'a' && c <= 'z';
-}
-bool is_digit(char c) {
-  return c >= '0' && c <= '9';
-}
-char lower(char c) {
-  return is_upper(c) ? static_cast<char>(c - 'A' + 'a') : c;
-}
-
-// Lower case; '%' becomes "pct", 'µ' 'u', '°' nothing; any other run of non-alphanumerics one '_';
-// no '_' at either end. camel: also '_' at camelCase word starts ("gpuUtil" -> gpu_util).
-std::string normalise(std::string_view s, bool camel = false) {
-  std::string out;
-  out.reserve(s.size() + 4);
-  auto sep = [&] {
-    if (!out.empty() && out.back() != '_') out += '_';
-  };
-  for (size_t i = 0; i < s.size(); ++i) {
-    const char c = s[i];
-    const auto u = static_cast<unsigned char>(c);
-    const auto next = i + 1 < s.size() ? static_cast<unsigned char>(s[i + 1]) : 0u;
-    if (is_lower(c) || is_digit(c)) {
-      out += c;
-    } else if (is_upper(c)) {
-      if (camel && i > 0 &&
-          (is_lower(s[i - 1]) || (is_upper(s[i - 1]) && is_lower(static_cast<char>(next)))))
-        sep();
-      out += lower(c);
-    } else if (c == '%') {
-      sep();
-      out += "pct";
-      sep();
-    } else if ((u == 0xC2 && next == 0xB5) || (u == 0xCE && next == 0xBC)) {  // micro sign, mu
-      out += 'u';
-      ++i;
-    } else if (u == 0xC2 && next == 0xB0) {  // degree sign
-      ++i;
-    } else {
-      sep();
-    }
-  }
-  while (!out.empty() && out.back() == '_') out.pop_back();
-  return out;
-}
-
-// raw (a catalogue name: letters, digits, '.', '_') equals the normalised n.
-bool norm_equals(std::string_view raw, std::string_view n) {
-  if (raw.size() != n.size()) return false;
-  for (size_t i = 0; i < raw.size(); ++i) {
-    const char c = raw[i] == '.' || raw[i] == '-' || raw[i] == ' ' ? '_' : lower(raw[i]);
-    if (c != n[i]) return false;
-  }
-  return true;
-}
-
-const UnitToken* unit_exact(std::string_view tok) {
-  for (const auto& u : kUnits)
-    if (u.token == tok) return &u;
-  return nullptr;
-}
-
-// A unit word, or words run together: "mib_s", "mi_b" (camelCase "MiB" -> "MiB").
-const UnitToken* unit_joined(std::string_view n) {
-  if (const auto* u = unit_exact(n)) return u;
-  if (n.find('_') == std::string_view::npos) return nullptr;
-  std::string joined;
-  for (const char c : n)
-    if (c != '_') joined += c;
-  return unit_exact(joined);
-}
-
-// A unit written as normalised text: "mw", "mib_s", "mi_b" (camelCase "MiB"), "unix_ms" (its last
-// word).
-const UnitToken* unit_of(std::string_view n) {
-  if (n.empty()) return nullptr;
-  if (const auto* u = unit_joined(n)) return u;
-  const size_t us = n.rfind('_');
-  if (us != std::string_view::npos) return unit_exact(n.substr(us + 1));
-  return nullptr;
-}
-
-Rule rule_for(Unit u) {
-  switch (u) {
-    case Unit::kPercent:
-      return Rule::kPercentOrRatio;
-    case Unit::kWatt:
-      return Rule::kWattsOrMilli;
-    case Unit::kMebibyte:
-      return Rule::kMibOrBytes;
-    default:
-      return Rule::kAsIs;
-  }
-}
-
-// What a column name means.
-struct Meaning {
-  Role role = Role::kUnknown;
-  Field field{};
-  Rule rule = Rule::kAsIs;
-  double factor = 1;
-  bool unit_named = false;  // the name fixes the unit (field id, smi / DCGM name, unit suffix)
-  bool dcgm = false;
-  double time_unit_s = 0;  // time columns: seconds per unit, where the name says; 0: by the values
-  bool utc = false;
-  std::string_view unit_label;
-};
-
-Meaning field_meaning(Field f, Rule rule, double factor, bool unit_named) {
-  Meaning m;
-  m.role = Role::kField;
-  m.field = f;
-  m.rule = rule;
-  m.factor = factor;
-  m.unit_named = unit_named;
-  return m;
-}
-
-// A catalogue id without its unit word: "power_w" -> "power", "util_gpu_pct" -> "util_gpu".
-std::string_view id_stem(const FieldInfo& fi) {
-  const size_t us = fi.id.rfind('_');
-  if (us == std::string_view::npos) return {};
-  const UnitToken* u = unit_exact(fi.id.substr(us + 1));
-  if (u == nullptr || u->kind != 0 || u->unit != fi.unit || u->factor != 1) return {};
-  return fi.id.substr(0, us);
-}
-
-std::optional<Meaning> lookup_base(std::string_view n) {
-  if (n.empty()) return std::nullopt;
-  for (const auto& fi : all_fields())
-    if (fi.id == n) return field_meaning(fi.field, Rule::kAsIs, 1, true);
-  for (const auto& a : kAliases) {
-    if (a.name != n) continue;
-    if (a.role == Role::kField) return field_meaning(a.field, a.rule, 1, false);
-    Meaning m;
-    m.role = a.role;
-    return m;
-  }
-  for (const auto& fi : all_fields())
-    if (const auto stem = id_stem(fi); !stem.empty() && stem == n)
-      return field_meaning(fi.field, rule_for(fi.unit), 1, false);
-  for (const auto& fi : all_fields()) {
-    std::string_view rest = fi.smi_names;
-    while (!rest.empty()) {
-      const size_t bar = rest.find('|');
-      if (norm_equals(rest.substr(0, bar), n)) return field_meaning(fi.field, Rule::kAsIs, 1, true);
-      rest = bar == std::string_view::npos ? std::string_view{} : rest.substr(bar + 1);
-    }
-  }
-  for (const auto& fi : all_fields()) {
-    if (!fi.dcgm_name.empty() && norm_equals(fi.dcgm_name, n)) {
-      Meaning m = field_meaning(fi.field, Rule::kAsIs, fi.dcgm_scale, true);
-      m.dcgm = true;
-      if (fi.dcgm_scale == 100) m.unit_label = "DCGM 0-1 ratio";
-      return m;
-    }
-  }
-  for (const auto& fi : all_fields())
-    if (norm_equals(fi.prom_name, n))
-      return field_meaning(fi.field, Rule::kAsIs, prom_scale(fi), true);
-  return std::nullopt;
-}
-
-// Applies a unit (from a suffix, a bracket or --map) to what a name means; false when it does
-// not fit (a time unit on a power column, "%" on a temperature).
-bool apply_unit(Meaning& m, const UnitToken& u) {
-  if (m.role == Role::kField && u.kind == 0 && u.unit == info(m.field).unit) {
-    m.factor = u.factor;
-    m.rule = Rule::kAsIs;
-    m.unit_named = true;
-    m.dcgm = false;
-    m.unit_label = u.label;
-    return true;
-  }
-  if ((m.role == Role::kTime || m.role == Role::kDate) && u.kind == 1) {
-    m.time_unit_s = u.factor;
-    m.unit_label = u.label;
-    return true;
-  }
-  if ((m.role == Role::kTime || m.role == Role::kDate) && u.kind == 2) {
-    m.utc = true;
-    return true;
-  }
-  return false;
-}
-
-// A normalised name, with an optional unit suffix of one or two words ("power_draw_mw",
-// "mem_used_mi_b", "pcie_tx_mib_s", "elapsed_ms").
-std::optional<Meaning> lookup(std::string_view n) {
-  if (auto m = lookup_base(n)) return m;
-  size_t pos = n.size();
-  for (int words = 1; words <= 2; ++words) {
-    if (pos == 0) break;
-    pos = n.rfind('_', pos - 1);
-    if (pos == std::string_view::npos || pos == 0) break;
-    const UnitToken* u = unit_joined(n.substr(pos + 1));
-    if (u == nullptr) continue;
-    if (auto m = lookup_base(n.substr(0, pos)); m && apply_unit(*m, *u)) return m;
-  }
-  return std::nullopt;
-}
-
-// One column per GPU: "GPU0", "gpu_1", "cuda0", "gpu0_power", "gpu1_power_w", "power_gpu0".
-struct WideName {
-  int gpu = -1;
-  std::string_view rest;  // the quantity, "" for a bare "GPU0"
-};
-
-std::optional<WideName> match_wide(std::string_view n) {
-  static constexpr std::string_view kPrefixes[] = {"device", "nvidia", "cuda", "gpu", "dev"};
-  auto number = [](std::string_view digits) {
-    int v = 0;
-    for (const char c : digits) v = v * 10 + (c - '0');
-    return v;
-  };
-  for (const auto p : kPrefixes) {
-    if (!n.starts_with(p)) continue;
-    size_t i = p.size();
-    if (i < n.size() && n[i] == '_') ++i;
-    size_t j = i;
-    while (j < n.size() && is_digit(n[j])) ++j;
-    if (j == i || j - i > 4) continue;
-    WideName w;
-    w.gpu = number(n.substr(i, j - i));
-    if (j == n.size()) return w;
-    if (n[j] == '_') ++j;
-    w.rest = n.substr(j);
-    if (w.rest.empty()) continue;
-    return w;
-  }
-  size_t b = n.size();
-  while (b > 0 && is_digit(n[b - 1])) --b;
-  if (b == n.size() || n.size() - b > 4) return std::nullopt;
-  size_t k = b;
-  if (k > 0 && n[k - 1] == '_') --k;
-  for (const auto p : kPrefixes) {
-    if (k <= p.size() + 1 || n.substr(k - p.size(), p.size()) != p || n[k - p.size() - 1] != '_')
-      continue;
-    WideName w;
-    w.gpu = number(n.substr(b));
-    w.rest = n.substr(0, k - p.size() - 1);
-    return w;
-  }
-  return std::nullopt;
-}
-
-// "power (W)" -> base "power", annotation "W"; also "power [mW]".
-void split_annotation(std::string_view s, std::string_view& base, std::string_view& ann) {
-  s = text::trim(s);
-  base = s;
-  ann = {};
-  if (s.size() < 3) return;
-  const char close = s.back();
-  if (close != ')' && close != ']') return;
-  const size_t open = s.rfind(close == ')' ? '(' : '[');
-  if (open == std::string_view::npos || open == 0) return;
-  base = text::trim(s.substr(0, open));
-  ann = text::trim(s.substr(open + 1, s.size() - open - 2));
-  if (base.empty()) {
-    base = s;
-    ann = {};
-  }
-}
-
-struct Column {
-  Meaning m;
-  int gpu = -1;       // the GPU number the name gives (one column per GPU); -1: none
-  bool bare = false;  // "GPU0": a GPU number and no quantity
-  bool mapped = false;
-  bool unit_mismatch = false;
-  const UnitToken* ann_unit = nullptr;  // the unit in brackets
-  std::string name;                     // as written, trimmed and unquoted
-  std::string base;                     // name without the bracket annotation
-};
-
-// The name's meaning, with camelCase words split as a fallback; c.gpu and c.bare for one column
-// per GPU.
-bool resolve_name(std::string_view name, Column& c) {
-  std::string prev;
-  for (const bool camel : {false, true}) {
-    const std::string n = normalise(name, camel);
-    if (camel && n == prev) break;
-    prev = n;
-    c.gpu = -1;
-    if (auto m = lookup(n)) {
-      c.m = *m;
-      return true;
-    }
-    if (const auto w = match_wide(n)) {
-      c.gpu = w->gpu;
-      if (w->rest.empty()) {
-        c.bare = true;
-        return true;
-      }
-      if (auto m = lookup(w->rest)) {
-        c.m = *m;
-        return true;
-      }
-    }
-  }
-  c.gpu = -1;
-  return false;
-}
-
-Column resolve(std::string_view raw) {
-  Column c;
-  c.name = std::string(text::trim(raw));
-  std::string_view base, ann;
-  split_annotation(c.name, base, ann);
-  c.base = std::string(base);
-  if (!ann.empty()) c.ann_unit = unit_joined(normalise(ann));
-  bool found = false;
-  if (!ann.empty() && c.ann_unit == nullptr) {
-    // Not a unit: part of the name ("power (GPU 0)", "time (unix ms)"); else, of several words,
-    // a remark ("power_w (avg over 1 s)"); else a unit gpudoctor does not read ("temp (F)").
-    found = resolve_name(c.base + "_" + std::string(ann), c);
-    if (!found && resolve_name(c.base, c)) {
-      found = true;
-      if (normalise(ann).find('_') == std::string::npos && c.m.role == Role::kField) {
-        c.unit_mismatch = true;
-        c.m.role = Role::kUnknown;
-        return c;
-      }
-    }
-  } else {
-    found = resolve_name(c.base, c);
-  }
-  if (!found || c.bare) return c;
-  if (c.m.role == Role::kGpu || c.m.role == Role::kTime || c.m.role == Role::kDate ||
-      c.m.role == Role::kHost)
-    c.gpu = -1;  // "gpu0_time": the time is the row's, whatever the column says
-  if (c.ann_unit != nullptr && !apply_unit(c.m, *c.ann_unit)) {
-    c.unit_mismatch = c.m.role == Role::kField;
-    if (c.unit_mismatch) c.m.role = Role::kUnknown;
-  }
-  return c;
-}
-
-bool is_identity(Role r) {
-  return r == Role::kTime || r == Role::kDate || r == Role::kGpu || r == Role::kUuid ||
-         r == Role::kBusId || r == Role::kHost || r == Role::kName;
-}
-
-// Case-insensitive glob with '*' and '?'.
-bool glob_match(std::string_view pat, std::string_view s) {
-  size_t p = 0, i = 0, star = std::string_view::npos, mark = 0;
-  while (i < s.size()) {
-    if (p < pat.size() && (pat[p] == '?' || lower(pat[p]) == lower(s[i]))) {
-      ++p;
-      ++i;
-    } else if (p < pat.size() && pat[p] == '*') {
-      star = p++;
-      mark = i;
-    } else if (star != std::string_view::npos) {
-      p = star + 1;
-      i = ++mark;
-    } else {
-      return false;
-    }
-  }
-  while (p < pat.size() && pat[p] == '*') ++p;
-  return p == pat.size();
-}
-
-bool has_wildcard(std::string_view s) {
-  return s.find_first_of("*?") != std::string_view::npos;
-}
-
-// ---------------------------------------------------------------------------------------------
-// CSV records
-
-char detect_separator(std::string_view line) {
-  size_t comma = 0, semi = 0, tab = 0;
-  bool quoted = false;
-  for (const char c : line) {
-    if (c == '"') quoted = !quoted;
-    if (quoted) continue;
-    comma += c == ',';
-    semi += c == ';';
-    tab += c == '\t';
-  }
-  if (semi > comma && semi >= tab) return ';';
-  if (tab > comma && tab > semi) return '\t';
-  return ',';
-}
-
-// Splits a text into records of trimmed, unquoted cells: RFC 4180 quotes (a quoted cell may hold
-// the separator, doubled quotes and line breaks). Blank lines and '#' comment lines are skipped.
-class Records {
- public:
-  enum class Next { kRecord, kMalformed, kEnd };
-
-  Records(std::string_view text, char sep, size_t line_before)
-      : text_(text), sep_(sep), line_(line_before) {}
-
-  // line_no: the line the record starts on; raw: its text, trimmed.
-  Next next(std::vector<std::string_view>& cells, size_t& line_no, std::string_view& raw) {
-    while (pos_ < text_.size()) {
-      const std::string_view rest = text_.substr(pos_);
-      const void* nl = std::memchr(rest.data(), '\n', rest.size());
-      const size_t len = nl != nullptr
-                             ? static_cast<size_t>(static_cast<const char*>(nl) - rest.data())
-                             : rest.size();
-      const std::string_view line = rest.substr(0, len);
-      line_no = ++line_;
-      const std::string_view t = text::trim(line);
-      if (t.empty() || t.front() == '#') {
-        pos_ = std::min(text_.size(), pos_ + len + 1);
-        continue;
-      }
-      if (std::memchr(line.data(), '"', line.size()) == nullptr) {
-        pos_ = std::min(text_.size(), pos_ + len + 1);
-        raw = t;
-        text::split_trimmed(line, sep_, cells);
-        return Next::kRecord;
-      }
-      size_t consumed = 0;
-      if (!split_quoted(rest, consumed, cells)) {
-        pos_ = std::min(text_.size(), pos_ + len + 1);  // an unclosed quote: this line only
-        raw = t;
-        return Next::kMalformed;
-      }
-      pos_ += consumed;
-      raw = text::trim(rest.substr(0, consumed));
-      return Next::kRecord;
-    }
-    return Next::kEnd;
-  }
-
-  // Bytes consumed so far, and the number of the last line read.
-  size_t position() const { return pos_; }
-  bool at_end() const { return pos_ >= text_.size(); }
-  size_t line() const { return line_; }
-
- private:
-  struct Span {
-    size_t b, n;
-    bool own;
-  };
-
-  bool split_quoted(std::string_view s, size_t& consumed, std::vector<std::string_view>& cells) {
-    own_.clear();
-    spans_.clear();
-    size_t pos = 0, newlines = 0;
-    auto blank = [&](char c) { return c == ' ' || (c == '\t' && sep_ != '\t') || c == '\r'; };
-    while (true) {
-      while (pos < s.size() && blank(s[pos])) ++pos;
-      if (pos < s.size() && s[pos] == '"') {
-        ++pos;
-        const size_t b = own_.size();
-        while (true) {
-          if (pos >= s.size()) return false;
-          const char c = s[pos];
-          if (c == '"') {
-            if (pos + 1 < s.size() && s[pos + 1] == '"') {
-              own_ += '"';
-              pos += 2;
-              continue;
-            }
-            ++pos;
-            break;
-          }
-          newlines += c == '\n';
-          own_ += c;
-          ++pos;
-        }
-        // Anything between the closing quote and the separator is not RFC 4180: dropped.
-        while (pos < s.size() && s[pos] != sep_ && s[pos] != '\n') ++pos;
-        spans_.push_back({b, own_.size() - b, true});
-      } else {
-        const size_t b = pos;
-        while (pos < s.size() && s[pos] != sep_ && s[pos] != '\n') ++pos;
-        spans_.push_back({b, pos - b, false});
-      }
-      if (pos < s.size() && s[pos] == sep_) {
-        ++pos;
-        continue;
-      }
-      if (pos < s.size()) ++pos;  // the '\n' that ends the record
-      break;
-    }
-    consumed = pos;
-    line_ += newlines;
-    cells.clear();
-    for (const auto& sp : spans_)
-      cells.push_back(
-          text::trim(sp.own ? std::string_view(own_).substr(sp.b, sp.n) : s.substr(sp.b, sp.n)));
-    return true;
-  }
-
-  std::string_view text_;
-  char sep_;
-  size_t line_;
-  size_t pos_ = 0;
-  std::string own_;
-  std::vector<Span> spans_;
-};
-
-// ---------------------------------------------------------------------------------------------
-// Times
-
-// ISO 8601 and similar: "2024-05-14T10:31:07.412Z", "2024-05-14 10:31:07+02:00", "...-0500",
-// "... UTC", "2024/05/14 10:31:07.412" (no zone). Milliseconds since the epoch; zoned: the text
-// gave a zone (else it is read as UTC).
-std::optional<int64_t> parse_datetime(std::string_view s, bool& zoned) {
-  s = text::trim(s);
-  zoned = false;
-  if (s.size() < 16 || !is_digit(s[0]) || (s[4] != '-' && s[4] != '/')) return std::nullopt;
-  int64_t offset_min = 0;
-  if (s.back() == 'Z' || s.back() == 'z') {
-    zoned = true;
-    s.remove_suffix(1);
-  } else if (s.size() > 22 &&
-             (iequals(s.substr(s.size() - 3), "UTC") || iequals(s.substr(s.size() - 3), "GMT"))) {
-    zoned = true;
-    s = text::trim(s.substr(0, s.size() - 3));
-  } else {
-    const size_t p = s.find_last_of("+-");
-    if (p != std::string_view::npos && p > 10) {
-      std::string_view z = s.substr(p + 1);
-      int64_t hh = 0, mm = 0;
-      auto two = [&](std::string_view d, int64_t& out) {
-        if (d.size() < 2 || !is_digit(d[0]) || !is_digit(d[1])) return false;
-        out = (d[0] - '0') * 10 + (d[1] - '0');
-        return true;
-      };
-      if (!two(z, hh)) return std::nullopt;
-      z.remove_prefix(2);
-      if (!z.empty() && z.front() == ':') z.remove_prefix(1);
-      if (!z.empty()) {
-        if (z.size() != 2 || !two(z, mm)) return std::nullopt;
-      }
-      if (hh > 23 || mm > 59) return std::nullopt;
-      offset_min = (s[p] == '-' ? -1 : 1) * (hh * 60 + mm);
-      zoned = true;
-      s = text::trim(s.substr(0, p));
-    }
-  }
-  char buf[64];
-  if (s.size() == 16 && s[13] == ':') {  // "2024-05-14T10:31": no seconds
-    std::memcpy(buf, s.data(), 16);
-    std::memcpy(buf + 16, ":00", 3);
-    s = std::string_view(buf, 19);
-  }
-  const auto ms = text::parse_timestamp_ms(s);
-  if (!ms) return std::nullopt;
-  return *ms - offset_min * 60000;
-}
-
-// "10:31:07" or "10:31:07.412": milliseconds since midnight.
-std::optional<int64_t> parse_time_of_day(std::string_view s) {
-  s = text::trim(s);
-  if (s.size() < 8 || s.size() > 40 || s[2] != ':' || s[5] != ':') return std::nullopt;
-  char buf[64] = "1970-01-01 ";
-  std::memcpy(buf + 11, s.data(), s.size());
-  return text::parse_timestamp_ms(std::string_view(buf, 11 + s.size()));
-}
-
-// "2024-05-14" or "2024/05/14": milliseconds since the epoch at midnight.
-std::optional<int64_t> parse_date(std::string_view s) {
-  s = text::trim(s);
-  if (s.size() != 10) return std::nullopt;
-  char buf[32];
-  std::memcpy(buf, s.data(), 10);
-  std::memcpy(buf + 10, " 00:00:00", 9);
-  return text::parse_timestamp_ms(std::string_view(buf, 19));
-}
-
-constexpr double kDayMs = 86400000.0;
 
 // ---------------------------------------------------------------------------------------------
 // Cells
@@ -913,14 +79,6 @@ struct Stats {
   bool cell_unit = false;  // some cell gave its unit: no guessing
 };
 
-// "GPU0" -> "GPU*": the --map pattern a message suggests for one-column-per-GPU names.
-std::string wide_pattern(std::string_view name) {
-  size_t b = name.size();
-  while (b > 0 && is_digit(name[b - 1])) --b;
-  if (b == name.size()) return std::string(name);
-  return std::string(name.substr(0, b)) + "*";
-}
-
 // The GPU number in an id cell: "0", "GPU0", "gpu 1", "cuda:2", "/dev/nvidia3".
 std::optional<unsigned> gpu_number(std::string_view v) {
   v = text::trim(v);
@@ -941,6 +99,70 @@ std::optional<unsigned> gpu_number(std::string_view v) {
         contains_ci(prefix, "nvidia")))
     return std::nullopt;
   return static_cast<unsigned>(text::parse_int(v.substr(b)).value_or(0));
+}
+
+// A reason column's cell as clock-event reason bits: a flag column ("Active", "Yes", 1) gives its
+// bit; GPU-Z's PerfCap Reason gives its own code (1 Pwr, 2 Thrm, 4 VRel, 8 VOp, 16 Util, 0 none,
+// or the words), of which power, thermal and utilisation have an NVML reason.
+Cell parse_reason(const Meaning& m, std::string_view v, double& out) {
+  if (m.reasons == Reasons::kFlag) {
+    static constexpr std::string_view kOn[] = {"active", "yes", "1", "true", "on"};
+    static constexpr std::string_view kOff[] = {"not active", "no", "0", "false", "off"};
+    for (const auto w : kOn)
+      if (iequals(v, w)) {
+        out = static_cast<double>(m.bit);
+        return Cell::kValue;
+      }
+    for (const auto w : kOff)
+      if (iequals(v, w)) {
+        out = 0;
+        return Cell::kValue;
+      }
+    if (const auto x = text::parse_double(v); x && (*x == 0 || *x == 1)) {  // "1.000" (Afterburner)
+      out = *x == 1 ? static_cast<double>(m.bit) : 0;
+      return Cell::kValue;
+    }
+    return classify_marker(v);
+  }
+  struct Code {
+    uint64_t gpuz;
+    std::string_view word, nvml;
+  };
+  static constexpr Code kCodes[] = {
+      {1, "pwr", "sw_power_cap"}, {2, "thrm", "sw_thermal"}, {4, "vrel", ""}, {8, "vop", ""},
+      {16, "util", "gpu_idle"},   {0, "idle", "gpu_idle"}};
+  auto bit = [](std::string_view code) -> uint64_t {
+    for (const auto& r : clock_reasons())
+      if (r.code == code) return r.bit;
+    return 0;
+  };
+  uint64_t mask = 0;
+  if (const auto n = text::parse_int(v)) {
+    if (*n < 0 || *n > 0xFFFF) return Cell::kBad;
+    for (const auto& k : kCodes)
+      if (k.gpuz != 0 && (static_cast<uint64_t>(*n) & k.gpuz) && !k.nvml.empty())
+        mask |= bit(k.nvml);
+    out = static_cast<double>(mask);
+    return Cell::kValue;
+  }
+  // Words: "Pwr", "Thrm, VRel", "VRel.VOp".
+  size_t words = 0, known = 0;
+  for (size_t i = 0; i < v.size();) {
+    while (i < v.size() && !(is_lower(v[i]) || is_upper(v[i]))) ++i;
+    size_t j = i;
+    while (j < v.size() && (is_lower(v[j]) || is_upper(v[j]))) ++j;
+    if (j == i) break;
+    ++words;
+    for (const auto& k : kCodes)
+      if (iequals(v.substr(i, j - i), k.word)) {
+        ++known;
+        if (!k.nvml.empty()) mask |= bit(k.nvml);
+      }
+    i = j;
+  }
+  if (words == 0 || known != words) return classify_marker(v);
+  out = static_cast<double>(mask);
+  return Cell::kValue;
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -1080,7 +302,7 @@ std::optional<Error> Reader::find_header() {
   auto recognised = [](const std::vector<std::string>& names) {
     return std::any_of(names.begin(), names.end(), [](const std::string& n) {
       const Column c = resolve(n);
-      return c.m.role == Role::kField || c.bare;
+      return c.m.role == Role::kField || c.m.role == Role::kReason || c.bare;
     });
   };
   if (!comment.empty() && !recognised(header_)) {
@@ -1165,7 +387,7 @@ std::optional<Error> Reader::make_layout() {
   first.fill(-1);
   bool any_wide = false, any_field = false;
   for (const auto& c : cols_) {
-    if (c.m.role != Role::kField) continue;
+    if (c.m.role != Role::kField && c.m.role != Role::kReason) continue;
     any_field = true;
     any_wide = any_wide || c.gpu >= 0;
   }
@@ -1204,6 +426,18 @@ std::optional<Error> Reader::make_layout() {
       continue;
     }
     if (c.m.role == Role::kIgnore) continue;
+    if (c.m.role == Role::kReason) {  // one of several: ORed into clock_event_reasons, no duplicate
+      field_in_log_[index_of(Field::kClockEventReasons)] = true;
+      if (wide_ && c.gpu < 0) {
+        ignored_notes_.push_back(
+            fmt::format("column {} ignored: the file has one column per GPU and {} names no GPU",
+                        c.name, c.name));
+        c.m.role = Role::kIgnore;
+        continue;
+      }
+      fields_.push_back({i, Field::kClockEventReasons, wide_ ? c.gpu : -1});
+      continue;
+    }
     if (c.m.role == Role::kField) {
       field_in_log_[index_of(c.m.field)] = true;
       if (c.gpu < 0) {
@@ -1334,6 +568,7 @@ std::optional<double> Reader::parse_num(std::string_view v) {
 Cell Reader::parse_cell(const Column& c, std::string_view v, double& out, bool& cell_unit) {
   cell_unit = false;
   if (v.empty()) return Cell::kMissing;
+  if (c.m.role == Role::kReason) return parse_reason(c.m, v, out);
   const Unit u = info(c.m.field).unit;
   if (u == Unit::kBitmask) {
     if (v.size() > 2 && v[0] == '0' && (v[1] == 'x' || v[1] == 'X')) {
@@ -1506,7 +741,11 @@ void Reader::read_cells(GpuState& g, size_t row, int wide,
     const size_t fi = index_of(fc.field);
     switch (parse_cell(c, v, x, cell_unit)) {
       case Cell::kValue: {
-        g.series.column_for_write(fc.field)[row] = x;
+        double& cell = g.series.column_for_write(fc.field)[row];
+        if (c.m.role == Role::kReason && !is_missing(cell))
+          cell = static_cast<double>(static_cast<uint64_t>(cell) | static_cast<uint64_t>(x));
+        else
+          cell = x;
         ++g.counts.value[fi];
         if (c.m.rule != Rule::kAsIs) {
           Stats& s = stats_[fi];
@@ -1716,6 +955,19 @@ Result<Recording> Reader::run() {
   if (auto e = find_header()) return std::move(*e);
   if (auto e = make_layout()) return std::move(*e);
   read_rows();
+  // "epoch" may be a Unix time or a training epoch (Lightning's CSV logs): a time only when its
+  // values are Unix times.
+  if (time_col_ >= 0) {
+    Column& tc = cols_[static_cast<size_t>(time_col_)];
+    if (tc.m.rule == Rule::kEpochOnly && !tc.mapped && mode_ != TimeMode::kEpoch) {
+      ignored_notes_.push_back(fmt::format(
+          "column {} ignored: its values are not Unix times (a training epoch?)", tc.name));
+      tc.m.role = Role::kIgnore;
+      time_col_ = -1;
+      reset_rows();
+      read_rows();
+    }
+  }
   if (rows_read_ == 0) {
     if (data_lines_ == 0)
       return usage_error(fmt::format("{}:{}: a header line but no data rows{}", origin_,
@@ -1812,6 +1064,7 @@ void Reader::finish() {
         }
         break;
       case Rule::kAsIs:
+      case Rule::kEpochOnly:
         break;
     }
     if (auto_factor[fi] == 1) continue;
@@ -1959,7 +1212,7 @@ bool is_smi_header(const std::vector<std::string_view>& cells) {
 }  // namespace
 
 bool looks_like_generic_csv(std::string_view head) {
-  try {
+  return log_reader::guarded_check([&] {
     head = text::strip_bom(head);
     if (head.empty() || text::looks_binary(head.substr(0, 4096))) return false;
     const std::string_view t = text::trim_left(head);
@@ -1996,7 +1249,7 @@ bool looks_like_generic_csv(std::string_view head) {
         if (c.find_first_of("{}=") != std::string_view::npos) return false;
       return std::any_of(cells.begin(), cells.end(), [](std::string_view c) {
         const Column col = resolve(c);
-        return col.m.role == Role::kField || col.bare;
+        return col.m.role == Role::kField || col.m.role == Role::kReason || col.bare;
       });
     };
     // nvidia-smi --query-gpu without a dotted name ("timestamp, name, pstate"): its timestamps.
@@ -2010,19 +1263,15 @@ bool looks_like_generic_csv(std::string_view head) {
       return false;
     if (usable(line)) return true;
     return !comment.empty() && usable(comment.substr(1));
-  } catch (const std::exception&) {
-    return false;
-  }
+  });
 }
 
 Result<Recording> read_generic_csv(std::string_view text, const std::string& origin,
                                    const GenericCsvOptions& opt) {
-  try {
+  return log_reader::guarded_read(origin, "CSV log", [&] {
     Reader reader(text, origin, opt);
     return reader.run();
-  } catch (const std::exception& e) {
-    return failure(fmt::format("{}: cannot read the CSV log: {}", origin, e.what()));
-  }
+  });
 }
 
 }  // namespace gpudoctor

@@ -9,12 +9,17 @@
 #include <cerrno>
 #include <cstring>
 #include <fstream>
+#include <optional>
+#include <utility>
+#include <vector>
 
 #include <fmt/format.h>
 
 #include "formats/capture_reader.hpp"
+#include "formats/csv_frame.hpp"
 #include "formats/dcgm.hpp"
 #include "formats/dmon.hpp"
+#include "formats/encoding.hpp"
 #include "formats/finish.hpp"
 #include "formats/generic_csv.hpp"
 #include "formats/json_samples.hpp"
@@ -22,6 +27,7 @@
 #include "formats/smi_csv.hpp"
 #include "formats/smi_table.hpp"
 #include "formats/text.hpp"
+#include "formats/text_layouts.hpp"
 #include "formats/wandb.hpp"
 #include "store/sqlite_store.hpp"
 
@@ -72,8 +78,9 @@ class MappedFile {
 }  // namespace
 
 std::vector<std::string> input_formats() {
-  return {"auto",       "recording", "capture",   "smi-csv", "smi-table", "dmon",
-          "dcgmi-dmon", "dcgm-dump", "prom-text", "json",    "wandb",     "generic-csv"};
+  return {"auto",        "recording", "capture",   "smi-csv",   "smi-table", "dmon",
+          "dcgmi-dmon",  "dcgm-dump", "prom-text", "json",      "wandb",     "afterburner",
+          "kv-blocks",   "gpustat",   "generic-csv"};
 }
 
 namespace {
@@ -84,6 +91,26 @@ constexpr size_t kHeadBytes = 4096;
 bool known_format(const std::string& format) {
   const auto all = input_formats();
   return std::find(all.begin(), all.end(), format) != all.end();
+}
+
+// A header line of a delimited table (',' ';' or tab, at least two named cells, the next line with
+// as many cells): its line number and cells. Only the first line that is not blank or a comment.
+std::optional<std::pair<size_t, std::vector<std::string_view>>> unknown_header(
+    std::string_view head) {
+  text::LineReader lines(head);
+  std::string_view line, next;
+  while (lines.next(line) && (text::is_blank(line) || text::trim(line).front() == '#')) {
+  }
+  const size_t line_no = lines.line_number();
+  if (!lines.next(next)) return std::nullopt;
+  const char sep = csv::detect_separator(line);
+  std::vector<std::string_view> cells, row;
+  text::split_trimmed(line, sep, cells);
+  text::split_trimmed(next, sep, row);
+  if (cells.size() < 2 || row.size() != cells.size()) return std::nullopt;
+  for (const auto c : cells)
+    if (c.empty() || text::parse_double(c) || !text::valid_utf8(c)) return std::nullopt;
+  return std::make_pair(line_no, cells);
 }
 
 // The reader for an input whose first bytes are `head`: --input-format, else by content.
@@ -103,16 +130,26 @@ Result<std::string> choose_format(std::string_view head, const std::string& orig
   if (looks_like_dcgmi_dmon(head)) return std::string("dcgmi-dmon");
   if (looks_like_dcgm_long(head)) return std::string("dcgm-dump");
   if (looks_like_prom_text(head)) return std::string("prom-text");
+  if (looks_like_afterburner(head)) return std::string("afterburner");
+  if (looks_like_key_value_blocks(head)) return std::string("kv-blocks");
+  if (looks_like_gpustat(head)) return std::string("gpustat");
   // Home-made headers can share a name or two with nvidia-smi's (gpu_name, pstate): the generic
   // reader claims those, nvidia-smi's own dotted names stay with its reader.
   if ((looks_like_smi_csv(head) && !looks_like_generic_csv(head)) || !options.columns.empty())
     return std::string("smi-csv");
-  if (looks_like_generic_csv(head)) return std::string("generic-csv");
+  if (looks_like_generic_csv(head) || !options.map.empty()) return std::string("generic-csv");
   if (head.empty()) return usage_error(origin + ": the file is empty");
   // UTF-16, binary data or blank lines only: said as such.
   if (auto e = text::check_input(text::strip_bom(head), origin, "a format gpudoctor reads",
                                  std::nullopt))
     return std::move(*e);
+  // A table whose header names nothing gpudoctor knows: say what it has and how to read it.
+  if (auto header = unknown_header(head))
+    return usage_error(fmt::format(
+        "{}:{}: a table whose columns ({}) gpudoctor does not recognise; name them with --map "
+        "COLUMN=FIELD (field ids: gpudoctor fields; known column names: gpudoctor formats), e.g. "
+        "--map '{}=util_gpu_pct'",
+        origin, header->first, log_reader::join_names(header->second), header->second.back()));
   return usage_error(fmt::format(
       "{}: not a format gpudoctor reads (recordings, captures, nvidia-smi --query-gpu CSV, "
       "nvidia-smi table snapshots, nvidia-smi dmon, dcgmi dmon, DCGM field dumps, Prometheus "
@@ -135,10 +172,14 @@ Result<Recording> read_text(std::string_view text, const std::string& origin,
     o.power_limit_w = options.power_limit_w;
     return read_smi_table(text, origin, o);
   }
-  if (format == "generic-csv") {
+  if (format == "generic-csv" || format == "afterburner" || format == "kv-blocks" ||
+      format == "gpustat") {
     GenericCsvOptions o;
     o.map = options.map;
     o.power_limit_w = options.power_limit_w;
+    if (format == "afterburner") return read_afterburner(text, origin, o);
+    if (format == "kv-blocks") return read_key_value_blocks(text, origin, o);
+    if (format == "gpustat") return read_gpustat(text, origin, o);
     return read_generic_csv(text, origin, o);
   }
   if (format == "dcgmi-dmon" || format == "dcgm-dump") {
@@ -167,11 +208,27 @@ Result<Recording> with_gpu_name(Result<Recording> rec, const LoadOptions& option
 
 }  // namespace
 
-Result<Recording> load_text(std::string_view text, const std::string& origin,
+Result<Recording> load_text(std::string_view bytes, const std::string& origin,
                             const LoadOptions& options) {
-  auto format = choose_format(text.substr(0, kHeadBytes), origin, options);
+  // Decoded once, here: every reader sees UTF-8 and every output stays valid UTF-8. Binary data
+  // (a NUL in the first bytes, not UTF-16) is left as it is, for the readers to refuse as such;
+  // so are W&B run files, binary by design.
+  text::Encoding enc = text::Encoding::kUtf8;
+  std::string decoded;
+  std::string_view utf8 = bytes;
+  const std::string_view head = bytes.substr(0, kHeadBytes);
+  if (!head.empty() && !looks_like_wandb_run(head) &&
+      (text::looks_utf16(head) || !text::looks_binary(head))) {
+    enc = text::detect_encoding(bytes);
+    utf8 = text::decode_to_utf8(bytes, enc, decoded);
+  }
+  auto format = choose_format(utf8.substr(0, kHeadBytes), origin, options);
   if (!format) return format.error();
-  return with_gpu_name(read_text(text, origin, *format, options), options);
+  auto rec = read_text(utf8, origin, *format, options);
+  if (rec.ok() && enc != text::Encoding::kUtf8 && enc != text::Encoding::kUtf8Bom)
+    log_reader::add_note(rec.value(), fmt::format("the file is {} text: decoded to UTF-8",
+                                                  text::encoding_name(enc)));
+  return with_gpu_name(std::move(rec), options);
 }
 
 Result<Recording> load_telemetry(const std::string& path, const LoadOptions& options) {
@@ -181,9 +238,9 @@ Result<Recording> load_telemetry(const std::string& path, const LoadOptions& opt
   in.read(head_buf, sizeof head_buf);
   const std::string head(head_buf, static_cast<size_t>(in.gcount()));
   in.close();
-  auto format = choose_format(head, path, options);
-  if (!format) return format.error();
-  if (*format == "recording") {
+  // A recording is SQLite, read from the file; anything else is text, decoded in load_text.
+  if (options.input_format == "recording" ||
+      (options.input_format == "auto" && looks_like_recording(head))) {
     auto rec = read_recording(path);
     if (rec.ok()) log_reader::mark_logged_power_limits(rec.value());
     return with_gpu_name(std::move(rec), options);

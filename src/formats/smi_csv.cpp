@@ -17,6 +17,7 @@
 #include "core/clock_reasons.hpp"
 #include "core/reading.hpp"
 #include "formats/finish.hpp"
+#include "formats/log_time.hpp"
 #include "formats/text.hpp"
 
 namespace gpudoctor {
@@ -431,6 +432,7 @@ class Reader {
 
   bool have_start_ = false;
   int64_t start_ms_ = 0;
+  std::string_view epoch_unit_;  // timestamps written as epoch numbers: their unit
   uint32_t round_ = 0;
   bool any_ts_ = false, any_no_ts_ = false, any_position_ = false;
 
@@ -646,7 +648,13 @@ void Reader::pass(bool prepass) {
     }
     double time_s = 0;
     if (L.ts >= 0) {
-      const auto ms = text::parse_timestamp_ms(cells_[static_cast<size_t>(L.ts)]);
+      auto ms = text::parse_timestamp_ms(cells_[static_cast<size_t>(L.ts)]);
+      if (!ms) {
+        // A shell loop's `date +%s` in front of nvidia-smi's values: epoch seconds (or ms ...).
+        std::string_view unit;
+        ms = csv::parse_epoch_ms(cells_[static_cast<size_t>(L.ts)], &unit);
+        if (ms && epoch_unit_.empty()) epoch_unit_ = unit;
+      }
       if (!ms) {
         if (!prepass)
           problem(bad_time_, line_no, "cannot read the timestamp \"{}\"",
@@ -774,7 +782,9 @@ void Reader::finish(Recording& rec) {
   std::vector<std::string> notes = std::move(rec.notes);
   rec.notes.clear();
 
-  if (any_ts_)
+  if (any_ts_ && !epoch_unit_.empty())
+    note_once(rec, fmt::format("timestamps read as Unix epoch {}", epoch_unit_));
+  else if (any_ts_)
     note_once(rec,
               "timestamps are the local time of the machine that ran nvidia-smi, read as UTC "
               "(the log does not say its time zone)");
@@ -923,7 +933,7 @@ std::string_view or_na(const std::string& s) {
 }  // namespace
 
 bool looks_like_smi_csv(std::string_view head) {
-  try {
+  return log_reader::guarded_check([&] {
     head = text::strip_bom(head);
     if (text::looks_binary(head.substr(0, 4096))) return false;
     text::LineReader lines(head);
@@ -938,19 +948,15 @@ bool looks_like_smi_csv(std::string_view head) {
     // Headerless (noheader): rows that start with nvidia-smi's own timestamp layout.
     return cells.size() >= 2 && cells[0].size() >= 19 && cells[0][4] == '/' &&
            text::parse_timestamp_ms(cells[0]).has_value();
-  } catch (const std::exception&) {
-    return false;
-  }
+  });
 }
 
 Result<Recording> read_smi_csv(std::string_view text, const std::string& origin,
                                const SmiCsvOptions& opt) {
-  try {
+  return log_reader::guarded_read(origin, "nvidia-smi log", [&] {
     Reader reader(text, origin, opt);
     return reader.run();
-  } catch (const std::exception& e) {
-    return failure(fmt::format("{}: cannot read the nvidia-smi log: {}", origin, e.what()));
-  }
+  });
 }
 
 std::string write_smi_csv(const Recording& rec, bool units) {

@@ -856,7 +856,7 @@ void Reader::finish() {
 }  // namespace
 
 bool looks_like_smi_table(std::string_view head) {
-  try {
+  return log_reader::guarded_check([&] {
     head = text::strip_bom(head);
     if (text::looks_binary(head.substr(0, 4096))) return false;
     text::LineReader lines(head);
@@ -870,19 +870,15 @@ bool looks_like_smi_table(std::string_view head) {
       if (t.front() == '|' && t.find("Pwr:Usage/Cap") != std::string_view::npos) return true;
     }
     return false;
-  } catch (const std::exception&) {
-    return false;
-  }
+  });
 }
 
 Result<Recording> read_smi_table(std::string_view text, const std::string& origin,
                                  const SmiTableOptions& opt) {
-  try {
+  return log_reader::guarded_read(origin, "nvidia-smi table", [&] {
     Reader reader(text, origin, opt);
     return reader.run();
-  } catch (const std::exception& e) {
-    return failure(fmt::format("{}: cannot read the nvidia-smi table: {}", origin, e.what()));
-  }
+  });
 }
 
 }  // namespace gpudoctor

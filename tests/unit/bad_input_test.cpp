@@ -1,9 +1,9 @@
 // Bad input for every reader family: files cut short (mid-line, mid-value, mid-header), binary
 // garbage, wrong delimiters, a header with no rows, timestamps going backwards, duplicate rows,
-// empty files, UTF-16 (with and without its byte order mark) and very long lines. Each case ends in
-// a precise error (with file:line where there is a line to name) or in the bad rows skipped and
-// counted in a note; none crashes, hangs or reads a wrong value. Then shapes that once took
-// quadratic time, unit conversions, and the inputs the fuzz targets (fuzz/) found, minimized.
+// empty files, UTF-16 (with and without its byte order mark: decoded) and very long lines. Each
+// case ends in a precise error (with file:line where there is a line to name) or in the bad rows
+// skipped and counted in a note; none crashes, hangs or reads a wrong value. Then shapes that once
+// took quadratic time, unit conversions, and the inputs the fuzz targets (fuzz/) found, minimized.
 // docs/formats.md ("Bad input") lists the same outcomes.
 #include <gtest/gtest.h>
 
@@ -87,9 +87,8 @@ std::string cut_message(std::string_view start) {
   return std::string(start) + std::string(200 - start.size(), '7') + "...";
 }
 
-const std::string kUtf16Error =
-    "in.log: UTF-16 text (as Windows PowerShell's > writes it); convert it to UTF-8 first, e.g. "
-    "iconv -f UTF-16 -t UTF-8";
+// UTF-16 is decoded at the edge (formats/encoding.hpp), whatever the reader.
+const std::string kUtf16LeNote = "the file is UTF-16 LE text: decoded to UTF-8";
 
 // ---------------------------------------------------------------------------------------------
 // nvidia-smi --query-gpu CSV
@@ -138,8 +137,8 @@ std::vector<Case> smi_csv_cases() {
             "s is not after the GPU's previous row (1 s))")},
       {f, "empty", "", refused("in.log: empty file")},
       {f, "blank lines only", "\n \r\n\t\n", refused("in.log: empty file")},
-      {f, "UTF-16", utf16(kSmi, true), refused(kUtf16Error)},
-      {f, "UTF-16 without BOM", utf16(kSmi, false), refused(kUtf16Error)},
+      {f, "UTF-16", utf16(kSmi, true), read(3, kUtf16LeNote)},
+      {f, "UTF-16 without BOM", utf16(kSmi, false), read(3, kUtf16LeNote)},
       {f, "a megabyte value",
        kSmiHeader + kSmiRow1 + replace_all(kSmiRow2, "150.00", kMegabyteOfDigits),
        read(2, std::string("1 unreadable value(s) taken as missing (first: in.log:3: ") +
@@ -215,8 +214,8 @@ std::vector<Case> smi_table_cases() {
             "2 snapshots share their date second with another (nvidia-smi -lms, or a late "
             "sample): spread evenly over that second")},
       {f, "empty", "", refused("in.log: empty file")},
-      {f, "UTF-16", utf16(kTables, true), refused(kUtf16Error)},
-      {f, "UTF-16 without BOM", utf16(kTables, false), refused(kUtf16Error)},
+      {f, "UTF-16", utf16(kTables, true), read(3, kUtf16LeNote)},
+      {f, "UTF-16 without BOM", utf16(kTables, false), read(3, kUtf16LeNote)},
       {f, "a megabyte line between snapshots", kTable1 + kMegabyte + "\n" + kTable2,
        read(
            2,
@@ -267,8 +266,8 @@ std::vector<Case> dmon_cases() {
             "skipped 1 line(s) whose time did not advance for their GPU (first: in.log:5: time 1 "
             "s is not after GPU 0's previous row (1 s))")},
       {f, "empty", "", refused("in.log: empty file")},
-      {f, "UTF-16", utf16(kDmon, true), refused(kUtf16Error)},
-      {f, "UTF-16 without BOM", utf16(kDmon, false), refused(kUtf16Error)},
+      {f, "UTF-16", utf16(kDmon, true), read(3, kUtf16LeNote)},
+      {f, "UTF-16 without BOM", utf16(kDmon, false), read(3, kUtf16LeNote)},
       {f, "a megabyte value",
        kDmonHeader + kDmonRow1 +
            replace_all(kDmonRow2, " 62 ", std::string(" ") + kMegabyteOfDigits + " "),
@@ -316,8 +315,8 @@ std::vector<Case> dcgmi_dmon_cases() {
       // dcgmi dmon prints no times: a row again is the next round's sample.
       {f, "duplicate row", kDcgmiHeader + kDcgmiRow1 + kDcgmiRow1 + kDcgmiRow2, read(3)},
       {f, "empty", "", refused("in.log: empty file")},
-      {f, "UTF-16", utf16(kDcgmi, true), refused(kUtf16Error)},
-      {f, "UTF-16 without BOM", utf16(kDcgmi, false), refused(kUtf16Error)},
+      {f, "UTF-16", utf16(kDcgmi, true), read(3, kUtf16LeNote)},
+      {f, "UTF-16 without BOM", utf16(kDcgmi, false), read(3, kUtf16LeNote)},
       {f, "a megabyte value",
        kDcgmiHeader + kDcgmiRow1 + replace_all(kDcgmiRow2, "309.120", kMegabyteOfDigits),
        read(2, std::string("1 unreadable value(s) taken as missing (first: in.log:4: ") +
@@ -363,8 +362,8 @@ std::vector<Case> dcgm_dump_cases() {
       {f, "duplicate rows", kDumpHeader + kDumpRound1 + kDumpRound2 + kDumpRound2 + kDumpRound3,
        read(3, "2 repeated value(s) (same GPU, field and time) ignored")},
       {f, "empty", "", refused("in.log: empty file")},
-      {f, "UTF-16", utf16(kDump, true), refused(kUtf16Error)},
-      {f, "UTF-16 without BOM", utf16(kDump, false), refused(kUtf16Error)},
+      {f, "UTF-16", utf16(kDump, true), read(3, kUtf16LeNote)},
+      {f, "UTF-16 without BOM", utf16(kDump, false), read(3, kUtf16LeNote)},
       {f, "a megabyte value",
        kDumpHeader + kDumpRound1 + "0,1715682668412000,155," + kMegabyteOfDigits + "\n",
        read(2, std::string("1 unreadable value(s) taken as missing (first: in.log:4: ") +
@@ -418,8 +417,8 @@ std::vector<Case> generic_csv_cases() {
             "skipped 1 line(s) whose time did not advance for their GPU (first: in.log:4: time 1 "
             "s is not after the GPU's previous row (1 s))")},
       {f, "empty", "", refused("in.log: empty file")},
-      {f, "UTF-16", utf16(kCsv, true), refused(kUtf16Error)},
-      {f, "UTF-16 without BOM", utf16(kCsv, false), refused(kUtf16Error)},
+      {f, "UTF-16", utf16(kCsv, true), read(3, kUtf16LeNote)},
+      {f, "UTF-16 without BOM", utf16(kCsv, false), read(3, kUtf16LeNote)},
       {f, "a megabyte value",
        kCsvHeader + kCsvRow1 +
            replace_all(kCsvRow2, ",150,", std::string(",") + kMegabyteOfDigits + ","),
@@ -468,8 +467,8 @@ std::vector<Case> capture_cases() {
             "skipped 1 sample(s) whose time did not advance (first: in.log: GPU 0, sample 3: t_s "
             "1 is not after 1)")},
       {f, "empty", "", refused("in.log: empty file")},
-      {f, "UTF-16", utf16(kCapture, true), refused(kUtf16Error)},
-      {f, "UTF-16 without BOM", utf16(kCapture, false), refused(kUtf16Error)},
+      {f, "UTF-16", utf16(kCapture, true), read(3, kUtf16LeNote)},
+      {f, "UTF-16 without BOM", utf16(kCapture, false), read(3, kUtf16LeNote)},
       {f, "a megabyte name", replace_all(kCapture, "NVIDIA A100-SXM4-40GB", kMegabyte), read(3)},
   };
 }
@@ -484,8 +483,14 @@ std::vector<Case> detection_cases() {
       {f, "blank lines only", "\n\n  \n", refused("in.log: empty file")},
       {f, "binary garbage", garbage(),
        refused("in.log: binary data, not a format gpudoctor reads")},
-      {f, "UTF-16 CSV", utf16(kSmi, true), refused(kUtf16Error)},
-      {f, "UTF-16 dmon without BOM", utf16(kDmon, false), refused(kUtf16Error)},
+      {f, "UTF-16 CSV", utf16(kSmi, true), read(3, kUtf16LeNote)},
+      {f, "UTF-16 dmon without BOM", utf16(kDmon, false), read(3, kUtf16LeNote)},
+      {f, "UTF-16 BE CSV", "\xFE\xFF" + std::string(1, '\0') + drop(utf16(kSmi, false), 1),
+       read(3, "the file is UTF-16 BE text: decoded to UTF-8")},
+      {f, "Windows-1252 degree sign",
+       "time,GPU Temperature [\xB0"
+       "C],GPU Load [%]\n1,40,90\n2,41,91\n3,42,92\n",
+       read(3, "the file is Windows-1252 (latin-1) text: decoded to UTF-8")},
       {f, "prose", "hello\nthis is not a log\n",
        refused("in.log: not a format gpudoctor reads (recordings, captures, nvidia-smi "
                "--query-gpu CSV, nvidia-smi table snapshots, nvidia-smi dmon, dcgmi dmon, DCGM "

@@ -1,0 +1,110 @@
+#include "formats/csv_frame.hpp"
+
+#include <algorithm>
+#include <cstring>
+
+#include "formats/text.hpp"
+
+namespace gpudoctor::csv {
+
+char detect_separator(std::string_view line) {
+  size_t comma = 0, semi = 0, tab = 0;
+  bool quoted = false;
+  for (const char c : line) {
+    if (c == '"') quoted = !quoted;
+    if (quoted) continue;
+    comma += c == ',';
+    semi += c == ';';
+    tab += c == '\t';
+  }
+  if (semi > comma && semi >= tab) return ';';
+  if (tab > comma && tab > semi) return '\t';
+  return ',';
+}
+
+Records::Next Records::next(std::vector<std::string_view>& cells, size_t& line_no,
+                            std::string_view& raw) {
+  while (pos_ < text_.size()) {
+    const std::string_view rest = text_.substr(pos_);
+    const void* nl = std::memchr(rest.data(), '\n', rest.size());
+    const size_t len = nl != nullptr
+                           ? static_cast<size_t>(static_cast<const char*>(nl) - rest.data())
+                           : rest.size();
+    const std::string_view line = rest.substr(0, len);
+    line_no = ++line_;
+    const std::string_view t = text::trim(line);
+    if (t.empty() || t.front() == '#') {
+      pos_ = std::min(text_.size(), pos_ + len + 1);
+      continue;
+    }
+    if (std::memchr(line.data(), '"', line.size()) == nullptr) {
+      pos_ = std::min(text_.size(), pos_ + len + 1);
+      raw = t;
+      text::split_trimmed(line, sep_, cells);
+      return Next::kRecord;
+    }
+    size_t consumed = 0;
+    if (!split_quoted(rest, consumed, cells)) {
+      pos_ = std::min(text_.size(), pos_ + len + 1);  // an unclosed quote: this line only
+      raw = t;
+      return Next::kMalformed;
+    }
+    pos_ += consumed;
+    raw = text::trim(rest.substr(0, consumed));
+    return Next::kRecord;
+  }
+  return Next::kEnd;
+}
+
+bool Records::split_quoted(std::string_view s, size_t& consumed,
+                           std::vector<std::string_view>& cells) {
+  own_.clear();
+  spans_.clear();
+  size_t pos = 0, newlines = 0;
+  auto blank = [&](char c) { return c == ' ' || (c == '\t' && sep_ != '\t') || c == '\r'; };
+  while (true) {
+    while (pos < s.size() && blank(s[pos])) ++pos;
+    if (pos < s.size() && s[pos] == '"') {
+      ++pos;
+      const size_t b = own_.size();
+      while (true) {
+        if (pos >= s.size()) return false;
+        const char c = s[pos];
+        if (c == '"') {
+          if (pos + 1 < s.size() && s[pos + 1] == '"') {
+            own_ += '"';
+            pos += 2;
+            continue;
+          }
+          ++pos;
+          break;
+        }
+        newlines += c == '\n';
+        own_ += c;
+        ++pos;
+      }
+      // Anything between the closing quote and the separator is not RFC 4180: dropped.
+      while (pos < s.size() && s[pos] != sep_ && s[pos] != '\n') ++pos;
+      spans_.push_back({b, own_.size() - b, true});
+    } else {
+      const size_t b = pos;
+      while (pos < s.size() && s[pos] != sep_ && s[pos] != '\n') ++pos;
+      spans_.push_back({b, pos - b, false});
+    }
+    if (pos < s.size() && s[pos] == sep_) {
+      ++pos;
+      continue;
+    }
+    if (pos < s.size()) ++pos;  // the '\n' that ends the record
+    break;
+  }
+  consumed = pos;
+  line_ += newlines;
+  cells.clear();
+  for (const auto& sp : spans_)
+    cells.push_back(
+        text::trim(sp.own ? std::string_view(own_).substr(sp.b, sp.n) : s.substr(sp.b, sp.n)));
+  return true;
+}
+
+}  // namespace gpudoctor::csv

@@ -1,0 +1,50 @@
+// The framing layer of the CSV-like log readers: lines, cells, separators and RFC 4180 quotes
+// (a quoted cell may hold the separator, doubled quotes and line breaks). The readers above it see
+// records of trimmed, unquoted cells and never the bytes' layout. Text reaches it as UTF-8
+// (load.cpp decodes other encodings once, at the edge).
+#pragma once
+
+#include <cstddef>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace gpudoctor::csv {
+
+// ',' ';' or tab: the one a header line uses most (outside quotes); ',' on a tie.
+char detect_separator(std::string_view line);
+
+// Splits a text into records of trimmed, unquoted cells: RFC 4180 quotes (a quoted cell may hold
+// the separator, doubled quotes and line breaks). Blank lines and '#' comment lines are skipped.
+class Records {
+ public:
+  enum class Next { kRecord, kMalformed, kEnd };
+
+  Records(std::string_view text, char sep, size_t line_before)
+      : text_(text), sep_(sep), line_(line_before) {}
+
+  // line_no: the line the record starts on; raw: its text, trimmed.
+  Next next(std::vector<std::string_view>& cells, size_t& line_no, std::string_view& raw);
+
+  // Bytes consumed so far, and the number of the last line read.
+  size_t position() const { return pos_; }
+  bool at_end() const { return pos_ >= text_.size(); }
+  size_t line() const { return line_; }
+
+ private:
+  struct Span {
+    size_t b, n;
+    bool own;
+  };
+
+  bool split_quoted(std::string_view s, size_t& consumed, std::vector<std::string_view>& cells);
+
+  std::string_view text_;
+  char sep_;
+  size_t line_;
+  size_t pos_ = 0;
+  std::string own_;
+  std::vector<Span> spans_;
+};
+
+}  // namespace gpudoctor::csv

@@ -1,0 +1,337 @@
+#include "formats/text_layouts.hpp"
+
+#include <algorithm>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include <fmt/format.h>
+
+#include "formats/finish.hpp"
+#include "formats/log_time.hpp"
+#include "formats/text.hpp"
+
+namespace gpudoctor {
+
+namespace {
+
+using text::iequals;
+
+// One CSV cell (RFC 4180 quotes where needed).
+void put_cell(std::string& out, std::string_view v, bool first) {
+  if (!first) out += ',';
+  if (v.find_first_of(",\"\r\n") == std::string_view::npos) {
+    out.append(v);
+    return;
+  }
+  out += '"';
+  for (const char c : v) {
+    if (c == '"') out += '"';
+    out += c;
+  }
+  out += '"';
+}
+
+void put_row(std::string& out, const std::vector<std::string_view>& cells) {
+  for (size_t i = 0; i < cells.size(); ++i) put_cell(out, cells[i], i == 0);
+  out += '\n';
+}
+
+// The first line that is not blank.
+std::string_view first_line(std::string_view head) {
+  text::LineReader lines(head);
+  std::string_view line;
+  while (lines.next(line))
+    if (!text::is_blank(line)) return text::trim(line);
+  return {};
+}
+
+// Reads the flattened text, naming the layout in the recording's source.
+Result<Recording> read_flat(const std::string& csv, const std::string& origin,
+                            const GenericCsvOptions& opt, std::string_view layout) {
+  auto rec = read_generic_csv(csv, origin, opt);
+  if (rec.ok()) rec->source = fmt::format("{}: {}", layout, origin);
+  return rec;
+}
+
+// ---------------------------------------------------------------------------------------------
+// MSI Afterburner .hml
+
+Result<Recording> afterburner(std::string_view text, const std::string& origin,
+                              const GenericCsvOptions& opt) {
+  text::LineReader lines(text);
+  std::string_view line;
+  std::vector<std::string_view> cells;
+  std::vector<std::string> names;
+  std::string csv;
+  bool header = false;
+  size_t rows = 0;
+  while (lines.next(line)) {
+    if (text::is_blank(line)) continue;
+    text::split_trimmed(line, ',', cells);
+    if (cells.size() < 3) continue;
+    if (cells[0] == "02" && !header) {
+      // "02, DATE, GPU temperature, GPU usage, ...": the column names.
+      names.assign(cells.begin() + 2, cells.end());
+      for (auto& n : names) {
+        // The limit flags (0/1): "Power limit [flag]" is a clock-event reason in the catalogue,
+        // not the power limit in W.
+        if (n.size() > 6 && iequals(std::string_view(n).substr(n.size() - 6), " limit"))
+          n += " [flag]";
+      }
+      std::vector<std::string_view> h{"time"};
+      for (const auto& n : names) h.push_back(n);
+      put_row(csv, h);
+      header = true;
+      continue;
+    }
+    if (cells[0] == "03" && header && cells.size() >= 3) {
+      // "03, NAME, UNIT, min, max, ...": the unit of a graph, added as a bracket.
+      for (auto& n : names) {
+        if (n == cells[1] && !cells[2].empty() && n.find('[') == std::string::npos) {
+          n = fmt::format("{} [{}]", n, cells[2]);
+          break;
+        }
+      }
+      continue;
+    }
+    if (cells[0] != "80" || !header) continue;
+    if (rows == 0) {
+      // The units of 03 lines come before the first data line: the header again, with them.
+      csv.clear();
+      std::vector<std::string_view> h{"time"};
+      for (const auto& n : names) h.push_back(n);
+      put_row(csv, h);
+    }
+    cells.erase(cells.begin());
+    put_row(csv, cells);
+    ++rows;
+  }
+  if (!header)
+    return usage_error(
+        fmt::format("{}: an MSI Afterburner log without its 02 line (the column "
+                    "names)",
+                    origin));
+  return read_flat(csv, origin, opt, "msi afterburner");
+}
+
+// ---------------------------------------------------------------------------------------------
+// key: value blocks
+
+// "=== 2024-01-01 12:00:00 ===", "---- 2024-01-01T12:00:00Z ----": the time between the rules.
+std::optional<std::string_view> block_time(std::string_view line) {
+  line = text::trim(line);
+  if (line.size() < 12 || (line.front() != '=' && line.front() != '-')) return std::nullopt;
+  const char rule = line.front();
+  size_t b = 0, e = line.size();
+  while (b < e && (line[b] == rule || line[b] == ' ')) ++b;
+  while (e > b && (line[e - 1] == rule || line[e - 1] == ' ')) --e;
+  if (b < 2) return std::nullopt;
+  const std::string_view t = line.substr(b, e - b);
+  bool zoned = false;
+  if (!csv::parse_datetime(t, zoned)) return std::nullopt;
+  return t;
+}
+
+Result<Recording> key_value_blocks(std::string_view text, const std::string& origin,
+                                   const GenericCsvOptions& opt) {
+  struct Gpu {
+    std::string_view time, gpu, name;
+    std::vector<std::pair<std::string_view, std::string_view>> values;
+  };
+  std::vector<Gpu> rows;
+  std::vector<std::string_view> keys;
+  text::LineReader lines(text);
+  std::string_view line, time;
+  bool in_block = false;
+  while (lines.next(line)) {
+    if (text::is_blank(line)) continue;
+    if (const auto t = block_time(line)) {
+      time = *t;
+      in_block = true;
+      continue;
+    }
+    if (!in_block) continue;
+    const std::string_view l = text::trim(line);
+    const size_t colon = l.find(':');
+    if (colon == std::string_view::npos || colon == 0) continue;
+    const std::string_view key = text::trim(l.substr(0, colon));
+    const std::string_view value = text::trim(l.substr(colon + 1));
+    // "GPU 0: NVIDIA ...": another GPU of the block.
+    if (key.size() > 3 && text::istarts_with(key, "gpu") &&
+        text::parse_int(text::trim(key.substr(3)))) {
+      rows.push_back({time, text::trim(key.substr(3)), value, {}});
+      continue;
+    }
+    if (rows.empty() || rows.back().time.data() != time.data()) rows.push_back({time, "", "", {}});
+    // "1234MB / 24576MB": the first of the pair.
+    std::string_view v = value;
+    if (const size_t slash = v.find(" / "); slash != std::string_view::npos)
+      v = text::trim(v.substr(0, slash));
+    rows.back().values.emplace_back(key, v);
+    if (std::find(keys.begin(), keys.end(), key) == keys.end()) keys.push_back(key);
+  }
+  if (rows.empty())
+    return usage_error(fmt::format("{}: no \"=== time ===\" block with values", origin));
+  std::string csv;
+  std::vector<std::string_view> cells{"time", "gpu", "name"};
+  for (const auto k : keys) cells.push_back(k);
+  put_row(csv, cells);
+  for (const auto& r : rows) {
+    cells.assign(3 + keys.size(), {});
+    cells[0] = r.time;
+    cells[1] = r.gpu;
+    cells[2] = r.name;
+    for (const auto& [k, v] : r.values)
+      cells[3 + static_cast<size_t>(std::find(keys.begin(), keys.end(), k) - keys.begin())] = v;
+    put_row(csv, cells);
+  }
+  return read_flat(csv, origin, opt, "key-value blocks");
+}
+
+// ---------------------------------------------------------------------------------------------
+// gpustat
+
+// Text without ANSI colour codes ("\x1b[1m").
+std::string strip_ansi(std::string_view s) {
+  std::string out;
+  out.reserve(s.size());
+  for (size_t i = 0; i < s.size(); ++i) {
+    if (s[i] == '\x1b' && i + 1 < s.size() && s[i + 1] == '[') {
+      i += 2;
+      while (i < s.size() && !(s[i] >= '@' && s[i] <= '~')) ++i;
+      continue;
+    }
+    out += s[i];
+  }
+  return out;
+}
+
+// "host  Tue Dec  1 10:00:00 2026  535.104.05": "2026-12-01 10:00:00".
+std::optional<std::string> gpustat_time(std::string_view line) {
+  static constexpr std::string_view kMonths[] = {"jan", "feb", "mar", "apr", "may", "jun",
+                                                 "jul", "aug", "sep", "oct", "nov", "dec"};
+  std::vector<std::string_view> t;
+  text::split_ws(line, t);
+  for (size_t i = 0; i + 3 < t.size(); ++i) {
+    for (size_t m = 0; m < 12; ++m) {
+      if (!iequals(t[i], kMonths[m])) continue;
+      const auto day = text::parse_int(t[i + 1]);
+      const auto year = text::parse_int(t[i + 3]);
+      if (!day || !year || *day < 1 || *day > 31 || *year < 1970 || *year > 9999 ||
+          !csv::parse_time_of_day(t[i + 2]))
+        continue;
+      return fmt::format("{:04d}-{:02d}-{:02d} {}", *year, m + 1, *day, t[i + 2]);
+    }
+  }
+  return std::nullopt;
+}
+
+bool gpustat_gpu_line(std::string_view l) {
+  l = text::trim(l);
+  return l.size() > 4 && l.front() == '[' && l.find(']') != std::string_view::npos &&
+         l.find('|') != std::string_view::npos;
+}
+
+Result<Recording> gpustat(std::string_view raw, const std::string& origin,
+                          const GenericCsvOptions& opt) {
+  const std::string text = strip_ansi(raw);
+  std::string csv =
+      "time,gpu,name,temperature.gpu,utilization.gpu,power.draw [W],enforced.power.limit "
+      "[W],memory.used [MiB],memory.total [MiB]\n";
+  text::LineReader lines(text);
+  std::string_view line;
+  std::optional<std::string> time;
+  size_t rows = 0;
+  std::vector<std::string_view> parts, fields;
+  while (lines.next(line)) {
+    if (text::is_blank(line)) continue;
+    if (!gpustat_gpu_line(line)) {
+      if (auto t = gpustat_time(line)) time = std::move(t);
+      continue;
+    }
+    if (!time) continue;
+    const std::string_view l = text::trim(line);
+    const size_t close = l.find(']');
+    const std::string_view gpu = text::trim(l.substr(1, close - 1));
+    text::split_trimmed(l.substr(close + 1), '|', parts);
+    if (parts.size() < 3) continue;
+    std::string_view temp, util, power, limit, used, total;
+    text::split_trimmed(parts[1], ',', fields);
+    for (const auto f : fields) {
+      if (f.ends_with("C")) {
+        temp = f.substr(0, f.find_first_not_of("0123456789.- "));
+      } else if (f.ends_with("%")) {
+        util = text::trim(f.substr(0, f.size() - 1));
+      } else if (f.ends_with("W")) {
+        const size_t slash = f.find('/');
+        power = text::trim(f.substr(0, slash));
+        if (slash != std::string_view::npos)
+          limit = text::trim(f.substr(slash + 1, f.size() - slash - 2));
+      }
+    }
+    const std::string_view mem = parts[2];
+    if (const size_t slash = mem.find('/'); slash != std::string_view::npos) {
+      used = text::trim(mem.substr(0, slash));
+      total = text::trim(mem.substr(slash + 1));
+      if (total.ends_with("MB")) total = text::trim(total.substr(0, total.size() - 2));
+    }
+    put_row(csv, {*time, gpu, parts[0], temp, util, power, limit, used, total});
+    ++rows;
+  }
+  if (rows == 0)
+    return usage_error(
+        fmt::format("{}: no gpustat snapshot (a host line with the time, then "
+                    "\"[0] NAME | ...\" lines)",
+                    origin));
+  return read_flat(csv, origin, opt, "gpustat");
+}
+
+}  // namespace
+
+bool looks_like_afterburner(std::string_view head) {
+  const std::string_view l = first_line(text::strip_bom(head));
+  return l.starts_with("00,") && head.find("\n02,") != std::string_view::npos;
+}
+
+bool looks_like_key_value_blocks(std::string_view head) {
+  const std::string_view l = first_line(text::strip_bom(head));
+  return block_time(l).has_value() && head.find(':', l.size()) != std::string_view::npos;
+}
+
+bool looks_like_gpustat(std::string_view head) {
+  return log_reader::guarded_check([&] {
+    const std::string text = strip_ansi(text::strip_bom(head));
+    text::LineReader lines(text);
+    std::string_view line;
+    bool timed = false;
+    while (lines.next(line)) {
+      if (text::is_blank(line)) continue;
+      if (gpustat_gpu_line(line)) return timed;
+      timed = gpustat_time(line).has_value();
+      if (!timed) return false;
+    }
+    return false;
+  });
+}
+
+Result<Recording> read_afterburner(std::string_view text, const std::string& origin,
+                                   const GenericCsvOptions& opt) {
+  return log_reader::guarded_read(origin, "MSI Afterburner log",
+                                  [&] { return afterburner(text::strip_bom(text), origin, opt); });
+}
+
+Result<Recording> read_key_value_blocks(std::string_view text, const std::string& origin,
+                                        const GenericCsvOptions& opt) {
+  return log_reader::guarded_read(origin, "key: value blocks", [&] {
+    return key_value_blocks(text::strip_bom(text), origin, opt);
+  });
+}
+
+Result<Recording> read_gpustat(std::string_view text, const std::string& origin,
+                               const GenericCsvOptions& opt) {
+  return log_reader::guarded_read(origin, "gpustat log",
+                                  [&] { return gpustat(text::strip_bom(text), origin, opt); });
+}
+
+}  // namespace gpudoctor

@@ -1,0 +1,437 @@
+// Logs of the tools people really use (tests/data/logs/tools/: fixtures written for gpudoctor
+// with the headers and quirks of GPU-Z, HWiNFO64, dcgmi, Weights & Biases, MLflow, Lightning, a
+// pynvml monitor and a shell loop around nvidia-smi), the column catalogue itself, the encodings
+// decoded at the edge, and every real log of ../shared/data/real-logs/ read without error.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <set>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include <fmt/format.h>
+
+#include "core/clock_reasons.hpp"
+#include "formats/column_catalogue.hpp"
+#include "formats/encoding.hpp"
+#include "formats/load.hpp"
+#include "report/formats_doc.hpp"
+
+namespace gpudoctor {
+namespace {
+
+namespace fs = std::filesystem;
+
+std::string read_file(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  EXPECT_TRUE(in.good()) << "cannot open " << path;
+  std::ostringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+std::string tool_log(const std::string& name) {
+  return std::string(GPUDOCTOR_SOURCE_DIR) + "/tests/data/logs/tools/" + name;
+}
+
+Recording load_ok(const std::string& name, const LoadOptions& opt = {}) {
+  auto r = load_telemetry(tool_log(name), opt);
+  EXPECT_TRUE(r.ok()) << (r.ok() ? std::string() : r.error().message);
+  if (!r.ok()) return {};
+  return std::move(r).value();
+}
+
+std::string all_notes(const Recording& rec) {
+  std::string s;
+  for (const auto& n : rec.notes) s += "  " + n + "\n";
+  return s;
+}
+
+bool has_note(const Recording& rec, std::string_view part) {
+  return std::any_of(rec.notes.begin(), rec.notes.end(),
+                     [&](const std::string& n) { return n.find(part) != std::string::npos; });
+}
+
+double at(const GpuSeries& g, Field f, size_t row) {
+  const auto* c = g.column(f);
+  EXPECT_NE(c, nullptr) << info(f).id;
+  if (c == nullptr || row >= c->size()) return -1;
+  return (*c)[row];
+}
+
+uint64_t bit(std::string_view code) {
+  for (const auto& r : clock_reasons())
+    if (r.code == code) return r.bit;
+  return 0;
+}
+
+TEST(ToolLogs, GpuzSensorLogInLatin1) {
+  const Recording rec = load_ok("gpuz_sensor_log.txt");
+  ASSERT_EQ(rec.gpus.size(), 1u) << all_notes(rec);
+  const GpuSeries& g = rec.gpus[0];
+  ASSERT_EQ(g.size(), 6u) << all_notes(rec);
+  EXPECT_EQ(at(g, Field::kUtilGpu, 0), 99);
+  EXPECT_EQ(at(g, Field::kUtilMem, 0), 45);
+  EXPECT_DOUBLE_EQ(at(g, Field::kPower, 0), 104.2);
+  EXPECT_EQ(at(g, Field::kTemp, 0), 62);
+  EXPECT_EQ(at(g, Field::kClockSm, 0), 1980);
+  EXPECT_EQ(at(g, Field::kMemUsed, 0), 7100);
+  // PerfCap Reason: 1 Pwr, 2 Thrm, 0 none, 16 Util (GPU-Z's codes, not NVML's bits).
+  EXPECT_EQ(at(g, Field::kClockEventReasons, 0), static_cast<double>(bit("sw_power_cap")));
+  EXPECT_EQ(at(g, Field::kClockEventReasons, 3), static_cast<double>(bit("sw_thermal")));
+  EXPECT_EQ(at(g, Field::kClockEventReasons, 4), 0);
+  EXPECT_EQ(at(g, Field::kClockEventReasons, 5), static_cast<double>(bit("gpu_idle")));
+  EXPECT_EQ(rec.start_unix_ms, 1796119200000);
+  EXPECT_TRUE(has_note(rec, "Windows-1252")) << all_notes(rec);
+  // Every note is valid UTF-8 (the "°C" of the header was latin-1): JSON and HTML can hold it.
+  for (const auto& n : rec.notes) EXPECT_TRUE(text::valid_utf8(n)) << n;
+  EXPECT_TRUE(has_note(rec, "GPU Chip Power Draw [W]")) << all_notes(rec);  // named, not read
+}
+
+TEST(ToolLogs, Hwinfo64Csv) {
+  const Recording rec = load_ok("hwinfo64.csv");
+  ASSERT_EQ(rec.gpus.size(), 1u) << all_notes(rec);
+  const GpuSeries& g = rec.gpus[0];
+  ASSERT_EQ(g.size(), 4u) << all_notes(rec);
+  EXPECT_EQ(at(g, Field::kUtilGpu, 0), 100);
+  EXPECT_DOUBLE_EQ(at(g, Field::kPower, 1), 319.9);
+  EXPECT_EQ(at(g, Field::kClockMem, 0), 10501);
+  // d.m.yyyy and h:m:s.ms, no zone: read as UTC.
+  EXPECT_EQ(rec.start_unix_ms, 1796115901250);
+  EXPECT_NEAR(g.time_s[1], 2.001, 1e-9);
+  // Performance Limit - Power / Thermal [Yes/No] -> the reason bits.
+  EXPECT_EQ(at(g, Field::kClockEventReasons, 0), static_cast<double>(bit("sw_power_cap")));
+  EXPECT_EQ(at(g, Field::kClockEventReasons, 3),
+            static_cast<double>(bit("sw_power_cap") | bit("sw_thermal")));
+  EXPECT_TRUE(has_note(rec, "the header line repeats 1 time(s)")) << all_notes(rec);
+  EXPECT_TRUE(has_note(rec, "Total CPU Usage [%]")) << all_notes(rec);
+}
+
+TEST(ToolLogs, DcgmShortTags) {
+  const Recording rec = load_ok("dcgm_short_tags.csv");
+  ASSERT_EQ(rec.gpus.size(), 2u) << all_notes(rec);
+  EXPECT_DOUBLE_EQ(at(rec.gpus[0], Field::kGpmGraphicsUtil, 0), 91);
+  EXPECT_DOUBLE_EQ(at(rec.gpus[1], Field::kGpmGraphicsUtil, 0), 93);
+  EXPECT_DOUBLE_EQ(at(rec.gpus[0], Field::kGpmSmUtil, 1), 75);
+  EXPECT_DOUBLE_EQ(at(rec.gpus[0], Field::kGpmDramBw, 0), 22);
+  EXPECT_EQ(at(rec.gpus[1], Field::kMemUsed, 0), 61010);
+  EXPECT_DOUBLE_EQ(at(rec.gpus[0], Field::kPower, 0), 395.2);
+  EXPECT_EQ(rec.start_unix_ms, 1764583200000);
+  EXPECT_EQ(rec.gpus[0].size(), 4u);
+}
+
+TEST(ToolLogs, WandbSystemMetricsExport) {
+  const Recording rec = load_ok("wandb_system_export.csv");
+  ASSERT_EQ(rec.gpus.size(), 2u) << all_notes(rec);
+  const GpuSeries& g1 = rec.gpus[1];
+  EXPECT_EQ(g1.info.index, 1u);
+  EXPECT_EQ(at(g1, Field::kUtilGpu, 0), 96);
+  EXPECT_EQ(at(g1, Field::kUtilMem, 0), 42);
+  EXPECT_DOUBLE_EQ(at(g1, Field::kPower, 0), 403.3);
+  EXPECT_EQ(at(g1, Field::kPowerLimitEnforced, 0), 700);
+  EXPECT_EQ(at(g1, Field::kClockSm, 0), 1980);
+  EXPECT_NEAR(at(g1, Field::kMemUsed, 0), 64357777409.0 / 1048576.0, 1e-6);
+  EXPECT_EQ(g1.power_limit_source, "log");
+  EXPECT_EQ(rec.start_unix_ms, 1764583200500);  // _timestamp, not _runtime
+  EXPECT_EQ(g1.size(), 4u);
+}
+
+TEST(ToolLogs, MlflowSystemMetrics) {
+  const Recording rec = load_ok("mlflow_system_metrics.csv");
+  ASSERT_EQ(rec.gpus.size(), 1u) << all_notes(rec);
+  const GpuSeries& g = rec.gpus[0];
+  EXPECT_EQ(at(g, Field::kUtilGpu, 2), 90);
+  EXPECT_DOUBLE_EQ(at(g, Field::kPower, 0), 251.5);
+  EXPECT_NEAR(at(g, Field::kMemUsed, 0), 38211.2e6 / 1048576.0, 1e-6);  // MB of 10^6 bytes
+  EXPECT_EQ(rec.start_unix_ms, 1764583200000);
+}
+
+TEST(ToolLogs, PynvmlMonitorWithAPowerCapInMilliwatts) {
+  const Recording rec = load_ok("pynvml_powercap.csv");
+  ASSERT_EQ(rec.gpus.size(), 2u) << all_notes(rec);
+  const GpuSeries& g = rec.gpus[1];
+  EXPECT_EQ(at(g, Field::kUtilGpu, 0), 99);
+  EXPECT_EQ(at(g, Field::kClockSm, 1), 1395);
+  EXPECT_DOUBLE_EQ(at(g, Field::kPower, 0), 249.5);
+  EXPECT_EQ(at(g, Field::kPowerLimitEnforced, 0), 250);  // a limit, not a draw
+  EXPECT_EQ(g.power_limit_source, "log");
+}
+
+TEST(ToolLogs, LightningDeviceStatsMonitor) {
+  const Recording rec = load_ok("lightning_device_stats.csv");
+  ASSERT_EQ(rec.gpus.size(), 1u) << all_notes(rec);
+  const GpuSeries& g = rec.gpus[0];
+  ASSERT_EQ(g.size(), 4u) << all_notes(rec);
+  EXPECT_EQ(at(g, Field::kUtilGpu, 1), 96);
+  EXPECT_EQ(at(g, Field::kMemUsed, 0), 30511);
+  EXPECT_EQ(at(g, Field::kTemp, 0), 66);
+  // "epoch" is the training epoch here (0), not a Unix time.
+  EXPECT_TRUE(has_note(rec, "column epoch ignored: its values are not Unix times"))
+      << all_notes(rec);
+}
+
+TEST(ToolLogs, HeaderlessNvidiaSmiWithEpochSeconds) {
+  LoadOptions opt;
+  opt.columns = {"timestamp",    "utilization.gpu", "utilization.memory", "memory.used",
+                 "memory.total", "temperature.gpu", "power.draw"};
+  const Recording rec = load_ok("smi_epoch_noheader.csv", opt);
+  ASSERT_EQ(rec.gpus.size(), 1u) << all_notes(rec);
+  const GpuSeries& g = rec.gpus[0];
+  ASSERT_EQ(g.size(), 4u) << all_notes(rec);
+  EXPECT_EQ(rec.start_unix_ms, 1764583200000);
+  EXPECT_EQ(g.time_s[3], 6);
+  EXPECT_DOUBLE_EQ(at(g, Field::kPower, 1), 222.5);
+  EXPECT_TRUE(has_note(rec, "timestamps read as Unix epoch seconds")) << all_notes(rec);
+}
+
+TEST(ToolLogs, MsiAfterburnerHml) {
+  const Recording rec = load_ok("afterburner.hml");
+  ASSERT_EQ(rec.gpus.size(), 1u) << all_notes(rec);
+  const GpuSeries& g = rec.gpus[0];
+  ASSERT_EQ(g.size(), 4u) << all_notes(rec);
+  EXPECT_EQ(rec.source, "msi afterburner: " + tool_log("afterburner.hml"));
+  EXPECT_EQ(at(g, Field::kUtilGpu, 1), 99);
+  EXPECT_EQ(at(g, Field::kUtilMem, 0), 41);
+  EXPECT_DOUBLE_EQ(at(g, Field::kPower, 1), 319.5);
+  EXPECT_TRUE(std::isnan(at(g, Field::kPower, 3)));  // "N/A"
+  EXPECT_EQ(at(g, Field::kClockSm, 0), 1905);
+  EXPECT_EQ(at(g, Field::kMemUsed, 0), 8123);
+  EXPECT_EQ(at(g, Field::kClockEventReasons, 0), static_cast<double>(bit("sw_power_cap")));
+  EXPECT_EQ(at(g, Field::kClockEventReasons, 3), static_cast<double>(bit("gpu_idle")));
+  EXPECT_FALSE(g.has(Field::kPowerLimit));  // "Power limit" is a flag, not watts
+  EXPECT_EQ(rec.start_unix_ms, 1796159051000);
+}
+
+TEST(ToolLogs, GputilKeyValueBlocks) {
+  const Recording rec = load_ok("gputil_blocks.log");
+  ASSERT_EQ(rec.gpus.size(), 2u) << all_notes(rec);
+  EXPECT_EQ(rec.gpus[1].info.name, "NVIDIA GeForce RTX 3090");
+  EXPECT_EQ(at(rec.gpus[1], Field::kUtilGpu, 2), 95);
+  EXPECT_EQ(at(rec.gpus[1], Field::kMemUsed, 0), 21234);
+  EXPECT_EQ(at(rec.gpus[0], Field::kTemp, 1), 46);
+  EXPECT_EQ(rec.gpus[0].time_s[2], 10);
+}
+
+TEST(ToolLogs, GpustatSnapshots) {
+  const Recording rec = load_ok("gpustat.txt");
+  ASSERT_EQ(rec.gpus.size(), 2u) << all_notes(rec);
+  const GpuSeries& g = rec.gpus[0];
+  ASSERT_EQ(g.size(), 3u) << all_notes(rec);
+  EXPECT_EQ(g.info.name, "NVIDIA A100-SXM4-80GB");
+  EXPECT_EQ(at(g, Field::kUtilGpu, 1), 97);
+  EXPECT_EQ(at(g, Field::kTemp, 2), 47);
+  EXPECT_EQ(at(g, Field::kPower, 0), 250);
+  EXPECT_EQ(at(g, Field::kPowerLimitEnforced, 0), 400);
+  EXPECT_EQ(at(g, Field::kMemUsed, 0), 40000);
+  EXPECT_EQ(at(rec.gpus[1], Field::kUtilGpu, 0), 0);
+  EXPECT_EQ(rec.start_unix_ms, 1796119200000);
+}
+
+// Bad input per layout: each refuses or skips precisely.
+TEST(ToolLogs, BadInputPerLayout) {
+  const std::string gpuz = read_file(tool_log("gpuz_sensor_log.txt"));
+  {  // cut mid-line: the last line is not read
+    auto r = load_text(gpuz.substr(0, gpuz.size() - 20), "gpuz.txt", {});
+    ASSERT_TRUE(r.ok()) << r.error().message;
+    EXPECT_EQ(r->gpus[0].size(), 5u);
+    EXPECT_TRUE(has_note(*r, "cut short at the end of the file")) << all_notes(*r);
+  }
+  {  // the header alone
+    auto r = load_text(gpuz.substr(0, gpuz.find('\n') + 1), "gpuz.txt", {});
+    ASSERT_FALSE(r.ok());
+    EXPECT_EQ(r.error().message, "gpuz.txt:1: a header line but no data rows");
+  }
+  {  // a PerfCap Reason gpudoctor cannot read is counted, not guessed
+    auto r = load_text(
+        "Date,GPU Load [%],PerfCap Reason []\n2026-12-01 10:00:00,50,Pwr\n"
+        "2026-12-01 10:00:01,50,Bogus\n",
+        "gpuz.txt", {});
+    ASSERT_TRUE(r.ok()) << r.error().message;
+    EXPECT_TRUE(has_note(*r, "PerfCap Reason []: cannot read \"Bogus\"")) << all_notes(*r);
+  }
+  {  // HWiNFO with a flag that is neither Yes nor No
+    auto r = load_text(
+        "\"Date\",\"Time\",\"GPU Core Load [%]\",\"Performance Limit - Power "
+        "[Yes/No]\"\n\"1.12.2026\",\"9:5:1.0\",\"50\",\"Maybe\"\n",
+        "hw.csv", {});
+    ASSERT_TRUE(r.ok()) << r.error().message;
+    EXPECT_TRUE(has_note(*r, "cannot read \"Maybe\"")) << all_notes(*r);
+  }
+  {  // wide W&B columns whose quantity is unknown: named, with the --map that reads them
+    auto r =
+        load_text("_timestamp,system.gpu.0.foo,system.gpu.1.foo\n1764583200,1,2\n", "w.csv", {});
+    ASSERT_FALSE(r.ok());
+    EXPECT_NE(r.error().message.find("system.gpu.0.foo"), std::string::npos) << r.error().message;
+    EXPECT_NE(r.error().message.find("--map"), std::string::npos) << r.error().message;
+  }
+  {  // a table of unknown columns: named, with the --map that reads it; then read with it
+    auto r = load_text("alpha,beta,gamma\n1,2,3\n2,3,4\n", "t.csv", {});
+    ASSERT_FALSE(r.ok());
+    EXPECT_EQ(r.error().message,
+              "t.csv:1: a table whose columns (alpha, beta, gamma) gpudoctor does not recognise; "
+              "name them with --map COLUMN=FIELD (field ids: gpudoctor fields; known column "
+              "names: gpudoctor formats), e.g. --map 'gamma=util_gpu_pct'");
+    LoadOptions opt;
+    opt.map = {{"alpha", "time"}, {"beta", "util_gpu_pct"}};
+    auto m = load_text("alpha,beta,gamma\n1,2,3\n2,3,4\n", "t.csv", opt);
+    ASSERT_TRUE(m.ok()) << m.error().message;
+    EXPECT_EQ(m->gpus.at(0).size(), 2u);
+    EXPECT_TRUE(has_note(*m, "gamma")) << all_notes(*m);  // not read, and said so
+  }
+  {  // Afterburner without its column names
+    auto r = load_text("00, 01-12-2026 21:04:10, Hardware monitoring log v1.6\n02,\n", "a.hml", {});
+    ASSERT_FALSE(r.ok());
+    EXPECT_EQ(r.error().message,
+              "a.hml: an MSI Afterburner log without its 02 line (the column names)");
+  }
+  {  // gpustat: a host line and no GPU line
+    LoadOptions opt;
+    opt.input_format = "gpustat";
+    auto r = load_text("node-07  Tue Dec  1 10:00:00 2026  535.104.05\n", "g.txt", opt);
+    ASSERT_FALSE(r.ok());
+    EXPECT_NE(r.error().message.find("no gpustat snapshot"), std::string::npos);
+  }
+  {  // blocks whose values are unreadable: counted, not guessed
+    auto r = load_text(
+        "=== 2026-12-01 12:00:00 ===\nGPU 0: X\nGPU Load: lots\n"
+        "=== 2026-12-01 12:00:05 ===\nGPU 0: X\nGPU Load: 5%\n",
+        "b.log", {});
+    ASSERT_TRUE(r.ok()) << r.error().message;
+    EXPECT_TRUE(has_note(*r, "cannot read \"lots\"")) << all_notes(*r);
+  }
+  {  // an impossible day-first date is an unreadable time
+    auto r = load_text("Date,Time,GPU Load [%]\n1.12.2026,9:5:1,50\n35.12.2026,9:5:2,50\n",
+                       "hw.csv", {});
+    ASSERT_TRUE(r.ok()) << r.error().message;
+    EXPECT_TRUE(has_note(*r, "with an unreadable time")) << all_notes(*r);
+  }
+}
+
+TEST(Encodings, DecodedOnceAtTheEdge) {
+  using text::Encoding;
+  EXPECT_EQ(text::detect_encoding("a,b\n1,2\n"), Encoding::kUtf8);
+  EXPECT_EQ(text::detect_encoding("\xEF\xBB\xBF"
+                                  "a,b\n"),
+            Encoding::kUtf8Bom);
+  EXPECT_EQ(text::detect_encoding("temp [\xB0"
+                                  "C]\n"),
+            Encoding::kWindows1252);
+  EXPECT_EQ(text::detect_encoding(std::string("\xFF\xFEt\0e\0", 6)), Encoding::kUtf16Le);
+  EXPECT_EQ(text::detect_encoding(std::string("\0t\0e\0m\0p\0,\0x\0\n", 14)), Encoding::kUtf16Be);
+  std::string storage;
+  EXPECT_EQ(text::decode_to_utf8("temp [\xB0"
+                                 "C] \x80",
+                                 Encoding::kWindows1252, storage),
+            "temp [\xC2\xB0"
+            "C] \xE2\x82\xAC");
+  // A surrogate pair and a lone surrogate.
+  EXPECT_EQ(
+      text::decode_to_utf8(std::string("\x3D\xD8\x00\xDE\x00\xD8", 6), Encoding::kUtf16Le, storage),
+      "\xF0\x9F\x98\x80\xEF\xBF\xBD");
+  EXPECT_FALSE(text::valid_utf8("\xC0\xAF"));      // overlong
+  EXPECT_FALSE(text::valid_utf8("\xED\xA0\x80"));  // a surrogate
+  EXPECT_TRUE(text::valid_utf8("\xE2\x82\xAC plain ascii after it, longer than eight bytes"));
+  EXPECT_EQ(text::sanitize_utf8("a\xFF"
+                                "b"),
+            "a\xEF\xBF\xBD"
+            "b");
+}
+
+// The catalogue: each (name, per-GPU) once, every reason code real, every entry read as itself.
+TEST(ColumnCatalogue, EveryEntryIsOneMeaningAndResolves) {
+  std::set<std::pair<std::string_view, bool>> seen;
+  for (const auto& e : csv::catalogue()) {
+    SCOPED_TRACE(std::string(e.name));
+    EXPECT_TRUE(seen.insert({e.name, e.per_gpu}).second) << "named twice";
+    EXPECT_FALSE(e.tool.empty());
+    EXPECT_EQ(e.name, csv::normalise(e.name)) << "not normalised";
+    if (e.reasons == csv::Reasons::kFlag) {
+      EXPECT_NE(bit(e.reason), 0u) << e.reason;
+    }
+    const auto m = csv::lookup(e.name, e.per_gpu);
+    ASSERT_TRUE(m.has_value());
+    EXPECT_EQ(m->role, e.role);
+    if (e.role == csv::Role::kField) {
+      EXPECT_EQ(m->field, e.field);
+    }
+  }
+  // Per-GPU names in W&B's and MLflow's spellings.
+  for (const auto& [name, field, gpu] : std::vector<std::tuple<std::string, Field, int>>{
+           {"system.gpu.0.gpu", Field::kUtilGpu, 0},
+           {"gpu.3.powerWatts", Field::kPower, 3},
+           {"system.gpu.1.memoryClock", Field::kClockMem, 1},
+           {"system/gpu_2_utilization_percentage", Field::kUtilGpu, 2},
+           {"DeviceStatsMonitor.on_train_batch_end/utilization.gpu", Field::kUtilGpu, -1},
+           {"clocks_event_reasons.sw_power_cap", Field::kClockEventReasons, -1},
+       }) {
+    SCOPED_TRACE(name);
+    const csv::Column c = csv::resolve(name);
+    EXPECT_EQ(c.m.field, field);
+    EXPECT_EQ(c.gpu, gpu);
+  }
+}
+
+TEST(ColumnCatalogue, FormatsMdHoldsTheGeneratedTable) {
+  const std::string doc = read_file(std::string(GPUDOCTOR_SOURCE_DIR) + "/docs/formats.md");
+  const std::string table = render_catalogue_markdown();
+  EXPECT_NE(doc.find(table), std::string::npos)
+      << "docs/formats.md is stale: replace its column catalogue with `gpudoctor formats "
+         "--markdown`";
+  const std::string text = render_catalogue_text();
+  for (const auto tool : {"GPU-Z", "HWiNFO", "dcgmi dmon", "Weights & Biases", "MLflow",
+                          "nvidia-smi", "pynvml logger"})
+    EXPECT_NE(text.find(tool), std::string::npos) << tool;
+}
+
+// Every real log of ../shared/data/real-logs/ is read without error, with the flags its label
+// gives (LABELS.tsv: columns=, power-limit=), as a user would pass them. Two need more than the
+// label: seongjunpark17's "timestamp,GPU0,GPU1" names no quantity, so a user gives --map (the
+// error says so, tested below); eve123xy's processed JSON is read by formats/json_samples.
+TEST(RealLogs, EveryLogIsReadWithoutError) {
+  const fs::path dir = fs::path(GPUDOCTOR_SOURCE_DIR) / ".." / "shared" / "data" / "real-logs";
+  std::ifstream labels(dir / "LABELS.tsv");
+  ASSERT_TRUE(labels.good()) << "missing " << (dir / "LABELS.tsv");
+  std::string line;
+  std::getline(labels, line);  // header
+  size_t read = 0;
+  while (std::getline(labels, line)) {
+    std::vector<std::string> cells;
+    std::stringstream ss(line);
+    for (std::string c; std::getline(ss, c, '\t');) cells.push_back(c);
+    if (cells.size() < 4) continue;
+    const std::string& file = cells[0];
+    SCOPED_TRACE(file);
+    if (cells[3] == "processed_json") continue;  // formats/json_samples
+    LoadOptions opt;
+    std::stringstream flags(cells.size() > 6 ? cells[6] : "");
+    for (std::string f; flags >> f;) {
+      if (f.starts_with("columns=")) {
+        std::stringstream cs(f.substr(8));
+        for (std::string c; std::getline(cs, c, ',');) opt.columns.push_back(c);
+      } else if (f.starts_with("power-limit=")) {
+        opt.power_limit_w = std::stod(f.substr(12));
+      }
+    }
+    if (cells[3] == "custom_wide") {
+      auto bare = load_telemetry((dir / file).string(), opt);
+      ASSERT_FALSE(bare.ok());
+      EXPECT_NE(bare.error().message.find("--map 'GPU*=power_w'"), std::string::npos)
+          << bare.error().message;
+      opt.map = {{"GPU*", "power_w"}};
+    }
+    auto r = load_telemetry((dir / file).string(), opt);
+    ASSERT_TRUE(r.ok()) << r.error().message;
+    EXPECT_FALSE(r->gpus.empty());
+    for (const auto& n : r->notes) EXPECT_TRUE(text::valid_utf8(n)) << n;
+    ++read;
+  }
+  EXPECT_GE(read, 23u);
+}
+
+}  // namespace
+}  // namespace gpudoctor
