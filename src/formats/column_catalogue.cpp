@@ -20,6 +20,7 @@ constexpr CatalogueEntry kEntries[] = {
     {"timestamp", Role::kTime, kNoField, Rule::kAsIs, "home-made"},
     {"time_stamp", Role::kTime, kNoField, Rule::kAsIs, "home-made"},
     {"ts", Role::kTime, kNoField, Rule::kAsIs, "home-made"},
+    {"query_time", Role::kTime, kNoField, Rule::kAsIs, "gpustat"},
     {"datetime", Role::kTime, kNoField, Rule::kAsIs, "home-made"},
     {"date_time", Role::kTime, kNoField, Rule::kAsIs, "home-made"},
     {"t", Role::kTime, kNoField, Rule::kAsIs, "home-made"},
@@ -532,6 +533,7 @@ bool resolve_name(std::string_view name, Column& c) {
         c.m = *m;
         return true;
       }
+      if (c.unknown_wide_gpu < 0) c.unknown_wide_gpu = w->gpu;
     }
   }
   c.gpu = -1;

@@ -366,6 +366,7 @@ std::optional<Error> Reader::make_layout() {
       c.bare = false;
       c.unit_mismatch = false;
       if (m.role != Role::kField) c.gpu = -1;
+      if (m.role == Role::kField && c.gpu < 0) c.gpu = c.unknown_wide_gpu;  // per_gpu.0=power_w
       if (c.ann_unit != nullptr && m.role == Role::kField && !m.dcgm)
         apply_unit(c.m, *c.ann_unit);  // "GPU0 (mW)" mapped to power_w: still mW
     }

@@ -153,8 +153,8 @@ Result<std::string> choose_format(std::string_view head, const std::string& orig
   return usage_error(fmt::format(
       "{}: not a format gpudoctor reads (recordings, captures, nvidia-smi --query-gpu CSV, "
       "nvidia-smi table snapshots, nvidia-smi dmon, dcgmi dmon, DCGM field dumps, Prometheus "
-      "text snapshots, JSON samples, W&B run files, CSV with recognised column names); "
-      "--input-format forces one",
+      "text snapshots, JSON samples, W&B run files, Afterburner .hml, key: value blocks, "
+      "gpustat snapshots, CSV with recognised column names); --input-format forces one",
       origin));
 }
 

@@ -494,7 +494,9 @@ std::vector<Case> detection_cases() {
       {f, "prose", "hello\nthis is not a log\n",
        refused("in.log: not a format gpudoctor reads (recordings, captures, nvidia-smi "
                "--query-gpu CSV, nvidia-smi table snapshots, nvidia-smi dmon, dcgmi dmon, DCGM "
-               "field dumps, CSV with recognised column names); --input-format forces one")},
+               "field dumps, Prometheus text snapshots, JSON samples, W&B run files, Afterburner "
+               ".hml, key: value blocks, gpustat snapshots, CSV with recognised column names); "
+               "--input-format forces one")},
       {f, "nvidia-smi CSV cut mid-value", drop(kSmi, 4),
        read(2,
             "skipped 1 line(s) cut short at the end of the file (first: in.log:4: the last line "
