@@ -390,8 +390,9 @@ TEST(ColumnCatalogue, FormatsMdHoldsTheGeneratedTable) {
 
 // Every real log of ../shared/data/real-logs/ is read without error, with the flags its label
 // gives (LABELS.tsv: columns=, power-limit=), as a user would pass them. Two need more than the
-// label: seongjunpark17's "timestamp,GPU0,GPU1" names no quantity, so a user gives --map (the
-// error says so, tested below); eve123xy's processed JSON is read by formats/json_samples.
+// label: seongjunpark17's "timestamp,GPU0,GPU1" and eve123xy's processed JSON (per_gpu.0,
+// per_gpu.1: lists of power values) name no quantity, so a user gives --map (the error says so,
+// tested below).
 TEST(RealLogs, EveryLogIsReadWithoutError) {
   const fs::path dir = fs::path(GPUDOCTOR_SOURCE_DIR) / ".." / "shared" / "data" / "real-logs";
   std::ifstream labels(dir / "LABELS.tsv");
@@ -406,7 +407,6 @@ TEST(RealLogs, EveryLogIsReadWithoutError) {
     if (cells.size() < 4) continue;
     const std::string& file = cells[0];
     SCOPED_TRACE(file);
-    if (cells[3] == "processed_json") continue;  // formats/json_samples
     LoadOptions opt;
     std::stringstream flags(cells.size() > 6 ? cells[6] : "");
     for (std::string f; flags >> f;) {
@@ -424,13 +424,21 @@ TEST(RealLogs, EveryLogIsReadWithoutError) {
           << bare.error().message;
       opt.map = {{"GPU*", "power_w"}};
     }
+    if (cells[3] == "processed_json") {
+      auto bare = load_telemetry((dir / file).string(), opt);
+      ASSERT_FALSE(bare.ok());
+      EXPECT_NE(bare.error().message.find("per_gpu.0"), std::string::npos)
+          << bare.error().message;
+      EXPECT_NE(bare.error().message.find("--map"), std::string::npos) << bare.error().message;
+      opt.map = {{"per_gpu.*", "power_w"}};
+    }
     auto r = load_telemetry((dir / file).string(), opt);
     ASSERT_TRUE(r.ok()) << r.error().message;
     EXPECT_FALSE(r->gpus.empty());
     for (const auto& n : r->notes) EXPECT_TRUE(text::valid_utf8(n)) << n;
     ++read;
   }
-  EXPECT_GE(read, 23u);
+  EXPECT_EQ(read, 24u);
 }
 
 }  // namespace
