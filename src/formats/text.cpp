@@ -203,6 +203,7 @@ std::optional<NumberWithUnit> parse_number_with_unit(std::string_view s) {
 }
 
 double scaled(double value, double factor) {
+  if (factor == 1) return value;
   const double x = value * factor;
   if (x == 0 || !std::isfinite(x) || factor == 0) return x;
   int e = 0;
