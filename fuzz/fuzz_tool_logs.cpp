@@ -1,7 +1,8 @@
 // libFuzzer target: the logs of other tools (GPU-Z, HWiNFO, dcgmi short tags, W&B, MLflow,
-// Lightning, pynvml monitors: tests/data/logs/tools) through the edge where encodings are decoded
-// (formats/encoding) and the column catalogue: the decoded text and every note must be valid
-// UTF-8, whatever the bytes were (UTF-16, latin-1, broken sequences).
+// Lightning, pynvml monitors, and the framing variants Afterburner, key: value blocks, gpustat and
+// whitespace tables: tests/data/logs/tools) through the edge where encodings are decoded
+// (formats/encoding), the choice of layout by content and the column catalogue: the decoded text
+// and every note must be valid UTF-8, whatever the bytes were (UTF-16, latin-1, broken sequences).
 #include "formats/encoding.hpp"
 #include "formats/load.hpp"
 

@@ -112,14 +112,25 @@ std::string_view decode_to_utf8(std::string_view bytes, Encoding enc, std::strin
     case Encoding::kWindows1252: {
       storage.clear();
       storage.reserve(bytes.size() + bytes.size() / 8);
-      for (const char ch : bytes) {
-        const auto c = static_cast<unsigned char>(ch);
-        if (c < 0x80)
-          storage += ch;
-        else if (c < 0xA0 && kCp1252High[c - 0x80] != 0)
+      const size_t n = bytes.size();
+      for (size_t i = 0; i < n;) {
+        // ASCII runs are copied whole, 8 bytes tested at a time.
+        size_t j = i;
+        while (j + 8 <= n) {
+          uint64_t w;
+          std::memcpy(&w, bytes.data() + j, 8);
+          if (w & 0x8080808080808080ULL) break;
+          j += 8;
+        }
+        while (j < n && static_cast<unsigned char>(bytes[j]) < 0x80) ++j;
+        storage.append(bytes.data() + i, j - i);
+        if (j >= n) break;
+        const auto c = static_cast<unsigned char>(bytes[j]);
+        if (c < 0xA0 && kCp1252High[c - 0x80] != 0)
           put(storage, kCp1252High[c - 0x80]);
         else
           put(storage, c);
+        i = j + 1;
       }
       return storage;
     }

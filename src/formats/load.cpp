@@ -78,9 +78,9 @@ class MappedFile {
 }  // namespace
 
 std::vector<std::string> input_formats() {
-  return {"auto",        "recording", "capture",   "smi-csv",   "smi-table", "dmon",
-          "dcgmi-dmon",  "dcgm-dump", "prom-text", "json",      "wandb",     "afterburner",
-          "kv-blocks",   "gpustat",   "generic-csv"};
+  return {"auto",       "recording", "capture",     "smi-csv", "smi-table", "dmon",
+          "dcgmi-dmon", "dcgm-dump", "prom-text",   "json",    "wandb",     "afterburner",
+          "kv-blocks",  "gpustat",   "generic-csv", "ws-table"};
 }
 
 namespace {
@@ -137,7 +137,9 @@ Result<std::string> choose_format(std::string_view head, const std::string& orig
   // reader claims those, nvidia-smi's own dotted names stay with its reader.
   if ((looks_like_smi_csv(head) && !looks_like_generic_csv(head)) || !options.columns.empty())
     return std::string("smi-csv");
-  if (looks_like_generic_csv(head) || !options.map.empty()) return std::string("generic-csv");
+  if (looks_like_generic_csv(head)) return std::string("generic-csv");
+  if (looks_like_ws_table(head)) return std::string("ws-table");
+  if (!options.map.empty()) return std::string("generic-csv");
   if (head.empty()) return usage_error(origin + ": the file is empty");
   // UTF-16, binary data or blank lines only: said as such.
   if (auto e = text::check_input(text::strip_bom(head), origin, "a format gpudoctor reads",
@@ -154,7 +156,8 @@ Result<std::string> choose_format(std::string_view head, const std::string& orig
       "{}: not a format gpudoctor reads (recordings, captures, nvidia-smi --query-gpu CSV, "
       "nvidia-smi table snapshots, nvidia-smi dmon, dcgmi dmon, DCGM field dumps, Prometheus "
       "text snapshots, JSON samples, W&B run files, Afterburner .hml, key: value blocks, "
-      "gpustat snapshots, CSV with recognised column names); --input-format forces one",
+      "gpustat snapshots, whitespace-aligned tables, CSV with recognised column names); "
+      "--input-format forces one",
       origin));
 }
 
@@ -173,13 +176,14 @@ Result<Recording> read_text(std::string_view text, const std::string& origin,
     return read_smi_table(text, origin, o);
   }
   if (format == "generic-csv" || format == "afterburner" || format == "kv-blocks" ||
-      format == "gpustat") {
+      format == "gpustat" || format == "ws-table") {
     GenericCsvOptions o;
     o.map = options.map;
     o.power_limit_w = options.power_limit_w;
     if (format == "afterburner") return read_afterburner(text, origin, o);
     if (format == "kv-blocks") return read_key_value_blocks(text, origin, o);
     if (format == "gpustat") return read_gpustat(text, origin, o);
+    if (format == "ws-table") return read_ws_table(text, origin, o);
     return read_generic_csv(text, origin, o);
   }
   if (format == "dcgmi-dmon" || format == "dcgm-dump") {

@@ -126,6 +126,38 @@ void split_trimmed(std::string_view line, char sep, std::vector<std::string_view
 std::optional<double> parse_double(std::string_view s) {
   s = trim(s);
   if (s.empty()) return std::nullopt;
+  // Fast path, what logs write nearly always: [-+]digits[.digits] with at most 15 digits. The
+  // digits are an exact integer and 10^k is exact, so one division is correctly rounded: the
+  // same double from_chars gives (Clinger's fast path).
+  {
+    static constexpr double kPow10[] = {1e0, 1e1, 1e2,  1e3,  1e4,  1e5,  1e6,  1e7,
+                                        1e8, 1e9, 1e10, 1e11, 1e12, 1e13, 1e14, 1e15};
+    size_t i = s.front() == '-' || s.front() == '+' ? 1 : 0;
+    uint64_t m = 0;
+    int digits = 0, frac = -1;
+    bool ok = true;
+    for (; i < s.size(); ++i) {
+      const char c = s[i];
+      if (c >= '0' && c <= '9') {
+        if (++digits > 15) {
+          ok = false;
+          break;
+        }
+        m = m * 10 + static_cast<uint64_t>(c - '0');
+        if (frac >= 0) ++frac;
+      } else if (c == '.' && frac < 0) {
+        frac = 0;
+      } else {
+        ok = false;
+        break;
+      }
+    }
+    if (ok && digits > 0) {
+      double v = static_cast<double>(m);
+      if (frac > 0) v /= kPow10[frac];
+      return s.front() == '-' ? -v : v;
+    }
+  }
   if (s.front() == '+') s.remove_prefix(1);
   double v = 0;
   const auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
@@ -171,6 +203,7 @@ std::optional<NumberWithUnit> parse_number_with_unit(std::string_view s) {
 }
 
 double scaled(double value, double factor) {
+  if (factor == 1) return value;
   const double x = value * factor;
   if (x == 0 || !std::isfinite(x) || factor == 0) return x;
   int e = 0;

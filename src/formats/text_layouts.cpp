@@ -1,12 +1,15 @@
 #include "formats/text_layouts.hpp"
 
 #include <algorithm>
+#include <cstddef>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
 
 #include <fmt/format.h>
 
+#include "formats/column_catalogue.hpp"
 #include "formats/finish.hpp"
 #include "formats/log_time.hpp"
 #include "formats/text.hpp"
@@ -287,6 +290,107 @@ Result<Recording> gpustat(std::string_view raw, const std::string& origin,
   return read_flat(csv, origin, opt, "gpustat");
 }
 
+// ---------------------------------------------------------------------------------------------
+// whitespace-aligned tables
+
+// A rule: a line of '=' or '-' (and spaces), at least 8 of them.
+bool is_rule(std::string_view l) {
+  l = text::trim(l);
+  if (l.size() < 8) return false;
+  return l.find_first_not_of("=- +") == std::string_view::npos;
+}
+
+// Header cells: split at runs of two or more spaces (or tabs) when the line has any, else at
+// every space ("GPU Util(%)  Power(W)" keeps its words together).
+void split_header(std::string_view l, std::vector<std::string_view>& out) {
+  out.clear();
+  l = text::trim(l);
+  const bool wide_gaps =
+      l.find("  ") != std::string_view::npos || l.find('\t') != std::string_view::npos;
+  if (!wide_gaps) {
+    text::split_ws(l, out);
+    return;
+  }
+  size_t i = 0;
+  while (i < l.size()) {
+    size_t j = i;
+    while (j < l.size() && l[j] != '\t' && !(l[j] == ' ' && j + 1 < l.size() && l[j + 1] == ' '))
+      ++j;
+    out.push_back(text::trim(l.substr(i, j - i)));
+    while (j < l.size() && (l[j] == ' ' || l[j] == '\t')) ++j;
+    i = j;
+  }
+}
+
+// Row cells: whitespace-separated, a date and a time of day side by side ("2024-05-01 10:00:00")
+// taken as one cell.
+void split_row(std::string_view l, std::vector<std::string_view>& out) {
+  text::split_ws(l, out);
+  for (size_t i = 0; i + 1 < out.size(); ++i) {
+    if (csv::parse_date(out[i]) && csv::parse_time_of_day(out[i + 1])) {
+      const char* b = out[i].data();
+      out[i] = std::string_view(b, static_cast<size_t>(out[i + 1].data() + out[i + 1].size() - b));
+      out.erase(out.begin() + static_cast<std::ptrdiff_t>(i) + 1);
+    }
+  }
+}
+
+// The header of a whitespace table in the first lines: a line of at least two cells, one of them
+// a column the catalogue reads, with a row of as many cells below it (rules between are skipped).
+// Its offset in the text.
+std::optional<size_t> ws_header(std::string_view text) {
+  text::LineReader lines(text);
+  std::string_view line;
+  std::vector<std::string_view> h, r;
+  bool any_rule = false;
+  for (int n = 0; n < 12 && lines.next(line); ++n) {
+    if (text::is_blank(line)) continue;
+    if (is_rule(line)) {
+      any_rule = true;
+      continue;
+    }
+    if (line.find_first_of(",;|") != std::string_view::npos) continue;
+    split_header(line, h);
+    if (h.size() < 2) continue;
+    const bool known = std::any_of(h.begin(), h.end(), [](std::string_view c) {
+      const auto col = csv::resolve(c);
+      return col.m.role == csv::Role::kField || col.m.role == csv::Role::kReason;
+    });
+    if (!known) continue;
+    text::LineReader after(lines.rest());
+    std::string_view next;
+    while (after.next(next) && (text::is_blank(next) || is_rule(next))) any_rule = true;
+    split_row(next, r);
+    if (r.size() == h.size() && any_rule) return static_cast<size_t>(line.data() - text.data());
+    return std::nullopt;
+  }
+  return std::nullopt;
+}
+
+Result<Recording> ws_table(std::string_view text, const std::string& origin,
+                           const GenericCsvOptions& opt) {
+  const auto at = ws_header(text);
+  if (!at) return usage_error(fmt::format("{}: no header line of a whitespace table", origin));
+  text::LineReader lines(text.substr(*at));
+  std::string_view line;
+  std::vector<std::string_view> cells;
+  std::string csv;
+  lines.next(line);
+  split_header(line, cells);
+  const std::string header_line(text::trim(line));
+  put_row(csv, cells);
+  while (lines.next(line)) {
+    if (text::is_blank(line) || is_rule(line)) continue;
+    if (text::trim(line) == header_line) {  // the header again: kept for the reader to count
+      split_header(line, cells);
+    } else {
+      split_row(line, cells);
+    }
+    put_row(csv, cells);
+  }
+  return read_flat(csv, origin, opt, "whitespace table");
+}
+
 }  // namespace
 
 bool looks_like_afterburner(std::string_view head) {
@@ -313,6 +417,16 @@ bool looks_like_gpustat(std::string_view head) {
     }
     return false;
   });
+}
+
+bool looks_like_ws_table(std::string_view head) {
+  return log_reader::guarded_check([&] { return ws_header(text::strip_bom(head)).has_value(); });
+}
+
+Result<Recording> read_ws_table(std::string_view text, const std::string& origin,
+                                const GenericCsvOptions& opt) {
+  return log_reader::guarded_read(origin, "whitespace table",
+                                  [&] { return ws_table(text::strip_bom(text), origin, opt); });
 }
 
 Result<Recording> read_afterburner(std::string_view text, const std::string& origin,

@@ -10,6 +10,9 @@
 //     around a time), then "GPU 0: NAME" and "Key: value" lines.
 //   - gpustat text snapshots: "host  Tue Dec  1 10:00:00 2026  535.104.05" then one line per GPU,
 //     "[0] NVIDIA A100-SXM4-80GB | 45°C,  98 %,  250 / 400 W | 40000 / 81920 MB | user(39000M)".
+//   - whitespace-aligned tables (home-made monitors): title lines, rules of '=' or '-', a header
+//     whose cells are apart by two or more spaces, rows apart by any whitespace (a date and a time
+//     of day side by side are one cell), the header repeated.
 #pragma once
 
 #include <string>
@@ -24,11 +27,14 @@ namespace gpudoctor {
 bool looks_like_afterburner(std::string_view head);
 bool looks_like_key_value_blocks(std::string_view head);
 bool looks_like_gpustat(std::string_view head);
+bool looks_like_ws_table(std::string_view head);
 
 Result<Recording> read_afterburner(std::string_view text, const std::string& origin,
                                    const GenericCsvOptions& opt);
 Result<Recording> read_key_value_blocks(std::string_view text, const std::string& origin,
                                         const GenericCsvOptions& opt);
+Result<Recording> read_ws_table(std::string_view text, const std::string& origin,
+                                const GenericCsvOptions& opt);
 Result<Recording> read_gpustat(std::string_view text, const std::string& origin,
                                const GenericCsvOptions& opt);
 

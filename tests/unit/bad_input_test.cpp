@@ -495,7 +495,8 @@ std::vector<Case> detection_cases() {
        refused("in.log: not a format gpudoctor reads (recordings, captures, nvidia-smi "
                "--query-gpu CSV, nvidia-smi table snapshots, nvidia-smi dmon, dcgmi dmon, DCGM "
                "field dumps, Prometheus text snapshots, JSON samples, W&B run files, Afterburner "
-               ".hml, key: value blocks, gpustat snapshots, CSV with recognised column names); "
+               ".hml, key: value blocks, gpustat snapshots, whitespace-aligned tables, CSV with "
+               "recognised column names); "
                "--input-format forces one")},
       {f, "nvidia-smi CSV cut mid-value", drop(kSmi, 4),
        read(2,

@@ -232,6 +232,21 @@ TEST(ToolLogs, GpustatSnapshots) {
   EXPECT_EQ(rec.start_unix_ms, 1796119200000);
 }
 
+TEST(ToolLogs, WhitespaceTableWithTitleAndRules) {
+  const Recording rec = load_ok("home_monitor_table.txt");
+  ASSERT_EQ(rec.gpus.size(), 2u) << all_notes(rec);
+  const GpuSeries& g = rec.gpus[1];
+  ASSERT_EQ(g.size(), 3u) << all_notes(rec);
+  EXPECT_EQ(rec.source, "whitespace table: " + tool_log("home_monitor_table.txt"));
+  EXPECT_EQ(at(g, Field::kUtilGpu, 0), 97);
+  EXPECT_EQ(at(g, Field::kUtilMem, 1), 57);
+  EXPECT_EQ(at(g, Field::kMemUsed, 2), 30500);
+  EXPECT_DOUBLE_EQ(at(g, Field::kPower, 2), 295.9);
+  EXPECT_EQ(at(g, Field::kClockSm, 1), 1395);
+  EXPECT_EQ(g.time_s[2], 4);
+  EXPECT_TRUE(has_note(rec, "the header line repeats 1 time(s)")) << all_notes(rec);
+}
+
 // Bad input per layout: each refuses or skips precisely.
 TEST(ToolLogs, BadInputPerLayout) {
   const std::string gpuz = read_file(tool_log("gpuz_sensor_log.txt"));
@@ -303,6 +318,15 @@ TEST(ToolLogs, BadInputPerLayout) {
         "b.log", {});
     ASSERT_TRUE(r.ok()) << r.error().message;
     EXPECT_TRUE(has_note(*r, "cannot read \"lots\"")) << all_notes(*r);
+  }
+  {  // a whitespace table with a row of too few cells: skipped and counted
+    auto r = load_text(
+        "Monitor\n==========\ntime  gpu  power_w\n----------\n1  0  100\n2  0\n"
+        "3  0  102\n",
+        "w.txt", {});
+    ASSERT_TRUE(r.ok()) << r.error().message;
+    EXPECT_EQ(r->gpus.at(0).size(), 2u);
+    EXPECT_TRUE(has_note(*r, "with the wrong number of cells")) << all_notes(*r);
   }
   {  // an impossible day-first date is an unreadable time
     auto r = load_text("Date,Time,GPU Load [%]\n1.12.2026,9:5:1,50\n35.12.2026,9:5:2,50\n",
