@@ -37,7 +37,9 @@ namespace {
 // than the healthy detector's (a finding needs positive evidence of its cause; a GPU that is not
 // at 100 % is not for that reason starving).
 std::optional<Candidate> no_cause_check(const Context&, size_t, const Window& w) {
-  if (w.idle || !known(w.f.efficiency)) return std::nullopt;
+  // Only where the work-pattern causes could have been seen (GPU-Util known): without it, a GPU
+  // below the healthy efficiency cannot be told from one waiting (no verdict, said).
+  if (w.idle || !known(w.f.efficiency) || !known(w.f.util)) return std::nullopt;
   Candidate c;
   c.confidence = 0.5;
   c.evidence["efficiency"] = round_to(w.f.efficiency, 3);
@@ -473,7 +475,12 @@ Diagnosis diagnose(const Recording& input, const DiagnosisConfig& cfg) {
   QualityScan quality = scan_quality(input, cfg);
   std::optional<Recording> fixed;
   std::vector<std::string> fixes;
-  if (quality.any_drop) {
+  // A log with only the instantaneous power reading (DCGM's power_usage_instant) has power all
+  // the same: the diagnosis reads it as the power draw.
+  const bool instant_power = std::any_of(
+      input.gpus.begin(), input.gpus.end(),
+      [](const GpuSeries& s) { return !s.has(Field::kPower) && s.has(Field::kPowerInstant); });
+  if (quality.any_drop || instant_power) {
     fixed.emplace();
     fixed->system = input.system;
     fixed->start_unix_ms = input.start_unix_ms;
@@ -494,10 +501,17 @@ Diagnosis diagnose(const Recording& input, const DiagnosisConfig& cfg) {
       c.processes_recorded = s.processes_recorded;
       c.lost_at_s = s.lost_at_s;
       c.power_limit_source = s.power_limit_source;
+      if (!c.has(Field::kPower) && c.has(Field::kPowerInstant))
+        c.columns[index_of(Field::kPower)] =
+            std::make_unique<std::vector<double>>(*c.column(Field::kPowerInstant));
       drop_marked(c, quality.drop[g]);
       fixed->gpus.push_back(std::move(c));
     }
   }
+  if (instant_power)
+    fixes.push_back(
+        "power draw from the instantaneous reading (the input has no averaged power): noisier, "
+        "so power-based figures are less certain");
   for (const auto& issue : quality.issues) {
     if (issue.kind == "time_backwards")
       fixes.push_back(
@@ -724,7 +738,13 @@ Diagnosis diagnose(const Recording& input, const DiagnosisConfig& cfg) {
           (std::abs(l - best_lost) <= 1e-12 && run_hours[cause] > best_hours))
         best = cause, best_lost = l, best_hours = run_hours[cause];
     }
-    if (!best && run_hours.count(Cause::kHealthy)) best = Cause::kHealthy;
+    // Healthy only when every GPU that worked could be judged: a GPU busy with nothing to judge
+    // it by may be the one with the problem.
+    bool unjudged_work = false;
+    for (size_t g = 0; g < ctx.gpus.size(); ++g)
+      unjudged_work = unjudged_work || (!out.gpus[g].verdict &&
+                                        steady_samples[g] >= static_cast<size_t>(cfg.min_samples));
+    if (!best && run_hours.count(Cause::kHealthy) && !unjudged_work) best = Cause::kHealthy;
     out.verdict = best;
   }
 
@@ -752,6 +772,10 @@ Diagnosis diagnose(const Recording& input, const DiagnosisConfig& cfg) {
         "launch overhead is told from communication wait only by peer traffic and by how the GPUs "
         "differ; record with gpudoctor on a Hopper or newer GPU, or with DCGM "
         "(DCGM_FI_PROF_SM_ACTIVE)");
+  if (!any_has(Field::kClockSm))
+    lim.push_back(
+        "no SM clock in this input: clocks held low (locked application clocks, HW slowdown) "
+        "cannot be seen, and a GPU slowed by them looks busy but idle");
   if (!any_has(Field::kClockEventReasons))
     lim.push_back(
         "no clock event reasons: thermal and clock limits are judged from temperature and clocks "
@@ -772,8 +796,10 @@ Diagnosis diagnose(const Recording& input, const DiagnosisConfig& cfg) {
     const std::string who = fmt::format("GPU {}", s.info.index);
     if (!known(d.default_limit_w) && s.has(Field::kPower))
       lim.push_back(fmt::format(
-          "{}: no power limit in the input and none known for {}: efficiency cannot be computed "
-          "(give --gpu-name MODEL or --power-limit W)",
+          "{}: no power limit in the input and none known for {}: efficiency cannot be computed, "
+          "so the causes judged by it (healthy, busy but idle, a lowered cap) are not asserted; "
+          "those that do not need it (dips, the memory controller, clock event reasons, "
+          "temperature) still are (give --gpu-name MODEL or --power-limit W)",
           who, s.info.name.empty() ? std::string("an unnamed GPU") : "\"" + s.info.name + "\""));
     else if (known(d.default_limit_w) && !d.default_limit_known)
       lim.push_back(fmt::format(

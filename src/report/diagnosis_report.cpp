@@ -157,9 +157,17 @@ std::string diagnosis_text(const Diagnosis& d, bool brief) {
       for (const auto& a : f.alternatives)
         s += fmt::format("    or {} (confidence {:.2f}): {}\n", cause_code(a.cause), a.confidence,
                          a.tell_apart);
-      const size_t nfix = brief ? 1u : (d.workload.kind == "unknown" ? 6u : 3u);
-      for (size_t i = 0; i < f.fixes.size() && i < nfix; ++i)
-        s += fmt::format("    fix: {}\n", f.fixes[i]);
+      // The first fixes; for an unknown workload the first two of each kind (both are listed).
+      size_t training = 0, serving = 0, shown = 0;
+      for (const auto& fix : f.fixes) {
+        if (shown >= (brief ? 1u : 4u)) break;
+        const bool is_serving = fix.rfind("Serving: ", 0) == 0;
+        const bool is_training = fix.rfind("Training: ", 0) == 0;
+        if ((is_serving && serving++ >= 2) || (is_training && training++ >= 2)) continue;
+        if (!is_serving && !is_training && shown >= 3) break;
+        s += fmt::format("    fix: {}\n", fix);
+        ++shown;
+      }
     }
   }
   if (brief) return s;

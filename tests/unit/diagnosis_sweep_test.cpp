@@ -111,8 +111,12 @@ TEST(DiagnosisSweep, VerdictSurvivesIntervalsTrimmingAndMissingColumns) {
         // A weaker verdict says what it lost.
         EXPECT_TRUE(new_limitation(full, d)) << where;
         // A healthy job is never called unhealthy by losing a column.
-        if (code(full) == "healthy")
+        if (code(full) == "healthy") {
           EXPECT_TRUE(code(d) == "healthy" || code(d) == "none") << where;
+        } else {
+          // ... and a problem is never hidden as healthy by it.
+          EXPECT_NE(code(d), "healthy") << where;
+        }
       }
     }
   }

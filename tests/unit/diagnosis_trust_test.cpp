@@ -114,7 +114,9 @@ TEST(DiagnosisTrust, SeverityFollowsConfidence) {
   const auto d = diagnose(rec);
   ASSERT_FALSE(d.findings.empty());
   for (const auto& f : d.findings)
-    if (f.confidence < 0.7) EXPECT_NE(f.severity, Severity::kCritical) << f.summary;
+    if (f.confidence < 0.7) {
+      EXPECT_NE(f.severity, Severity::kCritical) << f.summary;
+    }
 }
 
 // 2. Memory bound from nvidia-smi's fields alone: GPU-Util ~99 %, utilization.memory 75-95 %,
@@ -147,7 +149,7 @@ TEST(DiagnosisTrust, ModerateMemoryControllerIsNotMemoryBound) {
       0, 900, 1,
       [](size_t) {
         Row r;
-        r.util = 100, r.mem_util = 48, r.power = 0.7 * 700;
+        r.util = 100, r.mem_util = 48, r.power = 490;  // 70 % of the limit
         return r;
       },
       false));
@@ -242,8 +244,9 @@ TEST(DiagnosisTrust, ServingWorkloadGetsServingFixes) {
     EXPECT_TRUE(any_contains(f.fixes, "batching") || any_contains(f.fixes, "MIG") ||
                 any_contains(f.fixes, "CUDA graphs"))
         << name;
-    if (f.cause == Cause::kDataStarvation)
+    if (f.cause == Cause::kDataStarvation) {
       EXPECT_NE(f.summary.find("requests"), std::string::npos) << f.summary;
+    }
     EXPECT_EQ(diagnosis_json(d)["workload"]["kind"], "serving");
   }
 }

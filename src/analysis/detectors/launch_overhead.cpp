@@ -53,6 +53,12 @@ std::optional<Candidate> check(const Context& ctx, size_t g, const Window& w) {
          "it flat at 100 %. PCIe/NVLink throughput (nvidia-smi dmon -s t, DCGM) or an NCCL "
          "trace would tell: peers exchanging data while idle is communication wait"});
   }
+  // Without the SM clock, clocks held low also look like this (low power, busy).
+  if (!ctx.gpus[g].col(Field::kClockSm))
+    c.alternatives.push_back(
+        {Cause::kClocksLimited, 0.3,
+         "the input has no SM clock: locked or slowed clocks also keep power low while busy; "
+         "clocks.sm against clocks.max.sm (and the clock event reasons) would tell"});
   return c;
 }
 

@@ -43,7 +43,12 @@ std::string describe(const Finding& f) {
                               dram ? "DRAM activity" : "memory-controller utilisation",
                               dram ? ev(f, "dram_pct") : ev(f, "mem_util_pct"));
   if (known(ev(f, "tensor_pct"))) s += fmt::format(", tensor cores {:.0f} %", ev(f, "tensor_pct"));
-  s += fmt::format(", power {} of the limit", pct(ev(f, "power_ratio")));
+  if (known(ev(f, "power_ratio")))
+    s += fmt::format(", power {} of the limit", pct(ev(f, "power_ratio")));
+  else if (known(ev(f, "util_pct")))
+    s += fmt::format(", GPU-Util {:.0f} % (no power limit known: how hard the SMs work cannot be "
+                     "measured)",
+                     ev(f, "util_pct"));
   return s;
 }
 
