@@ -28,10 +28,12 @@ inline constexpr size_t kCauseCount = 10;
 
 struct CauseInfo {
   Cause cause;
-  std::string_view code;   // "data_starvation": JSON, metrics labels, docs
-  std::string_view title;  // "Data starvation"
-  std::string_view what;   // what is happening, one sentence
-  std::vector<std::string_view> fixes;
+  std::string_view code;                // "data_starvation": JSON, metrics labels, docs
+  std::string_view title;               // "Data starvation"
+  std::string_view what;                // what is happening, one sentence
+  std::vector<std::string_view> fixes;  // for a training job (or any batch job)
+  // For an inference server (vLLM, TGI, Triton, SGLang...); empty: the same as fixes.
+  std::vector<std::string_view> serving_fixes;
 };
 
 std::span<const CauseInfo> causes();  // in priority order

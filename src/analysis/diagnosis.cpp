@@ -9,7 +9,9 @@
 
 #include <fmt/format.h>
 
+#include "analysis/data_quality.hpp"
 #include "analysis/detectors/detector.hpp"
+#include "analysis/workload.hpp"
 #include "core/clock_reasons.hpp"
 #include "core/duration.hpp"
 #include "core/gpu_models.hpp"
@@ -31,16 +33,34 @@ std::string_view severity_code(Severity s) {
 namespace diag {
 namespace {
 
+// No cause has evidence in a working window: the GPU is taken as healthy, with less confidence
+// than the healthy detector's (a finding needs positive evidence of its cause; a GPU that is not
+// at 100 % is not for that reason starving).
+std::optional<Candidate> no_cause_check(const Context&, size_t, const Window& w) {
+  // Only where the work-pattern causes could have been seen (GPU-Util known): without it, a GPU
+  // below the healthy efficiency cannot be told from one waiting (no verdict, said).
+  if (w.idle || !known(w.f.efficiency) || !known(w.f.util)) return std::nullopt;
+  Candidate c;
+  c.confidence = 0.5;
+  c.evidence["efficiency"] = round_to(w.f.efficiency, 3);
+  c.evidence["power_ratio"] = round_to(w.f.power_ratio, 3);
+  c.evidence["util_pct"] = round_to(w.f.util, 1);
+  c.evidence["sm_pct"] = round_to(w.f.sm, 1);
+  c.evidence["no_cause_evidence"] = 1;
+  return c;
+}
+const Detector kNoCauseDetector{Cause::kHealthy, no_cause_check, nullptr};
+
 // In the cause table's priority order.
 const Detector* const kDetectors[] = {
     &kIdleDetector,        &kContentionDetector,     &kThermalDetector, &kPowerCapDetector,
     &kClocksDetector,      &kCommunicationDetector,  &kHealthyDetector, &kStarvationDetector,
-    &kMemoryBoundDetector, &kLaunchOverheadDetector,
+    &kMemoryBoundDetector, &kLaunchOverheadDetector, &kNoCauseDetector,
 };
 
 const Detector& detector_for(Cause c) {
   for (const Detector* d : kDetectors)
-    if (d->cause == c) return *d;
+    if (d->cause == c && d->describe) return *d;
   return kHealthyDetector;
 }
 
@@ -98,13 +118,40 @@ GpuData prepare(const GpuSeries& s, const DiagnosisConfig& cfg) {
   d.mem_total_mib = median_of(s.column(Field::kMemTotal));
   if (!known(d.mem_total_mib) && model) d.mem_total_mib = model->mem_total_mib;
 
+  // Without any limit: the power the GPU holds while the SW power cap reason is set (the
+  // plateau of a capped GPU) is its enforced limit.
+  const auto* reasons = s.column(Field::kClockEventReasons);
+  if (!known(d.default_limit_w) && reasons && s.column(Field::kPower)) {
+    std::vector<double> capped;
+    const auto& pw = *s.column(Field::kPower);
+    for (size_t i = 0; i < n; ++i)
+      if (known((*reasons)[i]) && (*reasons)[i] >= 0 && (*reasons)[i] < 1e15 &&
+          (static_cast<uint64_t>((*reasons)[i]) & kReasonSwPowerCap) && known(pw[i]))
+        capped.push_back(pw[i]);
+    if (capped.size() >= static_cast<size_t>(cfg.min_samples)) {
+      std::sort(capped.begin(), capped.end());
+      d.default_limit_w = capped[capped.size() * 9 / 10];
+      d.limit_source = "power-cap plateau";
+    }
+  }
+
   const auto* util = s.column(Field::kUtilGpu);
   const auto* power = s.column(Field::kPower);
   const auto* sm = s.column(Field::kGpmSmUtil);
+  const auto* pstate = s.column(Field::kPstate);
   d.efficiency.assign(n, kNaN);
   d.active.assign(n, 0);
-  uint8_t last = 0;
+  // Activity, from the most direct signal the sample has: GPU-Util, SM activity, power against
+  // the limit; without those, positive signs either way: the idle clock event reason or a deep
+  // P-state (P8 and below) say idle, a power-cap reason, a working P-state (P0-P2) or power above
+  // the idle floor of any board say busy (a cap reason at idle draw is a cap set below it). No
+  // sign at all is not idleness: such samples take the activity nearest before them (at the
+  // start, after), and a GPU with no sign anywhere counts as working, so that a cause needing
+  // the missing signal is not asserted and the limitations say why.
+  std::vector<int> act_of(n, -1);
+  double last_power = kNaN;  // the latest power reading (a long-format log splits its rows)
   for (size_t i = 0; i < n; ++i) {
+    if (power && known((*power)[i])) last_power = (*power)[i];
     const double pr = power && known(d.default_limit_w) ? (*power)[i] / d.default_limit_w : kNaN;
     const double a = sm ? (*sm)[i] / 100 : kNaN;
     double e = kNaN;
@@ -118,12 +165,35 @@ GpuData prepare(const GpuSeries& s, const DiagnosisConfig& cfg) {
     int act = -1;
     if (util && known((*util)[i]))
       act = (*util)[i] >= cfg.idle_util_pct;
-    else if (known(pr))
-      act = pr >= cfg.idle_power_ratio;
     else if (known(a))
       act = a * 100 >= cfg.idle_util_pct;
-    if (act >= 0) last = static_cast<uint8_t>(act);
-    d.active[i] = last;
+    else if (known(pr))
+      act = pr >= cfg.idle_power_ratio;
+    else {
+      const double r = reasons ? (*reasons)[i] : kNaN;
+      const uint64_t mask = known(r) && r >= 0 && r < 1e15 ? static_cast<uint64_t>(r) : 0;
+      const double ps = pstate ? (*pstate)[i] : kNaN;
+      // A cap or thermal reason at idle draw is a cap set below it, not work.
+      const bool idle_draw = known(last_power) && last_power < cfg.idle_power_floor_w;
+      if ((mask & (kReasonSwPowerCap | kReasonHwPowerBrake | kReasonSwThermal)) && !idle_draw)
+        act = 1;
+      else if (mask & kReasonIdle)
+        act = 0;
+      else if (known(ps) && ps <= 2)
+        act = 1;
+      else if (known(ps) && ps >= 8)
+        act = 0;
+      else if (power && known((*power)[i]) && (*power)[i] >= cfg.idle_power_floor_w)
+        act = 1;
+    }
+    act_of[i] = act;
+  }
+  // Samples with no sign take the activity before them, or (at the start) the first one after.
+  int last = -1;
+  for (size_t i = 0; i < n && last < 0; ++i) last = act_of[i];
+  for (size_t i = 0; i < n; ++i) {
+    if (act_of[i] >= 0) last = act_of[i];
+    d.active[i] = static_cast<uint8_t>(last != 0);
   }
   return d;
 }
@@ -167,9 +237,13 @@ void segment(GpuData& d, const DiagnosisConfig& cfg) {
   // Bursts shorter than a pause with idleness on both sides: not steady work.
   merge([&](size_t k) {
     if (!runs[k].active || runs.size() == 1 || span(runs[k]) >= cfg.pause_min_s) return false;
-    const bool idle_before = k == 0 || span(runs[k - 1]) >= cfg.pause_min_s;
-    const bool idle_after = k + 1 == runs.size() || span(runs[k + 1]) >= cfg.pause_min_s;
-    return idle_before && idle_after;
+    // The log's edges cut the idleness before the first and after the last burst: its length
+    // there is unknown, so a short one counts when the other side is long idleness.
+    const bool long_before = k > 0 && span(runs[k - 1]) >= cfg.pause_min_s;
+    const bool long_after = k + 1 < runs.size() && span(runs[k + 1]) >= cfg.pause_min_s;
+    const bool edge_before = k <= 1, edge_after = k + 2 >= runs.size();
+    return (long_before || edge_before) && (long_after || edge_after) &&
+           (long_before || long_after);
   });
   const bool any_active =
       std::any_of(runs.begin(), runs.end(), [](const Run& r) { return r.active; });
@@ -377,67 +451,77 @@ nlohmann::ordered_json gpu_metrics(const Context& ctx, size_t g,
 
 namespace {
 
-// The samples of a GPU whose time went backwards or stood still (a clock jump in a merged log):
-// dropped, so that every series the detectors read runs forward. Returns how many.
-size_t drop_unordered(GpuSeries& g) {
-  size_t kept = 0, dropped = 0;
-  double last = -std::numeric_limits<double>::infinity();
+// Leaves out the samples of a GPU the data-quality scan marked (time going back, frozen rows), so
+// that every series the detectors read runs forward over live readings.
+void drop_marked(GpuSeries& g, const std::vector<uint8_t>& drop) {
   std::vector<size_t> keep;
-  for (size_t i = 0; i < g.size(); ++i) {
-    if (!(g.time_s[i] > last)) {
-      ++dropped;
-      continue;
-    }
-    last = g.time_s[i];
-    keep.push_back(i);
-  }
-  if (dropped == 0) return 0;
+  for (size_t i = 0; i < g.size(); ++i)
+    if (!drop[i]) keep.push_back(i);
   auto compact = [&](std::vector<double>& v) {
-    kept = 0;
+    size_t kept = 0;
     for (size_t i : keep) v[kept++] = v[i];
     v.resize(kept);
   };
   compact(g.time_s);
   for (auto& c : g.columns)
     if (c) compact(*c);
-  return dropped;
 }
 
 }  // namespace
 
 Diagnosis diagnose(const Recording& input, const DiagnosisConfig& cfg) {
-  // Readers promise times that increase per GPU; a Recording built any other way might not.
+  // Readers promise times that increase per GPU; a Recording built any other way might not, and
+  // a hung logger repeats its last row: those samples are left out (and said).
+  QualityScan quality = scan_quality(input, cfg);
   std::optional<Recording> fixed;
   std::vector<std::string> fixes;
-  for (size_t g = 0; g < input.gpus.size(); ++g) {
-    const auto& t = input.gpus[g].time_s;
-    if (std::is_sorted(t.begin(), t.end(), std::less_equal<double>()) &&
-        std::adjacent_find(t.begin(), t.end()) == t.end())
-      continue;
-    if (!fixed) {
-      fixed.emplace();
-      fixed->system = input.system;
-      fixed->start_unix_ms = input.start_unix_ms;
-      fixed->source = input.source;
-      fixed->notes = input.notes;
-      for (const auto& s : input.gpus) {
-        GpuSeries c;
-        c.info = s.info;
-        c.time_s = s.time_s;
-        for (size_t f = 0; f < kFieldCount; ++f)
-          if (s.columns[f]) c.columns[f] = std::make_unique<std::vector<double>>(*s.columns[f]);
-        c.unsupported = s.unsupported;
-        c.processes = s.processes;
-        c.processes_recorded = s.processes_recorded;
-        c.lost_at_s = s.lost_at_s;
-        c.power_limit_source = s.power_limit_source;
-        fixed->gpus.push_back(std::move(c));
-      }
+  // A log with only the instantaneous power reading (DCGM's power_usage_instant) has power all
+  // the same: the diagnosis reads it as the power draw.
+  const bool instant_power = std::any_of(
+      input.gpus.begin(), input.gpus.end(),
+      [](const GpuSeries& s) { return !s.has(Field::kPower) && s.has(Field::kPowerInstant); });
+  if (quality.any_drop || instant_power) {
+    fixed.emplace();
+    fixed->system = input.system;
+    fixed->start_unix_ms = input.start_unix_ms;
+    fixed->source = input.source;
+    fixed->notes = input.notes;
+    fixed->command = input.command;
+    fixed->host = input.host;
+    fixed->markers = input.markers;
+    for (size_t g = 0; g < input.gpus.size(); ++g) {
+      const auto& s = input.gpus[g];
+      GpuSeries c;
+      c.info = s.info;
+      c.time_s = s.time_s;
+      for (size_t f = 0; f < kFieldCount; ++f)
+        if (s.columns[f]) c.columns[f] = std::make_unique<std::vector<double>>(*s.columns[f]);
+      c.unsupported = s.unsupported;
+      c.processes = s.processes;
+      c.processes_recorded = s.processes_recorded;
+      c.lost_at_s = s.lost_at_s;
+      c.power_limit_source = s.power_limit_source;
+      if (!c.has(Field::kPower) && c.has(Field::kPowerInstant))
+        c.columns[index_of(Field::kPower)] =
+            std::make_unique<std::vector<double>>(*c.column(Field::kPowerInstant));
+      drop_marked(c, quality.drop[g]);
+      fixed->gpus.push_back(std::move(c));
     }
-    const size_t n = drop_unordered(fixed->gpus[g]);
+  }
+  if (instant_power)
     fixes.push_back(
-        fmt::format("GPU {}: {} sample(s) whose time did not move forward were left out",
-                    input.gpus[g].info.index, n));
+        "power draw from the instantaneous reading (the input has no averaged power): noisier, "
+        "so power-based figures are less certain");
+  for (const auto& issue : quality.issues) {
+    if (issue.kind == "time_backwards")
+      fixes.push_back(
+          fmt::format("GPU {}: {} sample(s) whose time did not move forward were left out",
+                      issue.gpu, issue.samples));
+    else if (issue.kind == "frozen")
+      fixes.push_back(fmt::format("GPU {}: {} frozen rows from {} ({}) were left out", issue.gpu,
+                                  issue.samples, human_duration(issue.start_s), issue.detail));
+    else if (issue.kind == "interleaved")
+      fixes.push_back(fmt::format("GPU {}: {}", issue.gpu, issue.detail));
   }
   const Recording& rec = fixed ? *fixed : input;
   using namespace diag;
@@ -445,7 +529,9 @@ Diagnosis diagnose(const Recording& input, const DiagnosisConfig& cfg) {
   out.source = rec.source;
   out.start_unix_ms = rec.start_unix_ms;
   out.input_notes = rec.notes;
-  Context ctx{rec, cfg, {}};
+  Context ctx{rec, cfg, {}, detect_workload(rec)};
+  out.workload = ctx.workload;
+  out.data_quality = std::move(quality.issues);
   for (const auto& s : rec.gpus) ctx.gpus.push_back(prepare(s, cfg));
   for (auto& d : ctx.gpus) segment(d, cfg);
   // Features of every window before any detector runs.
@@ -554,12 +640,33 @@ Diagnosis diagnose(const Recording& input, const DiagnosisConfig& cfg) {
     const bool free_idle = f.cause == Cause::kIdle && ev(f, "held") < 0.5;
     if (max_share < cfg.finding_min_share || free_idle)
       f.severity = Severity::kInfo;
-    else if (lost_share >= cfg.critical_lost_share)
+    else if (lost_share >= cfg.critical_lost_share && f.confidence >= cfg.critical_confidence)
       f.severity = Severity::kCritical;
     else
       f.severity = Severity::kWarning;
     f.evidence["duration_s"] = round_to(gr.t1 - gr.t0, 1);
     f.summary = detector_for(f.cause).describe(f);
+    // Alternatives carried by at least half of the finding's time, ranked by confidence.
+    {
+      struct Alt {
+        double conf_h = 0, hours = 0;
+        std::string tell;
+      };
+      std::map<Cause, Alt> alts;
+      for (const Judged* j : parts)
+        for (const auto& a : j->c.alternatives) {
+          auto& x = alts[a.cause];
+          x.conf_h += a.confidence * j->hours, x.hours += j->hours;
+          if (x.tell.empty()) x.tell = a.tell_apart;
+        }
+      for (const auto& [cause, a] : alts)
+        if (hours > 0 && a.hours * 2 >= hours)
+          f.alternatives.push_back({cause, round_to(a.conf_h / a.hours, 2), a.tell});
+      std::stable_sort(
+          f.alternatives.begin(), f.alternatives.end(),
+          [](const Alternative& x, const Alternative& y) { return x.confidence > y.confidence; });
+    }
+    f.fixes = fixes_for(f.cause, ctx.workload);
     out.findings.push_back(std::move(f));
   }
   std::stable_sort(out.findings.begin(), out.findings.end(),
@@ -631,7 +738,13 @@ Diagnosis diagnose(const Recording& input, const DiagnosisConfig& cfg) {
           (std::abs(l - best_lost) <= 1e-12 && run_hours[cause] > best_hours))
         best = cause, best_lost = l, best_hours = run_hours[cause];
     }
-    if (!best && run_hours.count(Cause::kHealthy)) best = Cause::kHealthy;
+    // Healthy only when every GPU that worked could be judged: a GPU busy with nothing to judge
+    // it by may be the one with the problem.
+    bool unjudged_work = false;
+    for (size_t g = 0; g < ctx.gpus.size(); ++g)
+      unjudged_work = unjudged_work || (!out.gpus[g].verdict &&
+                                        steady_samples[g] >= static_cast<size_t>(cfg.min_samples));
+    if (!best && run_hours.count(Cause::kHealthy) && !unjudged_work) best = Cause::kHealthy;
     out.verdict = best;
   }
 
@@ -659,6 +772,10 @@ Diagnosis diagnose(const Recording& input, const DiagnosisConfig& cfg) {
         "launch overhead is told from communication wait only by peer traffic and by how the GPUs "
         "differ; record with gpudoctor on a Hopper or newer GPU, or with DCGM "
         "(DCGM_FI_PROF_SM_ACTIVE)");
+  if (!any_has(Field::kClockSm))
+    lim.push_back(
+        "no SM clock in this input: clocks held low (locked application clocks, HW slowdown) "
+        "cannot be seen, and a GPU slowed by them looks busy but idle");
   if (!any_has(Field::kClockEventReasons))
     lim.push_back(
         "no clock event reasons: thermal and clock limits are judged from temperature and clocks "
@@ -679,8 +796,10 @@ Diagnosis diagnose(const Recording& input, const DiagnosisConfig& cfg) {
     const std::string who = fmt::format("GPU {}", s.info.index);
     if (!known(d.default_limit_w) && s.has(Field::kPower))
       lim.push_back(fmt::format(
-          "{}: no power limit in the input and none known for {}: efficiency cannot be computed "
-          "(give --gpu-name MODEL or --power-limit W)",
+          "{}: no power limit in the input and none known for {}: efficiency cannot be computed, "
+          "so the causes judged by it (healthy, busy but idle, a lowered cap) are not asserted; "
+          "those that do not need it (dips, the memory controller, clock event reasons, "
+          "temperature) still are (give --gpu-name MODEL or --power-limit W)",
           who, s.info.name.empty() ? std::string("an unnamed GPU") : "\"" + s.info.name + "\""));
     else if (known(d.default_limit_w) && !d.default_limit_known)
       lim.push_back(fmt::format(

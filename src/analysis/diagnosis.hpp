@@ -29,6 +29,30 @@ struct Phase {
   double start_s = 0, end_s = 0;
 };
 
+// Another cause the input cannot rule out, ranked after the finding's own: how likely, and what
+// measurement would tell the two apart.
+struct Alternative {
+  Cause cause = Cause::kHealthy;
+  double confidence = 0;
+  std::string tell_apart;
+};
+
+// What the GPUs ran, from process names and the job's command line: "training", "serving" (an
+// inference server), or "unknown". Decides which fixes a finding gives.
+struct Workload {
+  std::string kind = "unknown";
+  std::string evidence;  // the name that decided it; empty for unknown
+};
+
+// How trustworthy the input's rows are: each issue found, with the samples and time it covers.
+struct DataQualityIssue {
+  std::string kind;  // "frozen", "gap", "time_backwards", "interleaved"
+  unsigned gpu = 0;
+  double start_s = 0, end_s = 0;
+  size_t samples = 0;
+  std::string detail;
+};
+
 struct Finding {
   Cause cause = Cause::kHealthy;
   std::vector<unsigned> gpus;  // GPU indexes
@@ -37,7 +61,9 @@ struct Finding {
   double start_s = 0, end_s = 0;
   std::string summary;
   nlohmann::ordered_json evidence = nlohmann::ordered_json::object();
-  std::optional<double> lost_gpu_hours;  // nullopt where the input has no power or SM activity
+  std::optional<double> lost_gpu_hours;   // nullopt where the input has no power or SM activity
+  std::vector<Alternative> alternatives;  // most likely first; empty when the input decides
+  std::vector<std::string> fixes;         // for the workload (both kinds when it is unknown)
 };
 
 struct GpuDiagnosis {
@@ -63,6 +89,8 @@ struct Diagnosis {
   std::vector<Finding> findings;  // most GPU time lost first
   std::vector<std::string> limitations;
   std::vector<std::string> input_notes;  // what the reader assumed
+  Workload workload;
+  std::vector<DataQualityIssue> data_quality;  // empty: nothing wrong found in the rows
 };
 
 Diagnosis diagnose(const Recording& rec, const DiagnosisConfig& config = {});

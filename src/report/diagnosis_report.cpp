@@ -104,13 +104,29 @@ nlohmann::ordered_json diagnosis_json(const Diagnosis& d) {
     o["end_s"] = std::round(f.end_s * 10) / 10;
     o["summary"] = f.summary;
     o["evidence"] = f.evidence;
-    o["fixes"] = nlohmann::ordered_json::array();
-    for (auto fix : info.fixes) o["fixes"].push_back(std::string(fix));
+    o["fixes"] = f.fixes;
     o["lost_gpu_hours"] = opt(f.lost_gpu_hours);
+    o["alternatives"] = nlohmann::ordered_json::array();
+    for (const auto& a : f.alternatives)
+      o["alternatives"].push_back({{"cause", std::string(cause_code(a.cause))},
+                                   {"confidence", a.confidence},
+                                   {"tell_apart", a.tell_apart}});
     j["findings"].push_back(std::move(o));
   }
   j["limitations"] = d.limitations;
   j["input_notes"] = d.input_notes;
+  j["workload"] = {
+      {"kind", d.workload.kind},
+      {"evidence", d.workload.evidence.empty() ? nlohmann::ordered_json(nullptr)
+                                               : nlohmann::ordered_json(d.workload.evidence)}};
+  j["data_quality"] = nlohmann::ordered_json::array();
+  for (const auto& q : d.data_quality)
+    j["data_quality"].push_back({{"kind", q.kind},
+                                 {"gpu", q.gpu},
+                                 {"start_s", std::round(q.start_s * 10) / 10},
+                                 {"end_s", std::round(q.end_s * 10) / 10},
+                                 {"samples", q.samples},
+                                 {"detail", q.detail}});
   return j;
 }
 
@@ -138,9 +154,20 @@ std::string diagnosis_text(const Diagnosis& d, bool brief) {
                        cause_code(f.cause), clock(f.start_s), clock(f.end_s), f.confidence);
       if (f.lost_gpu_hours) s += fmt::format(", lost {:.2f} GPU-h", *f.lost_gpu_hours);
       s += "\n    " + f.summary + "\n";
-      const auto& fixes = cause_info(f.cause).fixes;
-      for (size_t i = 0; i < fixes.size() && i < (brief ? 1u : 3u); ++i)
-        s += fmt::format("    fix: {}\n", fixes[i]);
+      for (const auto& a : f.alternatives)
+        s += fmt::format("    or {} (confidence {:.2f}): {}\n", cause_code(a.cause), a.confidence,
+                         a.tell_apart);
+      // The first fixes; for an unknown workload the first two of each kind (both are listed).
+      size_t training = 0, serving = 0, shown = 0;
+      for (const auto& fix : f.fixes) {
+        if (shown >= (brief ? 1u : 4u)) break;
+        const bool is_serving = fix.rfind("Serving: ", 0) == 0;
+        const bool is_training = fix.rfind("Training: ", 0) == 0;
+        if ((is_serving && serving++ >= 2) || (is_training && training++ >= 2)) continue;
+        if (!is_serving && !is_training && shown >= 3) break;
+        s += fmt::format("    fix: {}\n", fix);
+        ++shown;
+      }
     }
   }
   if (brief) return s;
@@ -155,6 +182,11 @@ std::string diagnosis_text(const Diagnosis& d, bool brief) {
         parts.push_back(fmt::format("{} {}-{}", p.kind, clock(p.start_s), clock(p.end_s)));
       s += fmt::format("  GPU {}: {}\n", g.index, fmt::join(parts, ", "));
     }
+  }
+  if (!d.data_quality.empty()) {
+    s += "\nData quality\n";
+    for (const auto& q : d.data_quality)
+      s += fmt::format("  - GPU {} {}: {}\n", q.gpu, q.kind, q.detail);
   }
   if (!d.limitations.empty()) {
     s += "\nLimits of this input\n";
@@ -204,12 +236,20 @@ std::string diagnosis_markdown(const Diagnosis& d) {
       s += fmt::format("From {} to {}", clock(f.start_s), clock(f.end_s));
       if (f.lost_gpu_hours) s += fmt::format("; about {:.2f} GPU-hours lost", *f.lost_gpu_hours);
       s += ".\n\n";
-      if (!info.fixes.empty()) {
+      for (const auto& a : f.alternatives)
+        s += fmt::format("Or **{}** (confidence {:.2f}): {}\n\n", cause_info(a.cause).title,
+                         a.confidence, a.tell_apart);
+      if (!f.fixes.empty()) {
         s += "What to change:\n\n";
-        for (auto fix : info.fixes) s += fmt::format("- {}\n", fix);
+        for (const auto& fix : f.fixes) s += fmt::format("- {}\n", fix);
       }
       s += fmt::format("\nEvidence: `{}`\n", f.evidence.dump());
     }
+  }
+  if (!d.data_quality.empty()) {
+    s += "\n## Data quality\n\n";
+    for (const auto& q : d.data_quality)
+      s += fmt::format("- GPU {} {}: {}\n", q.gpu, q.kind, q.detail);
   }
   if (!d.limitations.empty()) {
     s += "\n## Limits of this input\n\n";

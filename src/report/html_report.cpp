@@ -257,9 +257,12 @@ std::string render_html_report(const Recording& rec, const Diagnosis& d,
         fmt::join(gpus, ", "), human_duration(f.start_s), human_duration(f.end_s), f.confidence,
         f.lost_gpu_hours ? fmt::format(" · about {:.2f} GPU-hours lost", *f.lost_gpu_hours) : "",
         esc(f.summary));
-    if (!info.fixes.empty()) {
+    for (const auto& a : f.alternatives)
+      h += fmt::format("<p>Or <b>{}</b> (confidence {:.2f}): {}</p>",
+                       esc(cause_info(a.cause).title), a.confidence, esc(a.tell_apart));
+    if (!f.fixes.empty()) {
       h += "<b>What to change</b><ul>";
-      for (auto fix : info.fixes) h += fmt::format("<li>{}</li>", esc(fix));
+      for (const auto& fix : f.fixes) h += fmt::format("<li>{}</li>", esc(fix));
       h += "</ul>";
     }
     h += "<details><summary>Evidence</summary><table>";
@@ -418,6 +421,12 @@ std::string render_html_report(const Recording& rec, const Diagnosis& d,
       h += fmt::format("<tr><td>{}</td><td>{}</td><td>{}</td></tr>", esc(a.level), esc(a.message),
                        esc(a.fix));
     h += "</table>\n";
+  }
+  if (!d.data_quality.empty()) {
+    h += "<h3>Data quality</h3><ul>";
+    for (const auto& q : d.data_quality)
+      h += fmt::format("<li>GPU {} {}: {}</li>", q.gpu, esc(q.kind), esc(q.detail));
+    h += "</ul>\n";
   }
   if (!d.limitations.empty()) {
     h += "<h3>Limits of this input</h3><ul>";

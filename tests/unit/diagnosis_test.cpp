@@ -403,12 +403,15 @@ TEST(Diagnosis, TrimKeepsTheAskedRange) {
 
 TEST(DiagnosisConfig, OverridesAndRejectsUnknownNames) {
   const std::string path = ::testing::TempDir() + "/diag-config.json";
-  { std::ofstream(path) << "{ // stricter\n \"low_efficiency\": 0.95 }"; }
+  {
+    std::ofstream(path) << "{ // stricter\n \"low_efficiency\": 0.95, \"low_power_ratio\": 0.95 }";
+  }
   auto c = load_diagnosis_config(path);
   ASSERT_TRUE(c) << c.error().message;
   EXPECT_EQ(c->low_efficiency, 0.95);
   EXPECT_EQ(c->busy_util_pct, 90);  // untouched default
-  // The same healthy GPU is not efficient enough under the stricter threshold.
+  // The same healthy GPU is not efficient enough under the stricter thresholds (and its power,
+  // 90 % of the limit, is low under them: positive evidence of little work).
   const auto d = diagnose(one(make_gpu(0, 300, 1, [](size_t) { return Row{}; })), c.value());
   EXPECT_NE(verdict(d), "healthy");
 

@@ -79,18 +79,20 @@ Features Context::features(size_t g, size_t i0, size_t i1) const {
   const auto* util = d.col(Field::kUtilGpu);
   if (util) {
     Acc a;
-    size_t dips = 0, busy = 0, n = 0;
+    size_t dips = 0, busy = 0, flat = 0, n = 0;
     for (size_t i = i0; i < i1; ++i) {
       const double u = (*util)[i];
       if (!known(u)) continue;
       a.add(u), ++n;
       if (u < cfg.dip_util_pct) ++dips;
       if (u >= cfg.busy_util_pct) ++busy;
+      if (u >= cfg.flat_util_pct) ++flat;
     }
     f.util = a.mean();
     if (n) {
       f.dip_fraction = static_cast<double>(dips) / static_cast<double>(n);
       f.busy_fraction = static_cast<double>(busy) / static_cast<double>(n);
+      f.flat_fraction = static_cast<double>(flat) / static_cast<double>(n);
     }
   }
   if (const auto* p = d.col(Field::kPower)) {

@@ -4,8 +4,11 @@
 //   - straggler: one GPU at high power while the others, busy, draw little (they wait for it);
 //   - see-saw: two GPUs' power in anti-phase (they take turns being the slow one);
 //   - peer traffic: NVLink / PCIe transmit while busy but idle;
-//   - otherwise, several GPUs busy but idle together with no traffic data at all: probably
-//     waiting on each other, said with low confidence (the input cannot tell).
+//   - otherwise, several GPUs busy but idle together with no traffic data at all, GPU-Util held
+//     flat at 100 % (a resident NCCL kernel spinning; launch gaps would make it jitter below):
+//     probably waiting on each other, said with low confidence and launch overhead named as the
+//     alternative. Jittering GPU-Util is left to launch overhead (which names this cause as its
+//     alternative).
 #include <algorithm>
 #include <cmath>
 
@@ -160,11 +163,20 @@ std::optional<Candidate> check(const Context& ctx, size_t g, const Window& w) {
     c.evidence["peer_traffic_mibs"] = round_to(traffic, 0);
     return c;
   }
-  // No traffic data: several GPUs busy but idle together most likely wait on each other.
+  // No traffic data: several GPUs busy but idle together, GPU-Util pinned, most likely wait on
+  // each other.
   size_t together = 0;
   for (const auto& p : peers) together += busy_but_idle(ctx, p.f);
   if (together == 0) return std::nullopt;
-  c.confidence = 0.4;
+  if (!(f.flat_fraction >= cfg.flat_fraction)) return std::nullopt;
+  c.confidence = 0.5;
+  c.evidence["flat_fraction"] = round_to(f.flat_fraction, 3);
+  c.alternatives.push_back(
+      {Cause::kLaunchOverhead, 0.3,
+       "GPU-Util is flat at 100 %, as NCCL kernels spinning on a peer hold it; launch gaps would "
+       "make it jitter below. PCIe/NVLink throughput (nvidia-smi dmon -s t, DCGM) or SM activity "
+       "(DCGM_FI_PROF_SM_ACTIVE) would tell: peer traffic means communication wait, few active "
+       "SMs with no traffic means launch overhead"});
   c.evidence["pattern"] = "busy_idle_together";
   c.variant = "busy_idle_together";
   c.evidence["gpus_busy_idle_together"] = together + 1;

@@ -40,6 +40,7 @@ struct Features {
   double util = kNaN;           // mean GPU-Util, %
   double dip_fraction = kNaN;   // share of samples with util below dip_util_pct
   double busy_fraction = kNaN;  // share with util >= busy_util_pct
+  double flat_fraction = kNaN;  // share with util >= flat_util_pct (pinned, as NCCL spinning)
   double power_w = kNaN;
   double power_ratio = kNaN;     // mean power / default limit
   double power_sd_ratio = kNaN;  // standard deviation of power / default limit
@@ -94,6 +95,7 @@ struct Context {
   const Recording& rec;
   const DiagnosisConfig& cfg;
   std::vector<GpuData> gpus;
+  Workload workload;
   // Computes the features of GPU g over samples [i0, i1).
   Features features(size_t g, size_t i0, size_t i1) const;
   // Sample index range of GPU g with times in [t0, t1).
@@ -106,6 +108,7 @@ struct Candidate {
   // straggler / a see-saw).
   std::string variant;
   nlohmann::ordered_json evidence = nlohmann::ordered_json::object();
+  std::vector<Alternative> alternatives;  // causes this window cannot rule out
 };
 
 struct Detector {
@@ -126,6 +129,12 @@ extern const Detector kCommunicationDetector;
 extern const Detector kStarvationDetector;
 extern const Detector kMemoryBoundDetector;
 extern const Detector kLaunchOverheadDetector;
+
+// Memory bound seen through nvidia-smi's memory-controller busy share alone (no DRAM activity
+// column): busy, the controller at or above memory_bound_mem_util_pct, below the reference
+// efficiency. The healthy detector steps aside for it (an efficiency just above low_efficiency
+// must not hide it).
+bool memory_controller_bound(const Context& ctx, const Features& f);
 
 // Rounded for evidence (JSON numbers a person reads).
 double round_to(double v, int digits);

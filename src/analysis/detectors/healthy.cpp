@@ -9,6 +9,7 @@ namespace {
 
 std::optional<Candidate> check(const Context& ctx, size_t, const Window& w) {
   if (w.idle || !(w.f.efficiency >= ctx.cfg.low_efficiency)) return std::nullopt;
+  if (memory_controller_bound(ctx, w.f)) return std::nullopt;
   Candidate c;
   c.confidence = known(w.f.sm) && known(w.f.power_ratio) ? 0.9 : 0.7;
   c.evidence["efficiency"] = round_to(w.f.efficiency, 3);

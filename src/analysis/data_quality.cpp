@@ -1,0 +1,149 @@
+#include "analysis/data_quality.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+#include <fmt/format.h>
+
+#include "core/duration.hpp"
+
+namespace gpudoctor {
+namespace {
+
+bool same(double a, double b) {
+  return (std::isnan(a) && std::isnan(b)) || a == b;
+}
+
+double median(std::vector<double> v) {
+  if (v.empty()) return std::numeric_limits<double>::quiet_NaN();
+  std::nth_element(v.begin(), v.begin() + static_cast<long>(v.size() / 2), v.end());
+  return v[v.size() / 2];
+}
+
+// Median absolute difference between samples k apart (over the kept samples).
+double lag_diff(const std::vector<double>& x, const std::vector<size_t>& idx, size_t k) {
+  std::vector<double> d;
+  for (size_t j = k; j < idx.size(); ++j) {
+    const double a = x[idx[j]], b = x[idx[j - k]];
+    if (!std::isnan(a) && !std::isnan(b)) d.push_back(std::abs(a - b));
+  }
+  return d.size() < 20 ? std::numeric_limits<double>::quiet_NaN() : median(std::move(d));
+}
+
+}  // namespace
+
+QualityScan scan_quality(const Recording& rec, const DiagnosisConfig& cfg) {
+  QualityScan q;
+  q.drop.resize(rec.gpus.size());
+  for (size_t g = 0; g < rec.gpus.size(); ++g) {
+    const GpuSeries& s = rec.gpus[g];
+    const unsigned idx = s.info.index;
+    const size_t n = s.size();
+    auto& drop = q.drop[g];
+    drop.assign(n, 0);
+    // Time that goes back or stands still: left out.
+    {
+      double last = -std::numeric_limits<double>::infinity();
+      size_t count = 0;
+      double first = 0;
+      for (size_t i = 0; i < n; ++i) {
+        if (!(s.time_s[i] > last)) {
+          if (count++ == 0) first = s.time_s[i];
+          drop[i] = 1;
+          continue;
+        }
+        last = s.time_s[i];
+      }
+      if (count)
+        q.issues.push_back({"time_backwards", idx, first, first, count,
+                            fmt::format("{} sample(s) whose time went back or stood still "
+                                        "(left out)",
+                                        count)});
+    }
+    std::vector<size_t> kept;
+    for (size_t i = 0; i < n; ++i)
+      if (!drop[i]) kept.push_back(i);
+    // Frozen rows: every value the same as the row before, while a live power reading (to the
+    // 10 mW a sensor reports, never repeated exactly for long) says the values should move.
+    const auto* power = s.column(Field::kPower);
+    auto row_same = [&](size_t a, size_t b) {
+      for (const auto& c : s.columns)
+        if (c && !same((*c)[a], (*c)[b])) return false;
+      return true;
+    };
+    for (size_t j = 1; j < kept.size();) {
+      size_t k = j;
+      while (k < kept.size() && row_same(kept[k], kept[k - 1])) ++k;
+      const size_t repeats = k - j;
+      if (repeats >= static_cast<size_t>(cfg.frozen_rows) && power) {
+        const double p = (*power)[kept[j]];
+        if (!std::isnan(p) && p != std::floor(p)) {
+          for (size_t m = j; m < k; ++m) drop[kept[m]] = 1;
+          const double t0 = s.time_s[kept[j]], t1 = s.time_s[kept[k - 1]];
+          q.issues.push_back(
+              {"frozen", idx, t0, t1, repeats,
+               fmt::format("{} rows repeat the row before value for value for {} (a logger that "
+                           "stopped reading the GPU): left out",
+                           repeats, human_duration(t1 - t0))});
+        }
+      }
+      j = std::max(k, j + 1);
+    }
+    // Gaps: a time step many intervals long.
+    {
+      std::vector<double> steps;
+      for (size_t j = 1; j < kept.size(); ++j)
+        steps.push_back(s.time_s[kept[j]] - s.time_s[kept[j - 1]]);
+      const double interval = median(steps);
+      if (!std::isnan(interval) && interval > 0) {
+        const double gap = std::max(30.0, cfg.gap_intervals * interval);
+        for (size_t j = 1; j < kept.size(); ++j) {
+          const double t0 = s.time_s[kept[j - 1]], t1 = s.time_s[kept[j]];
+          if (t1 - t0 >= gap)
+            q.issues.push_back({"gap", idx, t0, t1, 0,
+                                fmt::format("no sample for {} (the interval is {:.3g} s)",
+                                            human_duration(t1 - t0), interval)});
+        }
+      }
+    }
+    // Interleaved GPUs: values that change far more from one row to the next than from one row
+    // to the row k back (k = 2..8): k GPUs written on alternate rows with no index column. Read on
+    // slow-moving fields only (memory in use, temperature), which no workload swings row by row.
+    {
+      struct Probe {
+        Field f;
+        double material;  // smallest row-to-row difference that matters
+        const char* what;
+      };
+      const Probe probes[] = {{Field::kMemUsed, 256, "memory used"},
+                              {Field::kTemp, 3, "temperature"},
+                              {Field::kMemTotal, 256, "memory total"}};
+      for (const auto& p : probes) {
+        const auto* c = s.column(p.f);
+        if (!c) continue;
+        const double d1 = lag_diff(*c, kept, 1);
+        if (!(d1 >= p.material)) continue;
+        size_t found = 0;
+        double dk = 0;
+        for (size_t k = 2; k <= 8 && !found; ++k) {
+          dk = lag_diff(*c, kept, k);
+          if (dk <= d1 / 4) found = k;
+        }
+        if (!found) continue;
+        q.issues.push_back(
+            {"interleaved", idx, kept.empty() ? 0 : s.time_s[kept.front()],
+             kept.empty() ? 0 : s.time_s[kept.back()], kept.size(),
+             fmt::format("{} jumps by {:.0f} from row to row but only {:.0f} between rows {} "
+                         "apart: {} GPUs look interleaved on alternate rows without an index "
+                         "column, read as one (give the index column, or --map it)",
+                         p.what, d1, dk, found, found)});
+        break;
+      }
+    }
+    for (uint8_t d : drop) q.any_drop = q.any_drop || d;
+  }
+  return q;
+}
+
+}  // namespace gpudoctor

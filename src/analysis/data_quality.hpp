@@ -1,0 +1,23 @@
+// How far the rows of an input can be trusted, before any judgement: time going back (or standing
+// still), frozen rows (every value repeated: a hung logger writing its last reading again), gaps,
+// and series that look like several GPUs interleaved on alternate rows without an index column.
+// Frozen rows and rows whose time did not move forward are left out of the diagnosis; the rest is
+// reported. Internal to src/analysis (diagnose() calls it; Diagnosis::data_quality shows it).
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "analysis/diagnosis.hpp"
+
+namespace gpudoctor {
+
+struct QualityScan {
+  std::vector<DataQualityIssue> issues;
+  std::vector<std::vector<uint8_t>> drop;  // per GPU, per sample: 1 = leave out
+  bool any_drop = false;
+};
+
+QualityScan scan_quality(const Recording& rec, const DiagnosisConfig& cfg);
+
+}  // namespace gpudoctor
