@@ -1,11 +1,12 @@
 # Convenience targets; each installs what it needs first, so both work on a fresh Debian 12 clone.
-#   make demo   build and run `gpudoctor demo`: simulated GPUs with known problems, no GPU needed
+#   make demo   build the program only (not the tests) and run `gpudoctor demo`: simulated GPUs
+#               with known problems, no GPU needed
 #   make test   build release and sanitizer (ASan+UBSan) configurations and run every test in both
 PRESET ?= release
 DEMO_CAPTURE ?= tests/data/captures/demo-4gpu.json
 JOBS ?= $(shell nproc)
 
-.PHONY: deps build demo capture-demo watch-demo test test-release test-asan bench format clean
+.PHONY: deps build demo package image capture-demo watch-demo test test-release test-asan bench format clean
 
 deps:
 	@bash scripts/install-deps.sh
@@ -14,7 +15,11 @@ build: deps
 	@cmake --preset $(PRESET) >/dev/null
 	@cmake --build --preset $(PRESET) -j $(JOBS)
 
-demo: build
+# The quickest first run: the build packages only, then the one target the demo needs.
+demo:
+	@bash scripts/install-deps.sh build
+	@cmake --preset $(PRESET) >/dev/null
+	@cmake --build --preset $(PRESET) -j $(JOBS) --target gpudoctor
 	@./build/$(PRESET)/src/gpudoctor demo
 
 # `gpudoctor status` on a bundled capture, replayed through the stand-in NVML library.
@@ -43,6 +48,14 @@ test: test-release test-asan
 bench: PRESET=release
 bench: build
 	@./build/release/bench/gpudoctor_bench
+
+# The Debian package (build/$(PRESET)/package/gpudoctor_<version>_amd64.deb) and the container
+# image (gpudoctor:<version>, buildah): docs/install.md.
+package: build
+	@cd build/$(PRESET) && cpack --config CPackConfig.cmake
+
+image: build
+	@bash scripts/build-image.sh build/$(PRESET)/src/gpudoctor
 
 format:
 	@clang-format -i $$(git ls-files '*.cpp' '*.hpp')

@@ -1,15 +1,23 @@
 #!/usr/bin/env bash
-# Installs the Debian 12 packages gpudoctor needs to build and test. Idempotent: when every package
-# is present it only checks and returns (well under a second).
+# Installs the Debian 12 packages gpudoctor needs to build and test (`install-deps.sh build`: only
+# those the release build needs). Idempotent: when every package is present it only checks and
+# returns (well under a second).
 set -euo pipefail
 
-packages=(
-  build-essential cmake ninja-build pkg-config clang clang-format libclang-rt-14-dev
+# What configuring and building the release preset needs (`make demo` installs only these).
+build_packages=(
+  build-essential cmake ninja-build pkg-config
   libcli11-dev libfmt-dev nlohmann-json3-dev libsqlite3-dev libcpp-httplib-dev libncurses-dev
-  libgtest-dev libgmock-dev libbenchmark-dev python3 python3-jsonschema chromium
-  libssl-dev libcrypt-dev openssl python3-yaml prometheus wrk
-  tmux
+  libgtest-dev libgmock-dev libbenchmark-dev libssl-dev libcrypt-dev python3 help2man
 )
+# Everything else CI and `make test` use: clang, the test tools, packaging and the image.
+packages=(
+  "${build_packages[@]}"
+  clang clang-format libclang-rt-14-dev python3-jsonschema chromium
+  openssl python3-yaml prometheus wrk tmux
+  man-db buildah podman dpkg-dev file systemd
+)
+if [ "${1:-}" = build ]; then packages=("${build_packages[@]}"); fi
 
 missing=()
 for p in "${packages[@]}"; do

@@ -4,6 +4,7 @@
 
 #include <fmt/format.h>
 
+#include "build_from.hpp"  // generated at build time: GPUDOCTOR_BUILD_FROM
 #include "cli/common.hpp"
 
 int main(int argc, char** argv) {
@@ -14,7 +15,8 @@ int main(int argc, char** argv) {
       "GPU-Util only says some kernel was running; power, SM activity and clocks say whether the\n"
       "chip is busy. Exit codes: 0 ok, 1 failure, 2 bad usage or input.",
       "gpudoctor"};
-  app.set_version_flag("--version", std::string("gpudoctor ") + GPUDOCTOR_VERSION);
+  app.set_version_flag("--version", std::string("gpudoctor ") + GPUDOCTOR_VERSION + " (" +
+                                        GPUDOCTOR_BUILD_FROM + ")");
   app.require_subcommand(1);
   app.fallthrough(false);
 

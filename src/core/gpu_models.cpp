@@ -28,6 +28,9 @@
 #include <string>
 #include <vector>
 
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
 namespace gpudoctor {
 namespace {
 
@@ -438,6 +441,40 @@ std::span<const GpuModel> gpu_models() {
 std::optional<GpuModel> gpu_model_by_key(std::string_view key) {
   if (const GpuModel* m = find_by_key(key)) return *m;
   return std::nullopt;
+}
+
+Result<GpuModel> find_gpu_model(std::string_view text) {
+  const auto lower = [](std::string_view s) {
+    std::string out(s);
+    for (char& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    return out;
+  };
+  const std::string want = lower(text);
+  std::vector<std::string_view> prefixed;
+  for (const auto& m : kModels) {
+    if (m.key == want) return m;
+    if (!want.empty() && m.key.starts_with(want)) prefixed.push_back(m.key);
+  }
+  if (prefixed.size() == 1) return *find_by_key(prefixed.front());
+  if (!prefixed.empty())
+    return usage_error(
+        fmt::format("GPU model '{}' is ambiguous: {}", text, fmt::join(prefixed, ", ")));
+  // Close keys: those sharing the longest leading part with the text (at least one character).
+  std::size_t best = 0;
+  std::vector<std::string_view> close;
+  for (const auto& m : kModels) {
+    std::size_t k = 0;
+    while (k < want.size() && k < m.key.size() && want[k] == m.key[k]) ++k;
+    if (k == 0 || k < best) continue;
+    if (k > best) close.clear();
+    best = k;
+    close.push_back(m.key);
+  }
+  if (close.empty())
+    return usage_error(
+        fmt::format("unknown GPU model '{}' (`gpudoctor sim --list` lists them)", text));
+  return usage_error(
+      fmt::format("unknown GPU model '{}'; close: {}", text, fmt::join(close, ", ")));
 }
 
 std::optional<GpuModel> gpu_model_by_name(std::string_view name) {

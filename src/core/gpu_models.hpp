@@ -9,6 +9,7 @@
 #include <string_view>
 
 #include "core/device.hpp"
+#include "core/result.hpp"
 
 namespace gpudoctor {
 
@@ -38,6 +39,10 @@ struct GpuModel {
 
 std::span<const GpuModel> gpu_models();
 std::optional<GpuModel> gpu_model_by_key(std::string_view key);
+// What a person types for a key (`model=H200`, `model=a100-sxm4-80`): the key itself or a
+// unique prefix of one, case-insensitively. Ambiguous or unknown text is a usage error naming
+// the close keys.
+Result<GpuModel> find_gpu_model(std::string_view text);
 // Matches what NVML, nvidia-smi or DCGM call the GPU ("NVIDIA A100-SXM4-40GB", "Tesla
 // V100-SXM2-32GB", "NVIDIA GeForce RTX 4090", "H100 PCIe" ...), case-insensitively and tolerant of
 // vendor prefixes.

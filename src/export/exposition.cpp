@@ -116,6 +116,23 @@ std::string dcgm_unit_words(const FieldInfo& fi) {
   return "";
 }
 
+// dcgm-exporter's default DCGM_FI_DEV_FB_FREE, which is no catalogue field of its own:
+// nvmlDeviceGetMemoryInfo's total minus used (its v1 struct: total = free + used).
+struct DerivedDcgmFamily {
+  const char* name;
+  const char* help;
+};
+constexpr DerivedDcgmFamily kFbFree = {
+    "DCGM_FI_DEV_FB_FREE",
+    "Device memory free: nvmlDeviceGetMemoryInfo's total minus used (in MiB; DCGM field 251)."};
+
+std::optional<double> fb_free_mib(const DeviceSample& d) {
+  const Reading& total = d[Field::kMemTotal];
+  const Reading& used = d[Field::kMemUsed];
+  if (d.lost || !total.has_value() || !used.has_value()) return std::nullopt;
+  return std::max(0.0, total.value() - used.value());
+}
+
 struct FieldFamily {
   std::string name, type, help;
   double factor = 1;  // exported value = ours * factor
@@ -321,6 +338,11 @@ std::string render_metrics(const ExportSnapshot& s, const ExportOptions& o, Expo
     }
   };
   for (const auto& fi : all_fields()) render_field(fi, o.dcgm_names);
+  if (o.dcgm_names) {
+    w.family(kFbFree.name, "gauge", kFbFree.help);
+    for (size_t i = 0; i < n; ++i)
+      if (const auto v = fb_free_mib(s.frame.devices[i])) w.sample(labels[i].dcgm, "", *v);
+  }
   if (o.dcgm_names) {  // gpudoctor's own names for the limits the alert rules divide by
     render_field(info(Field::kPowerLimit), false);
     render_field(info(Field::kPowerLimitDefault), false);
@@ -425,6 +447,7 @@ std::vector<MetricFamilyDoc> metric_families(const ExportOptions& o) {
     out.push_back({f.name, f.type, f.help, "", true, f.dcgm, std::string(fi.id)});
   };
   for (const auto& fi : all_fields()) add_field(fi, o.dcgm_names);
+  if (o.dcgm_names) out.push_back({kFbFree.name, "gauge", kFbFree.help, "", true, true, ""});
   if (o.dcgm_names) {
     add_field(info(Field::kPowerLimit), false);
     add_field(info(Field::kPowerLimitDefault), false);

@@ -236,6 +236,9 @@ Result<Recording> load_text(std::string_view bytes, const std::string& origin,
 }
 
 Result<Recording> load_telemetry(const std::string& path, const LoadOptions& options) {
+  struct stat st {};
+  if (::stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode))
+    return usage_error(fmt::format("{} is a directory: name a log file in it", path));
   std::ifstream in(path, std::ios::binary);
   if (!in) return usage_error(fmt::format("cannot read {}: {}", path, std::strerror(errno)));
   char head_buf[kHeadBytes];

@@ -293,3 +293,62 @@ TEST(Exposition, DocsListEveryFamily) {
 
 }  // namespace
 }  // namespace gpudoctor
+
+namespace gpudoctor {
+namespace {
+
+// dcgm-exporter's default counter list (etc/default-counters.csv, uncommented lines), split into
+// what serve exports and what it does not yet. Adding a field moves its name from the second
+// list to the first; dcgm-exporter changing its list means updating both.
+TEST(Exposition, DcgmExporterDefaultCounters) {
+  const std::set<std::string> exported = {"DCGM_FI_DEV_SM_CLOCK",
+                                          "DCGM_FI_DEV_MEM_CLOCK",
+                                          "DCGM_FI_DEV_GPU_TEMP",
+                                          "DCGM_FI_DEV_POWER_USAGE",
+                                          "DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION",
+                                          "DCGM_FI_DEV_PCIE_TX_THROUGHPUT",
+                                          "DCGM_FI_DEV_PCIE_RX_THROUGHPUT",
+                                          "DCGM_FI_DEV_GPU_UTIL",
+                                          "DCGM_FI_DEV_MEM_COPY_UTIL",
+                                          "DCGM_FI_DEV_FB_FREE",
+                                          "DCGM_FI_DEV_FB_USED"};
+  const std::set<std::string> not_yet = {
+      "DCGM_FI_DEV_MEMORY_TEMP",          // NVML field NVML_FI_DEV_MEMORY_TEMP
+      "DCGM_FI_DEV_PCIE_REPLAY_COUNTER",  // nvmlDeviceGetPcieReplayCounter
+      "DCGM_FI_DEV_ENC_UTIL",             // nvmlDeviceGetEncoderUtilization
+      "DCGM_FI_DEV_DEC_UTIL",             // nvmlDeviceGetDecoderUtilization
+      "DCGM_FI_DEV_XID_ERRORS",           // NVML events, not a sampled value
+      "DCGM_FI_DEV_NVLINK_BANDWIDTH_TOTAL",
+      "DCGM_FI_DEV_VGPU_LICENSE_STATUS",          // vGPU only
+      "DCGM_FI_DEV_UNCORRECTABLE_REMAPPED_ROWS",  // nvmlDeviceGetRemappedRows (read by check)
+      "DCGM_FI_DEV_CORRECTABLE_REMAPPED_ROWS",
+      "DCGM_FI_DEV_ROW_REMAP_FAILURE"};
+  EXPECT_EQ(exported.size() + not_yet.size(), 21u);  // the list's 21 active lines
+
+  ExportSnapshot s = small_snapshot();
+  for (const auto& fi : all_fields()) s.frame.devices[0][fi.field] = Reading::of(1);
+  s.frame.devices[0][Field::kMemTotal] = Reading::of(81559);
+  s.frame.devices[0][Field::kMemUsed] = Reading::of(1559);
+  const std::string out = render_metrics(s, options(true), ExpositionFormat::kPrometheusText);
+  std::set<std::string> names;
+  for (const auto& f : metric_families(options(true))) names.insert(f.name);
+  for (const auto& name : exported) {
+    EXPECT_TRUE(names.count(name)) << name;
+    EXPECT_NE(out.find("\n" + name + "{gpu=\"0\""), std::string::npos) << name;
+  }
+  for (const auto& name : not_yet) EXPECT_FALSE(names.count(name)) << name;
+  EXPECT_NE(out.find("\nDCGM_FI_DEV_FB_FREE{gpu=\"0\",UUID=\"GPU-0000\",pci_bus_id=\"00000000:01:"
+                     "00.0\",device=\"nvidia0\",modelName=\"NVIDIA H100 80GB HBM3\",Hostname="
+                     "\"node7\"} 80000\n"),
+            std::string::npos)
+      << out;
+  // No free memory without both figures, and none with gpudoctor's own names.
+  s.frame.devices[0][Field::kMemTotal] = Reading::unsupported();
+  EXPECT_EQ(render_metrics(s, options(true), ExpositionFormat::kPrometheusText).find("FB_FREE"),
+            std::string::npos);
+  EXPECT_EQ(render_metrics(s, options(false), ExpositionFormat::kPrometheusText).find("FB_FREE"),
+            std::string::npos);
+}
+
+}  // namespace
+}  // namespace gpudoctor

@@ -215,5 +215,27 @@ TEST(GpuModels, UnknownOrAmbiguousNamesGiveNothing) {
   }
 }
 
+// What people type for `model=`: any case, a unique prefix; otherwise the close keys.
+TEST(GpuModels, FindByKeyOrUniquePrefix) {
+  EXPECT_EQ(find_gpu_model("h100-sxm")->key, "h100-sxm");
+  EXPECT_EQ(find_gpu_model("H200")->key, "h200");  // a key, though h200 is no prefix of others
+  EXPECT_EQ(find_gpu_model("A100-SXM4-80")->key, "a100-sxm4-80gb");
+  EXPECT_EQ(find_gpu_model("H100-P")->key, "h100-pcie");
+  const auto ambiguous = find_gpu_model("H100");
+  ASSERT_FALSE(ambiguous.ok());
+  EXPECT_EQ(ambiguous.error().kind, Error::Kind::kUsage);
+  EXPECT_NE(ambiguous.error().message.find("'H100' is ambiguous: "), std::string::npos);
+  for (const char* key : {"h100-sxm", "h100-pcie", "h100-nvl"})
+    EXPECT_NE(ambiguous.error().message.find(key), std::string::npos) << key;
+  EXPECT_EQ(ambiguous.error().message.find("h200"), std::string::npos);
+  const auto typo = find_gpu_model("h100-sxn");
+  ASSERT_FALSE(typo.ok());
+  EXPECT_NE(typo.error().message.find("unknown GPU model 'h100-sxn'; close: h100-sxm"),
+            std::string::npos)
+      << typo.error().message;
+  EXPECT_FALSE(find_gpu_model("").ok());
+  EXPECT_NE(find_gpu_model("mi300x").error().message.find("sim --list"), std::string::npos);
+}
+
 }  // namespace
 }  // namespace gpudoctor

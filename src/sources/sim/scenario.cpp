@@ -52,8 +52,13 @@ Result<Nothing> validate_scenario(const Scenario& s, const std::string& origin) 
     return usage_error(origin +
                        ": duration must be > 0 and at most 30 days, interval at least 10ms, and "
                        "at most 10 million samples");
-  if (!gpu_model_by_key(s.model))
-    return usage_error(fmt::format("{}: unknown GPU model '{}'", origin, s.model));
+  if (!gpu_model_by_key(s.model)) {
+    auto model = find_gpu_model(s.model);
+    return usage_error(
+        fmt::format("{}: {}", origin,
+                    model ? fmt::format("GPU model '{}': write it as '{}'", s.model, model->key)
+                          : model.error().message));
+  }
   if (s.power_limit_w && !(*s.power_limit_w > 0 && *s.power_limit_w < 1e5))
     return usage_error(origin + ": power_limit_w must be a positive number of watts");
   if (s.app_clock_mhz && !(*s.app_clock_mhz > 0 && *s.app_clock_mhz < 1e5))
@@ -240,8 +245,9 @@ Result<Nothing> apply_override(Scenario& s, const std::string& key, const std::s
     s.gpus = static_cast<int>(n);
     s.ranks.resize(static_cast<size_t>(s.gpus));
   } else if (key == "model") {
-    if (!gpu_model_by_key(value)) return usage_error(fmt::format("unknown GPU model '{}'", value));
-    s.model = value;
+    auto model = find_gpu_model(value);
+    if (!model) return model.error();
+    s.model = model->key;
   } else if (key == "seed") {
     GD_TRY(integer(n, UINT64_MAX));
     s.seed = n;
