@@ -190,8 +190,10 @@ bool looks_like_json_samples(std::string_view head) {
   return !head.empty() && (head.front() == '{' || head.front() == '[');
 }
 
-Result<Recording> read_json_samples(std::string_view text, const std::string& origin,
-                                    const LoadOptions& options) {
+namespace {
+
+Result<Recording> read_json_samples_unguarded(std::string_view text, const std::string& origin,
+                                              const LoadOptions& options) {
   const std::string_view body = text::strip_bom(text);
   Flattener flat;
   log_reader::Problem bad;
@@ -254,6 +256,14 @@ Result<Recording> read_json_samples(std::string_view text, const std::string& or
                                                   flat.ignored_lists));
   log_reader::note_skipped(rec.value(), bad, "that are not JSON objects");
   return rec;
+}
+
+}  // namespace
+
+Result<Recording> read_json_samples(std::string_view text, const std::string& origin,
+                                    const LoadOptions& options) {
+  return log_reader::guarded_read(
+      origin, "JSON log", [&] { return read_json_samples_unguarded(text, origin, options); });
 }
 
 }  // namespace gpudoctor

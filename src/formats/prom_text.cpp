@@ -180,8 +180,10 @@ bool looks_like_prom_text(std::string_view head) {
   return samples > 0;
 }
 
-Result<Recording> read_prom_text(std::string_view text, const std::string& origin,
-                                 const LoadOptions& options) {
+namespace {
+
+Result<Recording> read_prom_text_unguarded(std::string_view text, const std::string& origin,
+                                           const LoadOptions& options) {
   const std::string_view body = text::strip_bom(text);
   const bool openmetrics =
       body.find("\n# EOF") != std::string_view::npos || text::istarts_with(body, "# EOF");
@@ -288,6 +290,14 @@ Result<Recording> read_prom_text(std::string_view text, const std::string& origi
   fo.power_limit_w = options.power_limit_w;
   log_reader::finish_gpus(rec, finish, fo);
   return rec;
+}
+
+}  // namespace
+
+Result<Recording> read_prom_text(std::string_view text, const std::string& origin,
+                                 const LoadOptions& options) {
+  return log_reader::guarded_read(origin, "Prometheus text",
+                                  [&] { return read_prom_text_unguarded(text, origin, options); });
 }
 
 }  // namespace gpudoctor

@@ -201,8 +201,10 @@ bool looks_like_wandb_run(std::string_view head) {
          static_cast<uint8_t>(head[4]) == 0xE1 && static_cast<uint8_t>(head[5]) == 0xBE;
 }
 
-Result<Recording> read_wandb_run(std::string_view bytes, const std::string& origin,
-                                 const LoadOptions& options) {
+namespace {
+
+Result<Recording> read_wandb_run_unguarded(std::string_view bytes, const std::string& origin,
+                                           const LoadOptions& options) {
   if (!looks_like_wandb_run(bytes))
     return usage_error(fmt::format("{}: not a W&B run file (no ':W&B' header)", origin));
   if (bytes[6] != 0)
@@ -311,6 +313,14 @@ Result<Recording> read_wandb_run(std::string_view bytes, const std::string& orig
                          "the file ends inside a record (a run still being written, or a "
                          "copy cut short): read up to the last whole record");
   return rec;
+}
+
+}  // namespace
+
+Result<Recording> read_wandb_run(std::string_view bytes, const std::string& origin,
+                                 const LoadOptions& options) {
+  return log_reader::guarded_read(origin, "W&B run file",
+                                  [&] { return read_wandb_run_unguarded(bytes, origin, options); });
 }
 
 }  // namespace gpudoctor

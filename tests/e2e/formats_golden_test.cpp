@@ -33,6 +33,7 @@ std::string flags_for(const std::string& fixture) {
     return " --columns timestamp,index,utilization.gpu,memory.used,power.draw,power.limit,"
            "clocks.sm";
   if (fixture == "generic-csv/wide_power_iso.csv") return " --map 'GPU*=power_w'";
+  if (fixture == "json/columnar.json") return " --map 'per_gpu.*=power_w'";
   if (fixture == "tools/smi_epoch_noheader.csv")
     return " --columns timestamp,utilization.gpu,utilization.memory,memory.used,memory.total,"
            "temperature.gpu,power.draw";

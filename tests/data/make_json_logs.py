@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Writes the JSON fixtures of this folder (run: python3 make_fixtures.py, writes next to itself):
+"""Writes the JSON fixtures of tests/data/logs/json/ (run: python3 tests/data/make_json_logs.py):
 
 - gpustat-loop.json: `while true; do gpustat --json; sleep 2; done >> ...` for 2 minutes:
   gpustat's indented objects one after another (hostname, driver_version, query_time, gpus[]
@@ -11,6 +11,7 @@
 """
 import datetime
 import json
+import os
 
 START = datetime.datetime(2024, 12, 1, 10, 0, 0)
 
@@ -65,6 +66,7 @@ def columnar():
 
 
 if __name__ == "__main__":
+    os.chdir(os.path.join(os.path.dirname(os.path.abspath(__file__)), "logs", "json"))
     gpustat()
     samples_array()
     columnar()

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Writes the W&B fixtures of this folder, following W&B's own description of its files and
+"""Writes the W&B fixtures of tests/data/logs/wandb/, following W&B's own description of its files and
 sharing no code with gpudoctor's reader:
 
 - run-fixture.wandb: a run file as wandb/sdk/internal/datastore.py writes it (header ":W&B",
@@ -10,14 +10,14 @@ sharing no code with gpudoctor's reader:
 - wandb-events.jsonl: the older text form, "system.gpu.N.key" with "_timestamp"/"_runtime".
 
 Two GPUs for 10 minutes: GPU 0 works (98 % util, 385 of 400 W), GPU 1 sits idle (0 %, 60 W).
-Run: python3 make_fixtures.py (writes next to itself).
+Run: python3 tests/data/make_wandb_logs.py (writes tests/data/logs/wandb/).
 """
 import json
 import os
 import struct
 import zlib
 
-HERE = os.path.dirname(os.path.abspath(__file__))
+HERE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "logs", "wandb")
 BLOCK = 32768
 START = 1733047200  # 2024-12-01 10:00:00 UTC
 

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Writes the Prometheus exposition fixtures of this folder, in the layout dcgm-exporter's
+"""Writes the Prometheus exposition fixtures of tests/data/logs/prom-text/, in the layout dcgm-exporter's
 /metrics answers with (HELP and TYPE lines, then one sample per GPU with gpu, UUID, pci_bus_id,
 device, modelName and Hostname labels; values in DCGM's units: FB in MiB, power in W, PROF
 fields as 0-1 ratios):
@@ -9,12 +9,12 @@ fields as 0-1 ratios):
   700 W); GPU 1 waits for data (util and power drop to idle for 10 s of every 20 s).
 - dcgm-stamped.prom: one snapshot per minute written with explicit sample timestamps (ms), as
   a push to a text-file collector does.
-Run: python3 make_fixtures.py (writes next to itself).
+Run: python3 tests/data/make_prom_text_logs.py (writes tests/data/logs/prom-text/).
 """
 import os
 import time
 
-HERE = os.path.dirname(os.path.abspath(__file__))
+HERE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "logs", "prom-text")
 START = 1733047200  # 2024-12-01 10:00:00 UTC
 METRICS = [
     ("DCGM_FI_DEV_SM_CLOCK", "gauge", "SM clock frequency (in MHz)."),
