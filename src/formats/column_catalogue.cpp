@@ -133,19 +133,19 @@ constexpr CatalogueEntry kEntries[] = {
     {"gpu_temp", Role::kField, Field::kTemp, Rule::kAsIs, "home-made"},
     {"gpu_temperature", Role::kField, Field::kTemp, Rule::kAsIs, "home-made"},
     {"temperature_gpu", Role::kField, Field::kTemp, Rule::kAsIs, "gpustat"},
-    {"sm_clock", Role::kField, Field::kClockSm, Rule::kAsIs, "home-made"},
-    {"graphics_clock", Role::kField, Field::kClockSm, Rule::kAsIs, "home-made"},
-    {"gr_clock", Role::kField, Field::kClockSm, Rule::kAsIs, "home-made"},
-    {"clocks_sm", Role::kField, Field::kClockSm, Rule::kAsIs, "home-made"},
-    {"sm_clk", Role::kField, Field::kClockSm, Rule::kAsIs, "home-made"},
-    {"gpu_clock", Role::kField, Field::kClockSm, Rule::kAsIs, "home-made"},
-    {"core_clock", Role::kField, Field::kClockSm, Rule::kAsIs, "home-made"},
-    {"mem_clock", Role::kField, Field::kClockMem, Rule::kAsIs, "home-made"},
-    {"memory_clock", Role::kField, Field::kClockMem, Rule::kAsIs, "home-made"},
-    {"clocks_mem", Role::kField, Field::kClockMem, Rule::kAsIs, "home-made"},
-    {"mem_clk", Role::kField, Field::kClockMem, Rule::kAsIs, "home-made"},
-    {"max_sm_clock", Role::kField, Field::kClockSmMax, Rule::kAsIs, "home-made"},
-    {"max_mem_clock", Role::kField, Field::kClockMemMax, Rule::kAsIs, "home-made"},
+    {"sm_clock", Role::kField, Field::kClockSm, Rule::kMhzOrGhz, "home-made"},
+    {"graphics_clock", Role::kField, Field::kClockSm, Rule::kMhzOrGhz, "home-made"},
+    {"gr_clock", Role::kField, Field::kClockSm, Rule::kMhzOrGhz, "home-made"},
+    {"clocks_sm", Role::kField, Field::kClockSm, Rule::kMhzOrGhz, "home-made"},
+    {"sm_clk", Role::kField, Field::kClockSm, Rule::kMhzOrGhz, "home-made"},
+    {"gpu_clock", Role::kField, Field::kClockSm, Rule::kMhzOrGhz, "home-made"},
+    {"core_clock", Role::kField, Field::kClockSm, Rule::kMhzOrGhz, "home-made"},
+    {"mem_clock", Role::kField, Field::kClockMem, Rule::kMhzOrGhz, "home-made"},
+    {"memory_clock", Role::kField, Field::kClockMem, Rule::kMhzOrGhz, "home-made"},
+    {"clocks_mem", Role::kField, Field::kClockMem, Rule::kMhzOrGhz, "home-made"},
+    {"mem_clk", Role::kField, Field::kClockMem, Rule::kMhzOrGhz, "home-made"},
+    {"max_sm_clock", Role::kField, Field::kClockSmMax, Rule::kMhzOrGhz, "home-made"},
+    {"max_mem_clock", Role::kField, Field::kClockMemMax, Rule::kMhzOrGhz, "home-made"},
     {"perf_state", Role::kField, Field::kPstate, Rule::kAsIs, "home-made"},
     {"performance_state", Role::kField, Field::kPstate, Rule::kAsIs, "home-made"},
     // Clock event ("throttle") reasons: NVML's bitmask, decimal or 0x hex.
@@ -213,8 +213,8 @@ constexpr CatalogueEntry kEntries[] = {
     // nvidia-smi dmon / pmon column names (dmon -s pucvmet; pmon -s um).
     {"sm", Role::kField, Field::kUtilGpu, Rule::kAsIs, "nvidia-smi dmon"},
     {"mem", Role::kField, Field::kUtilMem, Rule::kAsIs, "nvidia-smi dmon"},
-    {"pclk", Role::kField, Field::kClockSm, Rule::kAsIs, "nvidia-smi dmon"},
-    {"mclk", Role::kField, Field::kClockMem, Rule::kAsIs, "nvidia-smi dmon"},
+    {"pclk", Role::kField, Field::kClockSm, Rule::kMhzOrGhz, "nvidia-smi dmon"},
+    {"mclk", Role::kField, Field::kClockMem, Rule::kMhzOrGhz, "nvidia-smi dmon"},
     {"gtemp", Role::kField, Field::kTemp, Rule::kAsIs, "nvidia-smi dmon"},
     {"fb", Role::kField, Field::kMemUsed, Rule::kAsIs, "nvidia-smi dmon"},
     // dcgmi dmon short tags (dcgmi dmon -l): DCGM's scale, ratios 0-1, PCIe/NVLink bytes/s.
@@ -263,9 +263,9 @@ constexpr CatalogueEntry kEntries[] = {
     // HWiNFO64 CSV log ("GPU Core Load [%]", "Performance Limit - Power [Yes/No]").
     {"gpu_core_load", Role::kField, Field::kUtilGpu, Rule::kPercentOrRatio, "HWiNFO"},
     {"gpu_memory_controller_load", Role::kField, Field::kUtilMem, Rule::kPercentOrRatio, "HWiNFO"},
-    {"gpu_memory_clock", Role::kField, Field::kClockMem, Rule::kAsIs, "HWiNFO"},
+    {"gpu_memory_clock", Role::kField, Field::kClockMem, Rule::kMhzOrGhz, "HWiNFO"},
     {"gpu_memory_allocated", Role::kField, Field::kMemUsed, Rule::kMibOrBytes, "HWiNFO"},
-    {"gpu_core_clock", Role::kField, Field::kClockSm, Rule::kAsIs, "HWiNFO"},
+    {"gpu_core_clock", Role::kField, Field::kClockSm, Rule::kMhzOrGhz, "HWiNFO"},
     {"performance_limit_power", Role::kReason, kNoField, Rule::kAsIs, "HWiNFO", 1, false,
      Reasons::kFlag, "sw_power_cap"},
     {"performance_limit_thermal", Role::kReason, kNoField, Rule::kAsIs, "HWiNFO", 1, false,
@@ -296,7 +296,7 @@ constexpr CatalogueEntry kEntries[] = {
      true},
     {"power_usage_watts", Role::kField, Field::kPower, Rule::kAsIs, "MLflow", 1, true},
     // Home-made pynvml loggers.
-    {"frequency", Role::kField, Field::kClockSm, Rule::kAsIs, "pynvml logger"},
+    {"frequency", Role::kField, Field::kClockSm, Rule::kMhzOrGhz, "pynvml logger"},
     {"power_cap", Role::kField, Field::kPowerLimitEnforced, Rule::kWattsOrMilli, "pynvml logger"},
     {"memory_usage", Role::kField, Field::kMemUsed, Rule::kMibOrBytes, "pynvml logger"},
 };
@@ -327,6 +327,8 @@ Rule rule_for(Unit u) {
       return Rule::kWattsOrMilli;
     case Unit::kMebibyte:
       return Rule::kMibOrBytes;
+    case Unit::kMegahertz:
+      return Rule::kMhzOrGhz;
     default:
       return Rule::kAsIs;
   }

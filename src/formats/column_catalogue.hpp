@@ -41,6 +41,7 @@ enum class Rule : uint8_t {
   kPercentOrRatio,  // % unless every value lies in 0..1 and some have a fraction: a ratio, x100
   kWattsOrMilli,    // W unless most values exceed 3000 (no GPU draws that many W): mW, x1e-3
   kMibOrBytes,      // MiB unless a value exceeds 1e6 (976 GiB, more than any GPU has): bytes
+  kMhzOrGhz,        // MHz unless every value lies below 10 and some have a fraction: GHz, x1000
   kEpochOnly,       // time columns: a time only when its values are Unix times ("epoch" may be
                     // a training epoch: 0, 1, 2 ...)
 };

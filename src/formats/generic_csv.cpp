@@ -1057,6 +1057,12 @@ void Reader::finish() {
           auto_how[fi] = "mW: most values exceed 3000";
         }
         break;
+      case Rule::kMhzOrGhz:
+        if (s.max < 10 && s.fraction) {
+          auto_factor[fi] = 1e3;
+          auto_how[fi] = "GHz: every value below 10";
+        }
+        break;
       case Rule::kMibOrBytes:
         if (s.max > 1e6) {
           auto_factor[fi] = 1 / kMiB;

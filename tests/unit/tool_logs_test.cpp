@@ -247,6 +247,26 @@ TEST(ToolLogs, WhitespaceTableWithTitleAndRules) {
   EXPECT_TRUE(has_note(rec, "the header line repeats 1 time(s)")) << all_notes(rec);
 }
 
+// Units from the values where the header says none: GHz clocks, mW power caps, byte counts.
+TEST(ToolLogs, UnitsFromTheValues) {
+  auto r = load_text(
+      "time,gpu,frequency,power,power_cap,memory_used\n0,0,1.41,249000,250000,32000000000\n"
+      "1,0,1.395,248000,250000,32000000000\n",
+      "u.csv", {});
+  ASSERT_TRUE(r.ok()) << r.error().message;
+  const GpuSeries& g = r->gpus.at(0);
+  EXPECT_EQ(at(g, Field::kClockSm, 1), 1395);
+  EXPECT_EQ(at(g, Field::kPower, 0), 249);
+  EXPECT_EQ(at(g, Field::kPowerLimitEnforced, 0), 250);
+  EXPECT_NEAR(at(g, Field::kMemUsed, 0), 32000000000.0 / 1048576.0, 1e-6);
+  EXPECT_TRUE(has_note(*r, "GHz: every value below 10")) << all_notes(*r);
+  EXPECT_TRUE(has_note(*r, "mW: most values exceed 3000")) << all_notes(*r);
+  // Whole numbers below 10 are not GHz (an idle clock of 5 MHz would be odd, but is not guessed).
+  auto whole = load_text("time,gpu_clock\n0,5\n1,6\n", "w.csv", {});
+  ASSERT_TRUE(whole.ok());
+  EXPECT_EQ(at(whole->gpus.at(0), Field::kClockSm, 0), 5);
+}
+
 // Bad input per layout: each refuses or skips precisely.
 TEST(ToolLogs, BadInputPerLayout) {
   const std::string gpuz = read_file(tool_log("gpuz_sensor_log.txt"));
