@@ -247,6 +247,35 @@ TEST(ToolLogs, WhitespaceTableWithTitleAndRules) {
   EXPECT_TRUE(has_note(rec, "the header line repeats 1 time(s)")) << all_notes(rec);
 }
 
+// The CSV the structured readers (W&B run files, JSON samples, Prometheus text) flatten their
+// input into: the tools' own metric names, read by the catalogue.
+TEST(ToolLogs, NamesTheStructuredReadersWrite) {
+  auto wandb = load_text(
+      "_timestamp,gpu.0.gpu,gpu.0.powerWatts,gpu.0.powerPercent,gpu.0.smClock,gpu.0.temp,"
+      "gpu.1.gpu,gpu.1.powerWatts,gpu.1.powerPercent,gpu.1.smClock,gpu.1.temp\n"
+      "1764583200.25,99,350.5,50.1,1980,61,0,70.2,10.0,210,35\n"
+      "1764583202.25,98,351.5,50.2,1965,62,0,70.1,10.0,210,35\n",
+      "run.wandb", {});
+  ASSERT_TRUE(wandb.ok()) << wandb.error().message;
+  ASSERT_EQ(wandb->gpus.size(), 2u);
+  EXPECT_DOUBLE_EQ(at(wandb->gpus[0], Field::kPower, 1), 351.5);
+  EXPECT_EQ(at(wandb->gpus[1], Field::kClockSm, 0), 210);
+  EXPECT_EQ(wandb->start_unix_ms, 1764583200250);
+  auto dcgm = load_text(
+      "time,gpu,Hostname,modelName,DCGM_FI_DEV_GPU_UTIL,DCGM_FI_DEV_POWER_USAGE,"
+      "DCGM_FI_PROF_SM_ACTIVE\n"
+      "2026-12-01T10:00:00Z,0,node7,NVIDIA H100 80GB HBM3,100,512.5,0.41\n"
+      "2026-12-01T10:00:00Z,1,node7,NVIDIA H100 80GB HBM3,100,690.1,0.93\n"
+      "2026-12-01T10:00:15Z,0,node7,NVIDIA H100 80GB HBM3,100,515.0,0.40\n"
+      "2026-12-01T10:00:15Z,1,node7,NVIDIA H100 80GB HBM3,100,688.3,0.92\n",
+      "prom.csv", {});
+  ASSERT_TRUE(dcgm.ok()) << dcgm.error().message;
+  ASSERT_EQ(dcgm->gpus.size(), 2u);
+  EXPECT_DOUBLE_EQ(at(dcgm->gpus[1], Field::kGpmSmUtil, 0), 93);
+  EXPECT_EQ(dcgm->gpus[1].info.name, "NVIDIA H100 80GB HBM3");
+  EXPECT_EQ(dcgm->system.hostname, "node7");
+}
+
 // Units from the values where the header says none: GHz clocks, mW power caps, byte counts.
 TEST(ToolLogs, UnitsFromTheValues) {
   auto r = load_text(
