@@ -8,6 +8,7 @@
 #include <exception>
 #include <limits>
 #include <map>
+#include <set>
 #include <string>
 #include <unordered_map>
 #include <unordered_set>
@@ -192,6 +193,8 @@ class Reader {
  private:
   std::optional<Error> find_header();
   std::optional<Error> make_layout();
+  void find_footer();
+  void split_side_by_side();
   void read_rows();
   void reset_rows();
   bool row_time(const std::vector<std::string_view>& cells, size_t line_no, double& ms);
@@ -231,6 +234,11 @@ class Reader {
   std::vector<std::string> unknown_, ignored_notes_;
   std::vector<std::pair<std::string, std::string>> duplicates_;  // (ignored, kept)
   bool key_is_row_number_ = false;
+  // The footer line naming each column's group (HWiNFO's sensor groups), and the names of the
+  // GPUs read from side-by-side columns of the same name (by GPU number).
+  std::string footer_raw_;
+  std::vector<std::string> groups_;
+  std::map<int, std::string> group_names_;
 
   // Rows.
   std::vector<std::string_view> cells_;
@@ -376,6 +384,9 @@ std::optional<Error> Reader::make_layout() {
                                      target, pat, fmt::join(names, ", ")));
     }
   }
+
+  find_footer();
+  split_side_by_side();
 
   // Columns that name GPUs but not the quantity.
   std::vector<std::string_view> bare;
@@ -549,6 +560,158 @@ std::optional<Error> Reader::make_layout() {
   return std::nullopt;
 }
 
+bool is_quantity(Role r) {
+  return r == Role::kField || r == Role::kReason;
+}
+
+// The last line of the file, when it names each column's group: HWiNFO writes each column's
+// sensor group ("GPU [#0]: NVIDIA GeForce RTX 4090") on a line under the data. Taken as such when
+// it has the header's number of cells, nothing under the time and date and, under every quantity,
+// text that is neither a number nor a no-value marker.
+void Reader::find_footer() {
+  const std::string_view rest = body_.substr(std::min(rows_offset_, body_.size()));
+  size_t end = rest.size();
+  while (end > 0 && (rest[end - 1] == '\n' || rest[end - 1] == '\r' || rest[end - 1] == ' ' ||
+                     rest[end - 1] == '\t'))
+    --end;
+  if (end == 0) return;
+  const size_t nl = rest.rfind('\n', end - 1);
+  const size_t begin = nl == std::string_view::npos ? 0 : nl + 1;
+  Records r(rest.substr(begin, end - begin), sep_, 0);
+  std::vector<std::string_view> cells;
+  size_t ln = 0;
+  std::string_view raw;
+  if (r.next(cells, ln, raw) != Records::Next::kRecord || raw == header_raw_) return;
+  const size_t ncols = cols_.size();
+  if (cells.size() == ncols + 1 && cells.back().empty()) cells.pop_back();
+  if (cells.size() + 1 == ncols && !header_.empty() && header_.back().empty()) cells.push_back({});
+  if (cells.size() != ncols) return;
+  bool any = false;
+  for (size_t i = 0; i < ncols; ++i) {
+    const Role role = cols_[i].m.role;
+    const std::string_view v = cells[i];
+    if (role == Role::kTime || role == Role::kDate) {
+      if (!v.empty()) return;
+    } else if (is_quantity(role)) {
+      if (v.empty() || text::parse_double(v) || classify_marker(v) != Cell::kBad ||
+          is_digit(v.front()))
+        return;
+      any = true;
+    }
+  }
+  if (!any) return;
+  footer_raw_ = std::string(raw);
+  groups_.assign(cells.begin(), cells.end());
+}
+
+// A group's GPU: "GPU [#1]: Intel UHD Graphics 770: Enhanced" -> key "GPU [#1]", number 1, name
+// "Intel UHD Graphics 770"; a group without "[#N]" is its own key and name.
+struct GroupId {
+  std::string key, name;
+  int number = -1;
+};
+GroupId group_id(std::string_view g) {
+  GroupId id;
+  const size_t hash = g.find("[#");
+  const size_t close = hash == std::string_view::npos ? hash : g.find(']', hash);
+  if (close == std::string_view::npos) {
+    id.key = id.name = std::string(text::trim(g));
+    return id;
+  }
+  id.key = std::string(g.substr(0, close + 1));
+  if (const auto n = text::parse_int(g.substr(hash + 2, close - hash - 2));
+      n && *n >= 0 && *n < 100000)
+    id.number = static_cast<int>(*n);
+  std::string_view rest = g.substr(close + 1);
+  if (!rest.empty() && rest.front() == ':') rest.remove_prefix(1);
+  rest = text::trim(rest);
+  id.name = std::string(text::trim(rest.substr(0, rest.find(": "))));
+  if (!id.name.empty() && id.name.back() == ':') id.name.pop_back();
+  return id;
+}
+
+// Several GPUs side by side under the same column names, with no GPU number in them (a whole
+// node's log: HWiNFO's "GPU Core Load [%]" of the NVIDIA GPU, then of the integrated one): each
+// column gets the GPU number it belongs to, and the file is read as one column per GPU. Which GPU:
+// the column's group on the footer line where there is one (groups naming a GPU; their "[#N]"
+// where every one has its own), else the order of appearance of its name (the n-th "GPU Core
+// Load [%]" is GPU n). Files with a GPU column (a GPU per row) and files with GPU numbers in
+// their names are not split.
+void Reader::split_side_by_side() {
+  for (const auto& c : cols_) {
+    if (c.gpu >= 0 || c.bare) return;
+    if (c.m.role == Role::kGpu || c.m.role == Role::kUuid || c.m.role == Role::kBusId) return;
+  }
+  auto numbered = [](Role r) { return is_quantity(r) || r == Role::kName; };
+  if (!groups_.empty()) {
+    std::vector<GroupId> gpus;  // in order of appearance
+    std::vector<int> of_col(cols_.size(), -1);
+    for (size_t i = 0; i < cols_.size(); ++i) {
+      if (!is_quantity(cols_[i].m.role)) continue;
+      GroupId id = group_id(groups_[i]);
+      auto it =
+          std::find_if(gpus.begin(), gpus.end(), [&](const GroupId& g) { return g.key == id.key; });
+      if (it == gpus.end()) {
+        gpus.push_back(std::move(id));
+        it = gpus.end() - 1;
+      }
+      of_col[i] = static_cast<int>(it - gpus.begin());
+    }
+    // Only groups that name a GPU are GPUs, where any does (not "Memory Timings").
+    std::vector<bool> is_gpu(gpus.size(), true);
+    const bool any_gpu = std::any_of(gpus.begin(), gpus.end(),
+                                     [](const GroupId& g) { return contains_ci(g.key, "gpu"); });
+    for (size_t k = 0; k < gpus.size(); ++k)
+      is_gpu[k] = !any_gpu || contains_ci(gpus[k].key, "gpu");
+    std::vector<int> number(gpus.size(), -1);
+    std::set<int> seen;
+    bool own_numbers = true;
+    for (size_t k = 0; k < gpus.size(); ++k)
+      if (is_gpu[k])
+        own_numbers = own_numbers && gpus[k].number >= 0 && seen.insert(gpus[k].number).second;
+    int next = 0;
+    std::vector<std::string> parts;
+    for (size_t k = 0; k < gpus.size(); ++k) {
+      if (!is_gpu[k]) continue;
+      number[k] = own_numbers ? gpus[k].number : next++;
+      if (!gpus[k].name.empty()) group_names_[number[k]] = gpus[k].name;
+      parts.push_back(gpus[k].name.empty() || gpus[k].name == gpus[k].key
+                          ? fmt::format("GPU {} = {}", number[k], gpus[k].key)
+                          : fmt::format("GPU {} = {} ({})", number[k], gpus[k].key, gpus[k].name));
+    }
+    for (size_t i = 0; i < cols_.size(); ++i) {
+      if (of_col[i] < 0) continue;
+      const auto k = static_cast<size_t>(of_col[i]);
+      if (is_gpu[k]) {
+        cols_[i].gpu = number[k];
+      } else {
+        ignored_notes_.push_back(fmt::format("column {} ignored: its group ({}) is not a GPU",
+                                             cols_[i].name, groups_[i]));
+        cols_[i].m.role = Role::kIgnore;
+      }
+    }
+    note(fmt::format("the last line names each column's group: {} GPU(s), {}", parts.size(),
+                     fmt::join(parts, ", ")));
+    return;
+  }
+  std::map<std::string, int> count;
+  bool repeats = false;
+  for (const auto& c : cols_)
+    if (numbered(c.m.role)) repeats = ++count[text::lower(c.name)] > 1 || repeats;
+  if (!repeats) return;
+  count.clear();
+  int most = 0;
+  for (auto& c : cols_) {
+    if (!numbered(c.m.role)) continue;
+    c.gpu = count[text::lower(c.name)]++;
+    most = std::max(most, c.gpu + 1);
+  }
+  note(fmt::format(
+      "column names repeat without a GPU number: read as {} GPUs side by side, the n-th column "
+      "of a name being GPU n (name the columns with --map where that is wrong)",
+      most));
+}
+
 std::optional<double> Reader::parse_num(std::string_view v) {
   if (const auto x = text::parse_double(v)) return x;
   // "152,3" in a ';' or tab separated file: a decimal comma.
@@ -714,6 +877,9 @@ size_t Reader::slot_for(std::string_view host, std::string_view id, int wide) {
   if (wide >= 0) {
     g.series.info.index = static_cast<unsigned>(wide_numbers_[static_cast<size_t>(wide)]);
     g.index_known = true;
+    if (const auto it = group_names_.find(wide_numbers_[static_cast<size_t>(wide)]);
+        it != group_names_.end())
+      g.series.info.name = it->second;
   } else if (key_role_ == Role::kGpu) {
     if (const auto num = gpu_number(id)) {
       g.series.info.index = *num;
@@ -810,6 +976,10 @@ void Reader::read_rows() {
     const auto next = records.next(cells_, line_no, raw);
     if (next == Records::Next::kEnd) break;
     ++data_lines_;
+    if (!footer_raw_.empty() && raw == footer_raw_) {  // the groups' names, read in make_layout
+      --data_lines_;
+      continue;
+    }
     if (next == Records::Next::kMalformed) {
       problem(malformed_, line_no, "a quote that is never closed");
       continue;

@@ -112,6 +112,74 @@ TEST(ToolLogs, Hwinfo64Csv) {
   EXPECT_TRUE(has_note(rec, "Total CPU Usage [%]")) << all_notes(rec);
 }
 
+// A whole node's HWiNFO log: the NVIDIA GPU's and the integrated GPU's sensors under the same
+// names, each column's sensor group on the last line.
+TEST(ToolLogs, Hwinfo64NodeWithAnIntegratedGpu) {
+  const Recording rec = load_ok("hwinfo64_node.csv");
+  ASSERT_EQ(rec.gpus.size(), 2u) << all_notes(rec);
+  const GpuSeries& nv = rec.gpus[0];
+  const GpuSeries& igpu = rec.gpus[1];
+  EXPECT_EQ(nv.info.index, 0u);
+  EXPECT_EQ(igpu.info.index, 1u);
+  EXPECT_EQ(nv.info.name, "NVIDIA GeForce RTX 4090");
+  EXPECT_EQ(igpu.info.name, "Intel UHD Graphics 770");
+  ASSERT_EQ(nv.size(), 4u) << all_notes(rec);
+  ASSERT_EQ(igpu.size(), 4u) << all_notes(rec);
+  EXPECT_EQ(at(nv, Field::kUtilGpu, 1), 100);
+  EXPECT_EQ(at(igpu, Field::kUtilGpu, 1), 5);
+  EXPECT_DOUBLE_EQ(at(nv, Field::kPower, 0), 301.5);
+  EXPECT_DOUBLE_EQ(at(igpu, Field::kPower, 0), 2.1);
+  EXPECT_EQ(at(igpu, Field::kClockSm, 1), 350);
+  EXPECT_EQ(at(igpu, Field::kTemp, 2), 46);
+  // The power limit flag of the NVIDIA GPU's "Performance Limit Reasons" group is its own.
+  EXPECT_EQ(at(nv, Field::kClockEventReasons, 0), static_cast<double>(bit("sw_power_cap")));
+  EXPECT_EQ(at(nv, Field::kClockEventReasons, 2), 0);
+  EXPECT_FALSE(igpu.has(Field::kClockEventReasons));
+  EXPECT_TRUE(has_note(rec, "GPU 1 = GPU [#1] (Intel UHD Graphics 770)")) << all_notes(rec);
+  // The footer is no data row: nothing skipped.
+  EXPECT_FALSE(has_note(rec, "skipped 1")) << all_notes(rec);
+  EXPECT_FALSE(has_note(rec, "unreadable")) << all_notes(rec);
+  EXPECT_TRUE(has_note(rec, "GPU D3D Usage [%]")) << all_notes(rec);
+}
+
+// The same mechanism without a footer: the n-th column of a repeated name is GPU n; a group that
+// names no GPU is not read as one.
+TEST(ToolLogs, RepeatedColumnNamesAreGpusSideBySide) {
+  const std::string csv =
+      "time,power_w,util_gpu_pct,power_w,util_gpu_pct,temp_c\n"
+      "2026-12-01T10:00:00Z,300,99,20,4,70\n"
+      "2026-12-01T10:00:01Z,310,100,21,6,71\n";
+  const auto r = load_text(csv, "repeated.csv", {});
+  ASSERT_TRUE(r.ok()) << r.error().message;
+  ASSERT_EQ(r->gpus.size(), 2u) << all_notes(*r);
+  EXPECT_EQ(at(r->gpus[0], Field::kPower, 1), 310);
+  EXPECT_EQ(at(r->gpus[1], Field::kPower, 1), 21);
+  EXPECT_EQ(at(r->gpus[1], Field::kUtilGpu, 0), 4);
+  EXPECT_EQ(at(r->gpus[0], Field::kTemp, 0), 70);  // named once: the first GPU's
+  EXPECT_FALSE(r->gpus[1].has(Field::kTemp));
+  EXPECT_TRUE(has_note(*r, "read as 2 GPUs side by side")) << all_notes(*r);
+
+  const std::string footer =
+      "time,power_w,clock_mem_mhz,power_w\n"
+      "2026-12-01T10:00:00Z,300,2000,20\n"
+      "2026-12-01T10:00:01Z,310,2000,21\n"
+      ",Board GPU,Memory Timings,Board GPU\n";
+  const auto f = load_text(footer, "footer.csv", {});
+  ASSERT_TRUE(f.ok()) << f.error().message;
+  ASSERT_EQ(f->gpus.size(), 1u) << all_notes(*f);
+  EXPECT_EQ(f->gpus[0].size(), 2u);
+  EXPECT_EQ(f->gpus[0].info.name, "Board GPU");
+  EXPECT_TRUE(has_note(*f, "column clock_mem_mhz ignored: its group (Memory Timings) is not a GPU"))
+      << all_notes(*f);
+
+  // A GPU per row: repeated names stay one GPU's, the second ignored.
+  const std::string keyed =
+      "time,gpu,power_w,power_w\n2026-12-01T10:00:00Z,0,300,20\n2026-12-01T10:00:01Z,0,310,21\n";
+  const auto k = load_text(keyed, "keyed.csv", {});
+  ASSERT_TRUE(k.ok()) << k.error().message;
+  EXPECT_EQ(k->gpus.size(), 1u) << all_notes(*k);
+}
+
 TEST(ToolLogs, DcgmShortTags) {
   const Recording rec = load_ok("dcgm_short_tags.csv");
   ASSERT_EQ(rec.gpus.size(), 2u) << all_notes(rec);
