@@ -251,6 +251,17 @@ constexpr CatalogueEntry kEntries[] = {
     {"nvltx", Role::kField, Field::kGpmNvlinkTx, Rule::kAsIs, "dcgmi dmon", 1 / kMiB},
     {"nvlrx", Role::kField, Field::kGpmNvlinkRx, Rule::kAsIs, "dcgmi dmon", 1 / kMiB},
     {"dvcctr", Role::kField, Field::kClockEventReasons, Rule::kAsIs, "dcgmi dmon", 1},
+    {"powinst", Role::kField, Field::kPowerInstant, Rule::kAsIs, "dcgmi dmon", 1},
+    {"pmmin", Role::kField, Field::kPowerLimitMin, Rule::kAsIs, "dcgmi dmon", 1},
+    {"pmmax", Role::kField, Field::kPowerLimitMax, Rule::kAsIs, "dcgmi dmon", 1},
+    {"pcimg", Role::kField, Field::kPcieGenMax, Rule::kAsIs, "dcgmi dmon", 1},
+    {"pcimw", Role::kField, Field::kPcieWidthMax, Rule::kAsIs, "dcgmi dmon", 1},
+    {"pcilg", Role::kField, Field::kPcieGen, Rule::kAsIs, "dcgmi dmon", 1},
+    {"pcilw", Role::kField, Field::kPcieWidth, Rule::kAsIs, "dcgmi dmon", 1},
+    {"dvnam", Role::kName, kNoField, Rule::kAsIs, "dcgmi dmon"},
+    {"pcbid", Role::kBusId, kNoField, Rule::kAsIs, "dcgmi dmon"},
+    {"srnum", Role::kSerial, kNoField, Rule::kAsIs, "dcgmi dmon"},
+    {"drver", Role::kDriver, kNoField, Rule::kAsIs, "dcgmi dmon"},
     {"entityid", Role::kGpu, kNoField, Rule::kAsIs, "dcgmi dmon"},
     {"entity_id", Role::kGpu, kNoField, Rule::kAsIs, "dcgmi dmon"},
     // TechPowerUp GPU-Z sensor log (units in brackets: "GPU Load [%]").
@@ -582,7 +593,8 @@ Column resolve(std::string_view raw) {
 
 bool is_identity(Role r) {
   return r == Role::kTime || r == Role::kDate || r == Role::kGpu || r == Role::kUuid ||
-         r == Role::kBusId || r == Role::kHost || r == Role::kName;
+         r == Role::kBusId || r == Role::kHost || r == Role::kName || r == Role::kSerial ||
+         r == Role::kDriver;
 }
 
 bool glob_match(std::string_view pat, std::string_view s) {
@@ -616,6 +628,15 @@ std::string wide_pattern(std::string_view name) {
   return std::string(name.substr(0, b)) + "*";
 }
 
+const CatalogueEntry* dcgm_short_tag(std::string_view tag) {
+  const std::string n = normalise(tag);
+  // Each name is in the table once: POWER and UUID# are the rows power and uuid, which home-made
+  // loggers use too. A name without a GPU number only ("gpu.0.gpu" is not GPUTL).
+  for (const auto& e : kEntries)
+    if (!e.per_gpu && e.name == n) return &e;
+  return nullptr;
+}
+
 std::string_view role_name(Role r) {
   switch (r) {
     case Role::kUnknown:
@@ -640,6 +661,10 @@ std::string_view role_name(Role r) {
       return "host";
     case Role::kReason:
       return "clock-event reason";
+    case Role::kSerial:
+      return "GPU serial";
+    case Role::kDriver:
+      return "driver version";
   }
   return "unknown";
 }

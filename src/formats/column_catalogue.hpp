@@ -33,6 +33,8 @@ enum class Role : uint8_t {
   kHost,
   kReason,  // one clock-event reason (a flag column) or a tool's own reason code: ORed into
             // clock_event_reasons
+  kSerial,  // the board's serial number
+  kDriver,  // the driver version
 };
 
 // How a column's numbers become the field's unit when neither its name nor its cells say.
@@ -67,6 +69,11 @@ struct CatalogueEntry {
 
 // The table, for `gpudoctor formats` and the docs.
 std::span<const CatalogueEntry> catalogue();
+
+// A dcgmi dmon column header, DCGM's short tag ("POWER", "SMACT", "UUID#"): its entry in the
+// table (the "dcgmi dmon" rows, and the rows power and uuid that other tools share: the one list
+// of short tags, which the dcgmi dmon reader looks up here); nullptr when it has none.
+const CatalogueEntry* dcgm_short_tag(std::string_view tag);
 
 // What a column name means.
 struct Meaning {

@@ -171,6 +171,11 @@ Cell parse_reason(const Meaning& m, std::string_view v, double& out) {
 
 enum class TimeMode : uint8_t { kUndecided, kDateTime, kDateAndTod, kTimeOfDay, kEpoch, kElapsed };
 
+// Identity columns that fill in a GPU's details.
+bool is_info(Role r) {
+  return r == Role::kName || r == Role::kUuid || r == Role::kBusId || r == Role::kSerial;
+}
+
 struct FieldCol {
   size_t col;
   Field field;
@@ -222,7 +227,7 @@ class Reader {
   std::vector<std::string> header_;
   std::string header_raw_;
   std::vector<Column> cols_;
-  int time_col_ = -1, date_col_ = -1, key_col_ = -1, host_col_ = -1;
+  int time_col_ = -1, date_col_ = -1, key_col_ = -1, host_col_ = -1, driver_col_ = -1;
   Role key_role_ = Role::kUnknown;
   bool wide_ = false;
   std::vector<int> wide_numbers_;  // ascending
@@ -478,13 +483,12 @@ std::optional<Error> Reader::make_layout() {
       }
       continue;
     }
-    if (c.gpu >= 0 &&
-        (c.m.role == Role::kName || c.m.role == Role::kUuid || c.m.role == Role::kBusId)) {
+    if (c.gpu >= 0 && is_info(c.m.role)) {
       infos_.push_back({i, c.m.role, c.gpu});
       continue;
     }
     int& f = first[role];
-    if (f >= 0 && c.m.role != Role::kName && c.m.role != Role::kUuid && c.m.role != Role::kBusId) {
+    if (f >= 0 && !is_info(c.m.role)) {
       duplicates_.emplace_back(c.name, cols_[static_cast<size_t>(f)].name);
       c.m.role = Role::kIgnore;
       continue;
@@ -495,6 +499,7 @@ std::optional<Error> Reader::make_layout() {
   date_col_ = first[static_cast<size_t>(Role::kDate)];
   if (time_col_ < 0) std::swap(time_col_, date_col_);  // a "date" column holding date-times
   host_col_ = first[static_cast<size_t>(Role::kHost)];
+  driver_col_ = first[static_cast<size_t>(Role::kDriver)];
   if (!wide_) {
     for (const Role r : {Role::kGpu, Role::kBusId, Role::kUuid}) {
       if (first[static_cast<size_t>(r)] >= 0) {
@@ -507,7 +512,7 @@ std::optional<Error> Reader::make_layout() {
     for (size_t i = 0; i < cols_.size(); ++i) {
       const Role r = cols_[i].m.role;
       if (static_cast<int>(i) == key_col_ && r != Role::kUuid && r != Role::kBusId) continue;
-      if (r == Role::kName || r == Role::kUuid || r == Role::kBusId) infos_.push_back({i, r, -1});
+      if (is_info(r)) infos_.push_back({i, r, -1});
     }
   } else {
     for (const Role r : {Role::kGpu, Role::kBusId, Role::kUuid}) {
@@ -939,9 +944,10 @@ void Reader::read_cells(GpuState& g, size_t row, int wide,
   for (const size_t k : infos_of_[static_cast<size_t>(wide + 1)]) {
     const InfoCol& ic = infos_[k];
     DeviceInfo& d = g.series.info;
-    std::string* target = ic.role == Role::kName   ? &d.name
-                          : ic.role == Role::kUuid ? &d.uuid
-                                                   : &d.pci_bus_id;
+    std::string* target = ic.role == Role::kName     ? &d.name
+                          : ic.role == Role::kUuid   ? &d.uuid
+                          : ic.role == Role::kSerial ? &d.serial
+                                                     : &d.pci_bus_id;
     if (!target->empty()) continue;
     const std::string_view v = cells[ic.col];
     if (classify_marker(v) == Cell::kBad) *target = std::string(v);
@@ -1018,6 +1024,9 @@ void Reader::read_rows() {
     }
     const std::string_view host =
         host_col_ >= 0 ? cells_[static_cast<size_t>(host_col_)] : std::string_view{};
+    if (driver_col_ >= 0 && rec_.system.driver_version.empty() &&
+        classify_marker(cells_[static_cast<size_t>(driver_col_)]) == Cell::kBad)
+      rec_.system.driver_version = std::string(cells_[static_cast<size_t>(driver_col_)]);
 
     if (wide_) {
       if (!wide_slots_valid_ || host != cached_host_) {

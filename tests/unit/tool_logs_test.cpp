@@ -180,6 +180,20 @@ TEST(ToolLogs, RepeatedColumnNamesAreGpusSideBySide) {
   EXPECT_EQ(k->gpus.size(), 1u) << all_notes(*k);
 }
 
+// dcgmi's identity tags in a CSV: the serial fills the GPU's details, the driver the system's.
+TEST(ToolLogs, DcgmIdentityTagsInACsv) {
+  const auto r = load_text(
+      "EntityId,SRNUM,DRVER,POWER,TimeStamp\n"
+      "0,1324021012345,550.54.15,301.5,2026-12-01T10:00:00Z\n"
+      "0,1324021012345,550.54.15,305.5,2026-12-01T10:00:01Z\n",
+      "ids.csv", {});
+  ASSERT_TRUE(r.ok()) << r.error().message;
+  ASSERT_EQ(r->gpus.size(), 1u);
+  EXPECT_EQ(r->gpus[0].info.serial, "1324021012345");
+  EXPECT_EQ(r->system.driver_version, "550.54.15");
+  EXPECT_EQ(at(r->gpus[0], Field::kPower, 1), 305.5);
+}
+
 TEST(ToolLogs, DcgmShortTags) {
   const Recording rec = load_ok("dcgm_short_tags.csv");
   ASSERT_EQ(rec.gpus.size(), 2u) << all_notes(rec);
