@@ -134,19 +134,19 @@ constexpr CatalogueEntry kEntries[] = {
     {"gpu_temp", Role::kField, Field::kTemp, Rule::kAsIs, "home-made"},
     {"gpu_temperature", Role::kField, Field::kTemp, Rule::kAsIs, "home-made"},
     {"temperature_gpu", Role::kField, Field::kTemp, Rule::kAsIs, "gpustat"},
-    {"sm_clock", Role::kField, Field::kClockSm, Rule::kAsIs, "home-made"},
-    {"graphics_clock", Role::kField, Field::kClockSm, Rule::kAsIs, "home-made"},
-    {"gr_clock", Role::kField, Field::kClockSm, Rule::kAsIs, "home-made"},
-    {"clocks_sm", Role::kField, Field::kClockSm, Rule::kAsIs, "home-made"},
-    {"sm_clk", Role::kField, Field::kClockSm, Rule::kAsIs, "home-made"},
-    {"gpu_clock", Role::kField, Field::kClockSm, Rule::kAsIs, "home-made"},
-    {"core_clock", Role::kField, Field::kClockSm, Rule::kAsIs, "home-made"},
-    {"mem_clock", Role::kField, Field::kClockMem, Rule::kAsIs, "home-made"},
-    {"memory_clock", Role::kField, Field::kClockMem, Rule::kAsIs, "home-made"},
-    {"clocks_mem", Role::kField, Field::kClockMem, Rule::kAsIs, "home-made"},
-    {"mem_clk", Role::kField, Field::kClockMem, Rule::kAsIs, "home-made"},
-    {"max_sm_clock", Role::kField, Field::kClockSmMax, Rule::kAsIs, "home-made"},
-    {"max_mem_clock", Role::kField, Field::kClockMemMax, Rule::kAsIs, "home-made"},
+    {"sm_clock", Role::kField, Field::kClockSm, Rule::kMhzOrGhz, "home-made"},
+    {"graphics_clock", Role::kField, Field::kClockSm, Rule::kMhzOrGhz, "home-made"},
+    {"gr_clock", Role::kField, Field::kClockSm, Rule::kMhzOrGhz, "home-made"},
+    {"clocks_sm", Role::kField, Field::kClockSm, Rule::kMhzOrGhz, "home-made"},
+    {"sm_clk", Role::kField, Field::kClockSm, Rule::kMhzOrGhz, "home-made"},
+    {"gpu_clock", Role::kField, Field::kClockSm, Rule::kMhzOrGhz, "home-made"},
+    {"core_clock", Role::kField, Field::kClockSm, Rule::kMhzOrGhz, "home-made"},
+    {"mem_clock", Role::kField, Field::kClockMem, Rule::kMhzOrGhz, "home-made"},
+    {"memory_clock", Role::kField, Field::kClockMem, Rule::kMhzOrGhz, "home-made"},
+    {"clocks_mem", Role::kField, Field::kClockMem, Rule::kMhzOrGhz, "home-made"},
+    {"mem_clk", Role::kField, Field::kClockMem, Rule::kMhzOrGhz, "home-made"},
+    {"max_sm_clock", Role::kField, Field::kClockSmMax, Rule::kMhzOrGhz, "home-made"},
+    {"max_mem_clock", Role::kField, Field::kClockMemMax, Rule::kMhzOrGhz, "home-made"},
     {"perf_state", Role::kField, Field::kPstate, Rule::kAsIs, "home-made"},
     {"performance_state", Role::kField, Field::kPstate, Rule::kAsIs, "home-made"},
     // Clock event ("throttle") reasons: NVML's bitmask, decimal or 0x hex.
@@ -214,8 +214,8 @@ constexpr CatalogueEntry kEntries[] = {
     // nvidia-smi dmon / pmon column names (dmon -s pucvmet; pmon -s um).
     {"sm", Role::kField, Field::kUtilGpu, Rule::kAsIs, "nvidia-smi dmon"},
     {"mem", Role::kField, Field::kUtilMem, Rule::kAsIs, "nvidia-smi dmon"},
-    {"pclk", Role::kField, Field::kClockSm, Rule::kAsIs, "nvidia-smi dmon"},
-    {"mclk", Role::kField, Field::kClockMem, Rule::kAsIs, "nvidia-smi dmon"},
+    {"pclk", Role::kField, Field::kClockSm, Rule::kMhzOrGhz, "nvidia-smi dmon"},
+    {"mclk", Role::kField, Field::kClockMem, Rule::kMhzOrGhz, "nvidia-smi dmon"},
     {"gtemp", Role::kField, Field::kTemp, Rule::kAsIs, "nvidia-smi dmon"},
     {"fb", Role::kField, Field::kMemUsed, Rule::kAsIs, "nvidia-smi dmon"},
     // dcgmi dmon short tags (dcgmi dmon -l): DCGM's scale, ratios 0-1, PCIe/NVLink bytes/s.
@@ -252,6 +252,17 @@ constexpr CatalogueEntry kEntries[] = {
     {"nvltx", Role::kField, Field::kGpmNvlinkTx, Rule::kAsIs, "dcgmi dmon", 1 / kMiB},
     {"nvlrx", Role::kField, Field::kGpmNvlinkRx, Rule::kAsIs, "dcgmi dmon", 1 / kMiB},
     {"dvcctr", Role::kField, Field::kClockEventReasons, Rule::kAsIs, "dcgmi dmon", 1},
+    {"powinst", Role::kField, Field::kPowerInstant, Rule::kAsIs, "dcgmi dmon", 1},
+    {"pmmin", Role::kField, Field::kPowerLimitMin, Rule::kAsIs, "dcgmi dmon", 1},
+    {"pmmax", Role::kField, Field::kPowerLimitMax, Rule::kAsIs, "dcgmi dmon", 1},
+    {"pcimg", Role::kField, Field::kPcieGenMax, Rule::kAsIs, "dcgmi dmon", 1},
+    {"pcimw", Role::kField, Field::kPcieWidthMax, Rule::kAsIs, "dcgmi dmon", 1},
+    {"pcilg", Role::kField, Field::kPcieGen, Rule::kAsIs, "dcgmi dmon", 1},
+    {"pcilw", Role::kField, Field::kPcieWidth, Rule::kAsIs, "dcgmi dmon", 1},
+    {"dvnam", Role::kName, kNoField, Rule::kAsIs, "dcgmi dmon"},
+    {"pcbid", Role::kBusId, kNoField, Rule::kAsIs, "dcgmi dmon"},
+    {"srnum", Role::kSerial, kNoField, Rule::kAsIs, "dcgmi dmon"},
+    {"drver", Role::kDriver, kNoField, Rule::kAsIs, "dcgmi dmon"},
     {"entityid", Role::kGpu, kNoField, Rule::kAsIs, "dcgmi dmon"},
     {"entity_id", Role::kGpu, kNoField, Rule::kAsIs, "dcgmi dmon"},
     // TechPowerUp GPU-Z sensor log (units in brackets: "GPU Load [%]").
@@ -264,9 +275,9 @@ constexpr CatalogueEntry kEntries[] = {
     // HWiNFO64 CSV log ("GPU Core Load [%]", "Performance Limit - Power [Yes/No]").
     {"gpu_core_load", Role::kField, Field::kUtilGpu, Rule::kPercentOrRatio, "HWiNFO"},
     {"gpu_memory_controller_load", Role::kField, Field::kUtilMem, Rule::kPercentOrRatio, "HWiNFO"},
-    {"gpu_memory_clock", Role::kField, Field::kClockMem, Rule::kAsIs, "HWiNFO"},
+    {"gpu_memory_clock", Role::kField, Field::kClockMem, Rule::kMhzOrGhz, "HWiNFO"},
     {"gpu_memory_allocated", Role::kField, Field::kMemUsed, Rule::kMibOrBytes, "HWiNFO"},
-    {"gpu_core_clock", Role::kField, Field::kClockSm, Rule::kAsIs, "HWiNFO"},
+    {"gpu_core_clock", Role::kField, Field::kClockSm, Rule::kMhzOrGhz, "HWiNFO"},
     {"performance_limit_power", Role::kReason, kNoField, Rule::kAsIs, "HWiNFO", 1, false,
      Reasons::kFlag, "sw_power_cap"},
     {"performance_limit_thermal", Role::kReason, kNoField, Rule::kAsIs, "HWiNFO", 1, false,
@@ -297,7 +308,7 @@ constexpr CatalogueEntry kEntries[] = {
      true},
     {"power_usage_watts", Role::kField, Field::kPower, Rule::kAsIs, "MLflow", 1, true},
     // Home-made pynvml loggers.
-    {"frequency", Role::kField, Field::kClockSm, Rule::kAsIs, "pynvml logger"},
+    {"frequency", Role::kField, Field::kClockSm, Rule::kMhzOrGhz, "pynvml logger"},
     {"power_cap", Role::kField, Field::kPowerLimitEnforced, Rule::kWattsOrMilli, "pynvml logger"},
     {"memory_usage", Role::kField, Field::kMemUsed, Rule::kMibOrBytes, "pynvml logger"},
 };
@@ -328,6 +339,8 @@ Rule rule_for(Unit u) {
       return Rule::kWattsOrMilli;
     case Unit::kMebibyte:
       return Rule::kMibOrBytes;
+    case Unit::kMegahertz:
+      return Rule::kMhzOrGhz;
     default:
       return Rule::kAsIs;
   }
@@ -582,7 +595,8 @@ Column resolve(std::string_view raw) {
 
 bool is_identity(Role r) {
   return r == Role::kTime || r == Role::kDate || r == Role::kGpu || r == Role::kUuid ||
-         r == Role::kBusId || r == Role::kHost || r == Role::kName;
+         r == Role::kBusId || r == Role::kHost || r == Role::kName || r == Role::kSerial ||
+         r == Role::kDriver;
 }
 
 bool glob_match(std::string_view pat, std::string_view s) {
@@ -616,6 +630,15 @@ std::string wide_pattern(std::string_view name) {
   return std::string(name.substr(0, b)) + "*";
 }
 
+const CatalogueEntry* dcgm_short_tag(std::string_view tag) {
+  const std::string n = normalise(tag);
+  // Each name is in the table once: POWER and UUID# are the rows power and uuid, which home-made
+  // loggers use too. A name without a GPU number only ("gpu.0.gpu" is not GPUTL).
+  for (const auto& e : kEntries)
+    if (!e.per_gpu && e.name == n) return &e;
+  return nullptr;
+}
+
 std::string_view role_name(Role r) {
   switch (r) {
     case Role::kUnknown:
@@ -640,6 +663,10 @@ std::string_view role_name(Role r) {
       return "host";
     case Role::kReason:
       return "clock-event reason";
+    case Role::kSerial:
+      return "GPU serial";
+    case Role::kDriver:
+      return "driver version";
   }
   return "unknown";
 }

@@ -33,6 +33,8 @@ enum class Role : uint8_t {
   kHost,
   kReason,  // one clock-event reason (a flag column) or a tool's own reason code: ORed into
             // clock_event_reasons
+  kSerial,  // the board's serial number
+  kDriver,  // the driver version
 };
 
 // How a column's numbers become the field's unit when neither its name nor its cells say.
@@ -41,6 +43,7 @@ enum class Rule : uint8_t {
   kPercentOrRatio,  // % unless every value lies in 0..1 and some have a fraction: a ratio, x100
   kWattsOrMilli,    // W unless most values exceed 3000 (no GPU draws that many W): mW, x1e-3
   kMibOrBytes,      // MiB unless a value exceeds 1e6 (976 GiB, more than any GPU has): bytes
+  kMhzOrGhz,        // MHz unless every value lies below 10 and some have a fraction: GHz, x1000
   kEpochOnly,       // time columns: a time only when its values are Unix times ("epoch" may be
                     // a training epoch: 0, 1, 2 ...)
 };
@@ -66,6 +69,11 @@ struct CatalogueEntry {
 
 // The table, for `gpudoctor formats` and the docs.
 std::span<const CatalogueEntry> catalogue();
+
+// A dcgmi dmon column header, DCGM's short tag ("POWER", "SMACT", "UUID#"): its entry in the
+// table (the "dcgmi dmon" rows, and the rows power and uuid that other tools share: the one list
+// of short tags, which the dcgmi dmon reader looks up here); nullptr when it has none.
+const CatalogueEntry* dcgm_short_tag(std::string_view tag);
 
 // What a column name means.
 struct Meaning {

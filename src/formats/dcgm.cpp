@@ -17,6 +17,7 @@
 #include <fmt/format.h>
 
 #include "core/reading.hpp"
+#include "formats/column_catalogue.hpp"
 #include "formats/finish.hpp"
 #include "formats/text.hpp"
 
@@ -31,67 +32,67 @@ using text::iequals;
 // Identity fields: strings that fill DeviceInfo / SystemInfo rather than a column.
 enum class Ident : uint8_t { kNone, kName, kSerial, kUuid, kBusId, kDriver };
 
-// What DCGM calls each field gpudoctor reads (dcgmlib/src/dcgm_fields.cpp): its numeric id, its
-// tag (the "Long Name" of `dcgmi dmon -l`, which DCGM's field-value samples print), and its short
-// name (dcgmi dmon's column header). `name` is a DCGM_FI_ name the catalogue does not know: the
+// What DCGM calls each field gpudoctor reads (dcgmlib/src/dcgm_fields.cpp): its numeric id and its
+// tag (the "Long Name" of `dcgmi dmon -l`, which DCGM's field-value samples print). The short
+// names (dcgmi dmon's column headers) are the column catalogue's "dcgmi dmon" rows
+// (formats/column_catalogue). `name` is a DCGM_FI_ name the catalogue does not know: the
 // identity fields', and the name DCGM used for field 112 before 3.3 (the catalogue has the new
 // DCGM_FI_DEV_CLOCKS_EVENT_REASONS). Catalogue fields map id -> Field through field_by_dcgm_id.
 struct DcgmField {
   uint16_t id;
   std::string_view tag;
-  std::string_view short_name;
   std::string_view name;
   Ident ident;
 };
 
 // clang-format off
 constexpr DcgmField kDcgmFields[] = {
-    {1,    "driver_version",                 "DRVER",   "DCGM_FI_DRIVER_VERSION", Ident::kDriver},
-    {50,   "name",                           "DVNAM",   "DCGM_FI_DEV_NAME",       Ident::kName},
-    {53,   "serial_number",                  "SRNUM",   "DCGM_FI_DEV_SERIAL",     Ident::kSerial},
-    {54,   "uuid",                           "UUID#",   "DCGM_FI_DEV_UUID",       Ident::kUuid},
-    {57,   "pci_busid",                      "PCBID",   "DCGM_FI_DEV_PCI_BUSID",  Ident::kBusId},
-    {100,  "sm_clock",                       "SMCLK",   "", Ident::kNone},
-    {101,  "memory_clock",                   "MMCLK",   "", Ident::kNone},
-    {110,  "sm_app_clock",                   "SACLK",   "", Ident::kNone},
-    {111,  "mem_app_clock",                  "MACLK",   "", Ident::kNone},
-    {112,  "current_clock_throttle_reasons", "DVCCTR",  "DCGM_FI_DEV_CLOCK_THROTTLE_REASONS", Ident::kNone},
-    {113,  "sm_max_clock",                   "SMMAX",   "", Ident::kNone},
-    {114,  "memory_max_clock",               "MMMAX",   "", Ident::kNone},
-    {150,  "gpu_temp",                       "TMPTR",   "", Ident::kNone},
-    {155,  "power_usage",                    "POWER",   "", Ident::kNone},
-    {156,  "total_energy_consumption",       "TOTEC",   "", Ident::kNone},
-    {157,  "power_usage_instant",            "POWINST", "", Ident::kNone},
-    {158,  "slowdown_temp",                  "SDTMP",   "", Ident::kNone},
-    {160,  "power_management_limit",         "PMLMT",   "", Ident::kNone},
-    {161,  "power_management_limit_min",     "PMMIN",   "", Ident::kNone},
-    {162,  "power_management_limit_max",     "PMMAX",   "", Ident::kNone},
-    {163,  "power_management_limit_default", "PMDEF",   "", Ident::kNone},
-    {164,  "enforced_power_limit",           "EPLMT",   "", Ident::kNone},
-    {190,  "pstate",                         "PSTAT",   "", Ident::kNone},
-    {191,  "fan_speed",                      "FANSP",   "", Ident::kNone},
-    {200,  "pcie_tx_throughput",             "TXTPT",   "", Ident::kNone},
-    {201,  "pcie_rx_throughput",             "RXTPT",   "", Ident::kNone},
-    {203,  "gpu_utilization",                "GPUTL",   "", Ident::kNone},
-    {204,  "mem_copy_utilization",           "MCUTL",   "", Ident::kNone},
-    {235,  "pcie_max_link_gen",              "PCIMG",   "", Ident::kNone},
-    {236,  "pcie_max_link_width",            "PCIMW",   "", Ident::kNone},
-    {237,  "pcie_link_gen",                  "PCILG",   "", Ident::kNone},
-    {238,  "pcie_link_width",                "PCILW",   "", Ident::kNone},
-    {250,  "fb_total",                       "FBTTL",   "", Ident::kNone},
-    {252,  "fb_used",                        "FBUSD",   "", Ident::kNone},
-    {1001, "gr_engine_active",               "GRACT",   "", Ident::kNone},
-    {1002, "sm_active",                      "SMACT",   "", Ident::kNone},
-    {1003, "sm_occupancy",                   "SMOCC",   "", Ident::kNone},
-    {1004, "tensor_active",                  "TENSO",   "", Ident::kNone},
-    {1005, "dram_active",                    "DRAMA",   "", Ident::kNone},
-    {1006, "fp64_active",                    "FP64A",   "", Ident::kNone},
-    {1007, "fp32_active",                    "FP32A",   "", Ident::kNone},
-    {1008, "fp16_active",                    "FP16A",   "", Ident::kNone},
-    {1009, "pcie_tx_bytes",                  "PCITX",   "", Ident::kNone},
-    {1010, "pcie_rx_bytes",                  "PCIRX",   "", Ident::kNone},
-    {1011, "nvlink_tx_bytes",                "NVLTX",   "", Ident::kNone},
-    {1012, "nvlink_rx_bytes",                "NVLRX",   "", Ident::kNone},
+    {1,    "driver_version",                 "DCGM_FI_DRIVER_VERSION", Ident::kDriver},
+    {50,   "name",                           "DCGM_FI_DEV_NAME",       Ident::kName},
+    {53,   "serial_number",                  "DCGM_FI_DEV_SERIAL",     Ident::kSerial},
+    {54,   "uuid",                           "DCGM_FI_DEV_UUID",       Ident::kUuid},
+    {57,   "pci_busid",                      "DCGM_FI_DEV_PCI_BUSID",  Ident::kBusId},
+    {100,  "sm_clock",                       "", Ident::kNone},
+    {101,  "memory_clock",                   "", Ident::kNone},
+    {110,  "sm_app_clock",                   "", Ident::kNone},
+    {111,  "mem_app_clock",                  "", Ident::kNone},
+    {112,  "current_clock_throttle_reasons", "DCGM_FI_DEV_CLOCK_THROTTLE_REASONS", Ident::kNone},
+    {113,  "sm_max_clock",                   "", Ident::kNone},
+    {114,  "memory_max_clock",               "", Ident::kNone},
+    {150,  "gpu_temp",                       "", Ident::kNone},
+    {155,  "power_usage",                    "", Ident::kNone},
+    {156,  "total_energy_consumption",       "", Ident::kNone},
+    {157,  "power_usage_instant",            "", Ident::kNone},
+    {158,  "slowdown_temp",                  "", Ident::kNone},
+    {160,  "power_management_limit",         "", Ident::kNone},
+    {161,  "power_management_limit_min",     "", Ident::kNone},
+    {162,  "power_management_limit_max",     "", Ident::kNone},
+    {163,  "power_management_limit_default", "", Ident::kNone},
+    {164,  "enforced_power_limit",           "", Ident::kNone},
+    {190,  "pstate",                         "", Ident::kNone},
+    {191,  "fan_speed",                      "", Ident::kNone},
+    {200,  "pcie_tx_throughput",             "", Ident::kNone},
+    {201,  "pcie_rx_throughput",             "", Ident::kNone},
+    {203,  "gpu_utilization",                "", Ident::kNone},
+    {204,  "mem_copy_utilization",           "", Ident::kNone},
+    {235,  "pcie_max_link_gen",              "", Ident::kNone},
+    {236,  "pcie_max_link_width",            "", Ident::kNone},
+    {237,  "pcie_link_gen",                  "", Ident::kNone},
+    {238,  "pcie_link_width",                "", Ident::kNone},
+    {250,  "fb_total",                       "", Ident::kNone},
+    {252,  "fb_used",                        "", Ident::kNone},
+    {1001, "gr_engine_active",               "", Ident::kNone},
+    {1002, "sm_active",                      "", Ident::kNone},
+    {1003, "sm_occupancy",                   "", Ident::kNone},
+    {1004, "tensor_active",                  "", Ident::kNone},
+    {1005, "dram_active",                    "", Ident::kNone},
+    {1006, "fp64_active",                    "", Ident::kNone},
+    {1007, "fp32_active",                    "", Ident::kNone},
+    {1008, "fp16_active",                    "", Ident::kNone},
+    {1009, "pcie_tx_bytes",                  "", Ident::kNone},
+    {1010, "pcie_rx_bytes",                  "", Ident::kNone},
+    {1011, "nvlink_tx_bytes",                "", Ident::kNone},
+    {1012, "nvlink_rx_bytes",                "", Ident::kNone},
 };
 // clang-format on
 
@@ -111,11 +112,26 @@ Target target_of_id(int64_t id) {
   return {};
 }
 
-// A dcgmi dmon column header ("POWER", "SMACT").
+// A dcgmi dmon column header ("POWER", "SMACT"), by the column catalogue's short tags.
 Target target_of_short_name(std::string_view s) {
-  for (const auto& d : kDcgmFields)
-    if (iequals(d.short_name, s)) return target_of_id(d.id);
-  return {};
+  const csv::CatalogueEntry* e = csv::dcgm_short_tag(s);
+  if (e == nullptr) return {};
+  switch (e->role) {
+    case csv::Role::kField:
+      return {Target::Kind::kField, e->field, Ident::kNone};
+    case csv::Role::kName:
+      return {Target::Kind::kIdent, Field{}, Ident::kName};
+    case csv::Role::kSerial:
+      return {Target::Kind::kIdent, Field{}, Ident::kSerial};
+    case csv::Role::kUuid:
+      return {Target::Kind::kIdent, Field{}, Ident::kUuid};
+    case csv::Role::kBusId:
+      return {Target::Kind::kIdent, Field{}, Ident::kBusId};
+    case csv::Role::kDriver:
+      return {Target::Kind::kIdent, Field{}, Ident::kDriver};
+    default:
+      return {};
+  }
 }
 
 bool all_digits(std::string_view s) {

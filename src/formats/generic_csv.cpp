@@ -8,6 +8,7 @@
 #include <exception>
 #include <limits>
 #include <map>
+#include <set>
 #include <string>
 #include <unordered_map>
 #include <unordered_set>
@@ -170,6 +171,11 @@ Cell parse_reason(const Meaning& m, std::string_view v, double& out) {
 
 enum class TimeMode : uint8_t { kUndecided, kDateTime, kDateAndTod, kTimeOfDay, kEpoch, kElapsed };
 
+// Identity columns that fill in a GPU's details.
+bool is_info(Role r) {
+  return r == Role::kName || r == Role::kUuid || r == Role::kBusId || r == Role::kSerial;
+}
+
 struct FieldCol {
   size_t col;
   Field field;
@@ -192,6 +198,8 @@ class Reader {
  private:
   std::optional<Error> find_header();
   std::optional<Error> make_layout();
+  void find_footer();
+  void split_side_by_side();
   void read_rows();
   void reset_rows();
   bool row_time(const std::vector<std::string_view>& cells, size_t line_no, double& ms);
@@ -219,7 +227,7 @@ class Reader {
   std::vector<std::string> header_;
   std::string header_raw_;
   std::vector<Column> cols_;
-  int time_col_ = -1, date_col_ = -1, key_col_ = -1, host_col_ = -1;
+  int time_col_ = -1, date_col_ = -1, key_col_ = -1, host_col_ = -1, driver_col_ = -1;
   Role key_role_ = Role::kUnknown;
   bool wide_ = false;
   std::vector<int> wide_numbers_;  // ascending
@@ -231,6 +239,11 @@ class Reader {
   std::vector<std::string> unknown_, ignored_notes_;
   std::vector<std::pair<std::string, std::string>> duplicates_;  // (ignored, kept)
   bool key_is_row_number_ = false;
+  // The footer line naming each column's group (HWiNFO's sensor groups), and the names of the
+  // GPUs read from side-by-side columns of the same name (by GPU number).
+  std::string footer_raw_;
+  std::vector<std::string> groups_;
+  std::map<int, std::string> group_names_;
 
   // Rows.
   std::vector<std::string_view> cells_;
@@ -378,6 +391,9 @@ std::optional<Error> Reader::make_layout() {
     }
   }
 
+  find_footer();
+  split_side_by_side();
+
   // Columns that name GPUs but not the quantity.
   std::vector<std::string_view> bare;
   for (const auto& c : cols_)
@@ -468,13 +484,12 @@ std::optional<Error> Reader::make_layout() {
       }
       continue;
     }
-    if (c.gpu >= 0 &&
-        (c.m.role == Role::kName || c.m.role == Role::kUuid || c.m.role == Role::kBusId)) {
+    if (c.gpu >= 0 && is_info(c.m.role)) {
       infos_.push_back({i, c.m.role, c.gpu});
       continue;
     }
     int& f = first[role];
-    if (f >= 0 && c.m.role != Role::kName && c.m.role != Role::kUuid && c.m.role != Role::kBusId) {
+    if (f >= 0 && !is_info(c.m.role)) {
       duplicates_.emplace_back(c.name, cols_[static_cast<size_t>(f)].name);
       c.m.role = Role::kIgnore;
       continue;
@@ -485,6 +500,7 @@ std::optional<Error> Reader::make_layout() {
   date_col_ = first[static_cast<size_t>(Role::kDate)];
   if (time_col_ < 0) std::swap(time_col_, date_col_);  // a "date" column holding date-times
   host_col_ = first[static_cast<size_t>(Role::kHost)];
+  driver_col_ = first[static_cast<size_t>(Role::kDriver)];
   if (!wide_) {
     for (const Role r : {Role::kGpu, Role::kBusId, Role::kUuid}) {
       if (first[static_cast<size_t>(r)] >= 0) {
@@ -497,7 +513,7 @@ std::optional<Error> Reader::make_layout() {
     for (size_t i = 0; i < cols_.size(); ++i) {
       const Role r = cols_[i].m.role;
       if (static_cast<int>(i) == key_col_ && r != Role::kUuid && r != Role::kBusId) continue;
-      if (r == Role::kName || r == Role::kUuid || r == Role::kBusId) infos_.push_back({i, r, -1});
+      if (is_info(r)) infos_.push_back({i, r, -1});
     }
   } else {
     for (const Role r : {Role::kGpu, Role::kBusId, Role::kUuid}) {
@@ -548,6 +564,158 @@ std::optional<Error> Reader::make_layout() {
     // position too, and is read as every row's GPU's.)
   }
   return std::nullopt;
+}
+
+bool is_quantity(Role r) {
+  return r == Role::kField || r == Role::kReason;
+}
+
+// The last line of the file, when it names each column's group: HWiNFO writes each column's
+// sensor group ("GPU [#0]: NVIDIA GeForce RTX 4090") on a line under the data. Taken as such when
+// it has the header's number of cells, nothing under the time and date and, under every quantity,
+// text that is neither a number nor a no-value marker.
+void Reader::find_footer() {
+  const std::string_view rest = body_.substr(std::min(rows_offset_, body_.size()));
+  size_t end = rest.size();
+  while (end > 0 && (rest[end - 1] == '\n' || rest[end - 1] == '\r' || rest[end - 1] == ' ' ||
+                     rest[end - 1] == '\t'))
+    --end;
+  if (end == 0) return;
+  const size_t nl = rest.rfind('\n', end - 1);
+  const size_t begin = nl == std::string_view::npos ? 0 : nl + 1;
+  Records r(rest.substr(begin, end - begin), sep_, 0);
+  std::vector<std::string_view> cells;
+  size_t ln = 0;
+  std::string_view raw;
+  if (r.next(cells, ln, raw) != Records::Next::kRecord || raw == header_raw_) return;
+  const size_t ncols = cols_.size();
+  if (cells.size() == ncols + 1 && cells.back().empty()) cells.pop_back();
+  if (cells.size() + 1 == ncols && !header_.empty() && header_.back().empty()) cells.push_back({});
+  if (cells.size() != ncols) return;
+  bool any = false;
+  for (size_t i = 0; i < ncols; ++i) {
+    const Role role = cols_[i].m.role;
+    const std::string_view v = cells[i];
+    if (role == Role::kTime || role == Role::kDate) {
+      if (!v.empty()) return;
+    } else if (is_quantity(role)) {
+      if (v.empty() || text::parse_double(v) || classify_marker(v) != Cell::kBad ||
+          is_digit(v.front()))
+        return;
+      any = true;
+    }
+  }
+  if (!any) return;
+  footer_raw_ = std::string(raw);
+  groups_.assign(cells.begin(), cells.end());
+}
+
+// A group's GPU: "GPU [#1]: Intel UHD Graphics 770: Enhanced" -> key "GPU [#1]", number 1, name
+// "Intel UHD Graphics 770"; a group without "[#N]" is its own key and name.
+struct GroupId {
+  std::string key, name;
+  int number = -1;
+};
+GroupId group_id(std::string_view g) {
+  GroupId id;
+  const size_t hash = g.find("[#");
+  const size_t close = hash == std::string_view::npos ? hash : g.find(']', hash);
+  if (close == std::string_view::npos) {
+    id.key = id.name = std::string(text::trim(g));
+    return id;
+  }
+  id.key = std::string(g.substr(0, close + 1));
+  if (const auto n = text::parse_int(g.substr(hash + 2, close - hash - 2));
+      n && *n >= 0 && *n < 100000)
+    id.number = static_cast<int>(*n);
+  std::string_view rest = g.substr(close + 1);
+  if (!rest.empty() && rest.front() == ':') rest.remove_prefix(1);
+  rest = text::trim(rest);
+  id.name = std::string(text::trim(rest.substr(0, rest.find(": "))));
+  if (!id.name.empty() && id.name.back() == ':') id.name.pop_back();
+  return id;
+}
+
+// Several GPUs side by side under the same column names, with no GPU number in them (a whole
+// node's log: HWiNFO's "GPU Core Load [%]" of the NVIDIA GPU, then of the integrated one): each
+// column gets the GPU number it belongs to, and the file is read as one column per GPU. Which GPU:
+// the column's group on the footer line where there is one (groups naming a GPU; their "[#N]"
+// where every one has its own), else the order of appearance of its name (the n-th "GPU Core
+// Load [%]" is GPU n). Files with a GPU column (a GPU per row) and files with GPU numbers in
+// their names are not split.
+void Reader::split_side_by_side() {
+  for (const auto& c : cols_) {
+    if (c.gpu >= 0 || c.bare) return;
+    if (c.m.role == Role::kGpu || c.m.role == Role::kUuid || c.m.role == Role::kBusId) return;
+  }
+  auto numbered = [](Role r) { return is_quantity(r) || r == Role::kName; };
+  if (!groups_.empty()) {
+    std::vector<GroupId> gpus;  // in order of appearance
+    std::vector<int> of_col(cols_.size(), -1);
+    for (size_t i = 0; i < cols_.size(); ++i) {
+      if (!is_quantity(cols_[i].m.role)) continue;
+      GroupId id = group_id(groups_[i]);
+      auto it =
+          std::find_if(gpus.begin(), gpus.end(), [&](const GroupId& g) { return g.key == id.key; });
+      if (it == gpus.end()) {
+        gpus.push_back(std::move(id));
+        it = gpus.end() - 1;
+      }
+      of_col[i] = static_cast<int>(it - gpus.begin());
+    }
+    // Only groups that name a GPU are GPUs, where any does (not "Memory Timings").
+    std::vector<bool> is_gpu(gpus.size(), true);
+    const bool any_gpu = std::any_of(gpus.begin(), gpus.end(),
+                                     [](const GroupId& g) { return contains_ci(g.key, "gpu"); });
+    for (size_t k = 0; k < gpus.size(); ++k)
+      is_gpu[k] = !any_gpu || contains_ci(gpus[k].key, "gpu");
+    std::vector<int> number(gpus.size(), -1);
+    std::set<int> seen;
+    bool own_numbers = true;
+    for (size_t k = 0; k < gpus.size(); ++k)
+      if (is_gpu[k])
+        own_numbers = own_numbers && gpus[k].number >= 0 && seen.insert(gpus[k].number).second;
+    int next = 0;
+    std::vector<std::string> parts;
+    for (size_t k = 0; k < gpus.size(); ++k) {
+      if (!is_gpu[k]) continue;
+      number[k] = own_numbers ? gpus[k].number : next++;
+      if (!gpus[k].name.empty()) group_names_[number[k]] = gpus[k].name;
+      parts.push_back(gpus[k].name.empty() || gpus[k].name == gpus[k].key
+                          ? fmt::format("GPU {} = {}", number[k], gpus[k].key)
+                          : fmt::format("GPU {} = {} ({})", number[k], gpus[k].key, gpus[k].name));
+    }
+    for (size_t i = 0; i < cols_.size(); ++i) {
+      if (of_col[i] < 0) continue;
+      const auto k = static_cast<size_t>(of_col[i]);
+      if (is_gpu[k]) {
+        cols_[i].gpu = number[k];
+      } else {
+        ignored_notes_.push_back(fmt::format("column {} ignored: its group ({}) is not a GPU",
+                                             cols_[i].name, groups_[i]));
+        cols_[i].m.role = Role::kIgnore;
+      }
+    }
+    note(fmt::format("the last line names each column's group: {} GPU(s), {}", parts.size(),
+                     fmt::join(parts, ", ")));
+    return;
+  }
+  std::map<std::string, int> count;
+  bool repeats = false;
+  for (const auto& c : cols_)
+    if (numbered(c.m.role)) repeats = ++count[text::lower(c.name)] > 1 || repeats;
+  if (!repeats) return;
+  count.clear();
+  int most = 0;
+  for (auto& c : cols_) {
+    if (!numbered(c.m.role)) continue;
+    c.gpu = count[text::lower(c.name)]++;
+    most = std::max(most, c.gpu + 1);
+  }
+  note(fmt::format(
+      "column names repeat without a GPU number: read as {} GPUs side by side, the n-th column "
+      "of a name being GPU n (name the columns with --map where that is wrong)",
+      most));
 }
 
 std::optional<double> Reader::parse_num(std::string_view v) {
@@ -715,6 +883,9 @@ size_t Reader::slot_for(std::string_view host, std::string_view id, int wide) {
   if (wide >= 0) {
     g.series.info.index = static_cast<unsigned>(wide_numbers_[static_cast<size_t>(wide)]);
     g.index_known = true;
+    if (const auto it = group_names_.find(wide_numbers_[static_cast<size_t>(wide)]);
+        it != group_names_.end())
+      g.series.info.name = it->second;
   } else if (key_role_ == Role::kGpu) {
     if (const auto num = gpu_number(id)) {
       g.series.info.index = *num;
@@ -774,9 +945,10 @@ void Reader::read_cells(GpuState& g, size_t row, int wide,
   for (const size_t k : infos_of_[static_cast<size_t>(wide + 1)]) {
     const InfoCol& ic = infos_[k];
     DeviceInfo& d = g.series.info;
-    std::string* target = ic.role == Role::kName   ? &d.name
-                          : ic.role == Role::kUuid ? &d.uuid
-                                                   : &d.pci_bus_id;
+    std::string* target = ic.role == Role::kName     ? &d.name
+                          : ic.role == Role::kUuid   ? &d.uuid
+                          : ic.role == Role::kSerial ? &d.serial
+                                                     : &d.pci_bus_id;
     if (!target->empty()) continue;
     const std::string_view v = cells[ic.col];
     if (classify_marker(v) == Cell::kBad) *target = std::string(v);
@@ -811,6 +983,10 @@ void Reader::read_rows() {
     const auto next = records.next(cells_, line_no, raw);
     if (next == Records::Next::kEnd) break;
     ++data_lines_;
+    if (!footer_raw_.empty() && raw == footer_raw_) {  // the groups' names, read in make_layout
+      --data_lines_;
+      continue;
+    }
     if (next == Records::Next::kMalformed) {
       problem(malformed_, line_no, "a quote that is never closed");
       continue;
@@ -849,6 +1025,9 @@ void Reader::read_rows() {
     }
     const std::string_view host =
         host_col_ >= 0 ? cells_[static_cast<size_t>(host_col_)] : std::string_view{};
+    if (driver_col_ >= 0 && rec_.system.driver_version.empty() &&
+        classify_marker(cells_[static_cast<size_t>(driver_col_)]) == Cell::kBad)
+      rec_.system.driver_version = std::string(cells_[static_cast<size_t>(driver_col_)]);
 
     if (wide_) {
       if (!wide_slots_valid_ || host != cached_host_) {
@@ -1056,6 +1235,12 @@ void Reader::finish() {
         if (s.over_3000 * 2 > s.n) {
           auto_factor[fi] = 1e-3;
           auto_how[fi] = "mW: most values exceed 3000";
+        }
+        break;
+      case Rule::kMhzOrGhz:
+        if (s.max < 10 && s.fraction) {
+          auto_factor[fi] = 1e3;
+          auto_how[fi] = "GHz: every value below 10";
         }
         break;
       case Rule::kMibOrBytes:

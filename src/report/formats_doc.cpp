@@ -46,6 +46,9 @@ std::vector<std::pair<std::string, std::vector<Row>>> rows_by_tool() {
         case csv::Rule::kWattsOrMilli:
           r.unit = "W or mW, by the values";
           break;
+        case csv::Rule::kMhzOrGhz:
+          r.unit = "MHz or GHz, by the values";
+          break;
         case csv::Rule::kMibOrBytes:
           r.unit = "MiB or bytes, by the values";
           break;

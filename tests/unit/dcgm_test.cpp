@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "core/reading.hpp"
+#include "formats/column_catalogue.hpp"
 #include "formats/dmon.hpp"
 #include "formats/smi_csv.hpp"
 
@@ -193,6 +194,45 @@ TEST(DcgmiDmon, SkipsMigEntitiesAndReadsNamesWithSpaces) {
   // dcgmi's Ctrl-C message is not a problem; nothing about power limits either.
   EXPECT_FALSE(has_note(rec, "skipped 1")) << all_notes(rec);
   EXPECT_FALSE(has_note(rec, "power limit")) << all_notes(rec);
+}
+
+// The short tags are the column catalogue's (formats/column_catalogue): identity tags, and tags
+// of fields not every tool logs, read from one table.
+TEST(DcgmiDmon, ShortTagsFromTheColumnCatalogue) {
+  auto line = [](const std::vector<std::string>& cells) {
+    std::string out;
+    for (size_t i = 0; i < cells.size(); ++i) {
+      std::string c = cells[i];
+      c.resize(std::max<size_t>(c.size() + 2, i == 0 ? 10 : 22), ' ');
+      out += c;
+    }
+    return out + "\n";
+  };
+  const std::string text =
+      line({"#Entity", "SRNUM", "UUID#", "PCBID", "POWINST", "PMMAX", "PCILG", "SMACT", "DRVER"}) +
+      line({"ID", "", "", "", "W", "W", "", "", ""}) +
+      line({"GPU 0", "1324021012345", "GPU-1b2c", "00000000:07:00.0", "301.500", "700", "5",
+            "0.750", "550.54.15"});
+  const Recording rec = dmon_ok(text);
+  ASSERT_EQ(rec.gpus.size(), 1u) << all_notes(rec);
+  const GpuSeries& g = rec.gpus[0];
+  EXPECT_EQ(g.info.serial, "1324021012345");
+  EXPECT_EQ(g.info.uuid, "GPU-1b2c");
+  EXPECT_EQ(g.info.pci_bus_id, "00000000:07:00.0");
+  EXPECT_EQ(rec.system.driver_version, "550.54.15");
+  EXPECT_EQ(col(g, Field::kPowerInstant), (std::vector<double>{301.5}));
+  EXPECT_EQ(col(g, Field::kPowerLimitMax), (std::vector<double>{700}));
+  EXPECT_EQ(col(g, Field::kPcieGen), (std::vector<double>{5}));
+  EXPECT_EQ(col(g, Field::kGpmSmUtil), (std::vector<double>{75}));
+  // One table: every "dcgmi dmon" row is a short tag, and a name that is none finds nothing.
+  EXPECT_EQ(csv::dcgm_short_tag("NOSUCH"), nullptr);
+  ASSERT_NE(csv::dcgm_short_tag("POWER"), nullptr);
+  EXPECT_EQ(csv::dcgm_short_tag("POWER")->field, Field::kPower);
+  for (const auto& e : csv::catalogue())
+    if (e.tool == "dcgmi dmon") {
+      SCOPED_TRACE(std::string(e.name));
+      EXPECT_EQ(csv::dcgm_short_tag(e.name), &e);
+    }
 }
 
 TEST(DcgmiDmon, PowerLimitFromTheLogTheOptionOrTheModelTable) {

@@ -112,6 +112,88 @@ TEST(ToolLogs, Hwinfo64Csv) {
   EXPECT_TRUE(has_note(rec, "Total CPU Usage [%]")) << all_notes(rec);
 }
 
+// A whole node's HWiNFO log: the NVIDIA GPU's and the integrated GPU's sensors under the same
+// names, each column's sensor group on the last line.
+TEST(ToolLogs, Hwinfo64NodeWithAnIntegratedGpu) {
+  const Recording rec = load_ok("hwinfo64_node.csv");
+  ASSERT_EQ(rec.gpus.size(), 2u) << all_notes(rec);
+  const GpuSeries& nv = rec.gpus[0];
+  const GpuSeries& igpu = rec.gpus[1];
+  EXPECT_EQ(nv.info.index, 0u);
+  EXPECT_EQ(igpu.info.index, 1u);
+  EXPECT_EQ(nv.info.name, "NVIDIA GeForce RTX 4090");
+  EXPECT_EQ(igpu.info.name, "Intel UHD Graphics 770");
+  ASSERT_EQ(nv.size(), 4u) << all_notes(rec);
+  ASSERT_EQ(igpu.size(), 4u) << all_notes(rec);
+  EXPECT_EQ(at(nv, Field::kUtilGpu, 1), 100);
+  EXPECT_EQ(at(igpu, Field::kUtilGpu, 1), 5);
+  EXPECT_DOUBLE_EQ(at(nv, Field::kPower, 0), 301.5);
+  EXPECT_DOUBLE_EQ(at(igpu, Field::kPower, 0), 2.1);
+  EXPECT_EQ(at(igpu, Field::kClockSm, 1), 350);
+  EXPECT_EQ(at(igpu, Field::kTemp, 2), 46);
+  // The power limit flag of the NVIDIA GPU's "Performance Limit Reasons" group is its own.
+  EXPECT_EQ(at(nv, Field::kClockEventReasons, 0), static_cast<double>(bit("sw_power_cap")));
+  EXPECT_EQ(at(nv, Field::kClockEventReasons, 2), 0);
+  EXPECT_FALSE(igpu.has(Field::kClockEventReasons));
+  EXPECT_TRUE(has_note(rec, "GPU 1 = GPU [#1] (Intel UHD Graphics 770)")) << all_notes(rec);
+  // The footer is no data row: nothing skipped.
+  EXPECT_FALSE(has_note(rec, "skipped 1")) << all_notes(rec);
+  EXPECT_FALSE(has_note(rec, "unreadable")) << all_notes(rec);
+  EXPECT_TRUE(has_note(rec, "GPU D3D Usage [%]")) << all_notes(rec);
+}
+
+// The same mechanism without a footer: the n-th column of a repeated name is GPU n; a group that
+// names no GPU is not read as one.
+TEST(ToolLogs, RepeatedColumnNamesAreGpusSideBySide) {
+  const std::string csv =
+      "time,power_w,util_gpu_pct,power_w,util_gpu_pct,temp_c\n"
+      "2026-12-01T10:00:00Z,300,99,20,4,70\n"
+      "2026-12-01T10:00:01Z,310,100,21,6,71\n";
+  const auto r = load_text(csv, "repeated.csv", {});
+  ASSERT_TRUE(r.ok()) << r.error().message;
+  ASSERT_EQ(r->gpus.size(), 2u) << all_notes(*r);
+  EXPECT_EQ(at(r->gpus[0], Field::kPower, 1), 310);
+  EXPECT_EQ(at(r->gpus[1], Field::kPower, 1), 21);
+  EXPECT_EQ(at(r->gpus[1], Field::kUtilGpu, 0), 4);
+  EXPECT_EQ(at(r->gpus[0], Field::kTemp, 0), 70);  // named once: the first GPU's
+  EXPECT_FALSE(r->gpus[1].has(Field::kTemp));
+  EXPECT_TRUE(has_note(*r, "read as 2 GPUs side by side")) << all_notes(*r);
+
+  const std::string footer =
+      "time,power_w,clock_mem_mhz,power_w\n"
+      "2026-12-01T10:00:00Z,300,2000,20\n"
+      "2026-12-01T10:00:01Z,310,2000,21\n"
+      ",Board GPU,Memory Timings,Board GPU\n";
+  const auto f = load_text(footer, "footer.csv", {});
+  ASSERT_TRUE(f.ok()) << f.error().message;
+  ASSERT_EQ(f->gpus.size(), 1u) << all_notes(*f);
+  EXPECT_EQ(f->gpus[0].size(), 2u);
+  EXPECT_EQ(f->gpus[0].info.name, "Board GPU");
+  EXPECT_TRUE(has_note(*f, "column clock_mem_mhz ignored: its group (Memory Timings) is not a GPU"))
+      << all_notes(*f);
+
+  // A GPU per row: repeated names stay one GPU's, the second ignored.
+  const std::string keyed =
+      "time,gpu,power_w,power_w\n2026-12-01T10:00:00Z,0,300,20\n2026-12-01T10:00:01Z,0,310,21\n";
+  const auto k = load_text(keyed, "keyed.csv", {});
+  ASSERT_TRUE(k.ok()) << k.error().message;
+  EXPECT_EQ(k->gpus.size(), 1u) << all_notes(*k);
+}
+
+// dcgmi's identity tags in a CSV: the serial fills the GPU's details, the driver the system's.
+TEST(ToolLogs, DcgmIdentityTagsInACsv) {
+  const auto r = load_text(
+      "EntityId,SRNUM,DRVER,POWER,TimeStamp\n"
+      "0,1324021012345,550.54.15,301.5,2026-12-01T10:00:00Z\n"
+      "0,1324021012345,550.54.15,305.5,2026-12-01T10:00:01Z\n",
+      "ids.csv", {});
+  ASSERT_TRUE(r.ok()) << r.error().message;
+  ASSERT_EQ(r->gpus.size(), 1u);
+  EXPECT_EQ(r->gpus[0].info.serial, "1324021012345");
+  EXPECT_EQ(r->system.driver_version, "550.54.15");
+  EXPECT_EQ(at(r->gpus[0], Field::kPower, 1), 305.5);
+}
+
 TEST(ToolLogs, DcgmShortTags) {
   const Recording rec = load_ok("dcgm_short_tags.csv");
   ASSERT_EQ(rec.gpus.size(), 2u) << all_notes(rec);
@@ -245,6 +327,55 @@ TEST(ToolLogs, WhitespaceTableWithTitleAndRules) {
   EXPECT_EQ(at(g, Field::kClockSm, 1), 1395);
   EXPECT_EQ(g.time_s[2], 4);
   EXPECT_TRUE(has_note(rec, "the header line repeats 1 time(s)")) << all_notes(rec);
+}
+
+// The CSV the structured readers (W&B run files, JSON samples, Prometheus text) flatten their
+// input into: the tools' own metric names, read by the catalogue.
+TEST(ToolLogs, NamesTheStructuredReadersWrite) {
+  auto wandb = load_text(
+      "_timestamp,gpu.0.gpu,gpu.0.powerWatts,gpu.0.powerPercent,gpu.0.smClock,gpu.0.temp,"
+      "gpu.1.gpu,gpu.1.powerWatts,gpu.1.powerPercent,gpu.1.smClock,gpu.1.temp\n"
+      "1764583200.25,99,350.5,50.1,1980,61,0,70.2,10.0,210,35\n"
+      "1764583202.25,98,351.5,50.2,1965,62,0,70.1,10.0,210,35\n",
+      "run.wandb", {});
+  ASSERT_TRUE(wandb.ok()) << wandb.error().message;
+  ASSERT_EQ(wandb->gpus.size(), 2u);
+  EXPECT_DOUBLE_EQ(at(wandb->gpus[0], Field::kPower, 1), 351.5);
+  EXPECT_EQ(at(wandb->gpus[1], Field::kClockSm, 0), 210);
+  EXPECT_EQ(wandb->start_unix_ms, 1764583200250);
+  auto dcgm = load_text(
+      "time,gpu,Hostname,modelName,DCGM_FI_DEV_GPU_UTIL,DCGM_FI_DEV_POWER_USAGE,"
+      "DCGM_FI_PROF_SM_ACTIVE\n"
+      "2026-12-01T10:00:00Z,0,node7,NVIDIA H100 80GB HBM3,100,512.5,0.41\n"
+      "2026-12-01T10:00:00Z,1,node7,NVIDIA H100 80GB HBM3,100,690.1,0.93\n"
+      "2026-12-01T10:00:15Z,0,node7,NVIDIA H100 80GB HBM3,100,515.0,0.40\n"
+      "2026-12-01T10:00:15Z,1,node7,NVIDIA H100 80GB HBM3,100,688.3,0.92\n",
+      "prom.csv", {});
+  ASSERT_TRUE(dcgm.ok()) << dcgm.error().message;
+  ASSERT_EQ(dcgm->gpus.size(), 2u);
+  EXPECT_DOUBLE_EQ(at(dcgm->gpus[1], Field::kGpmSmUtil, 0), 93);
+  EXPECT_EQ(dcgm->gpus[1].info.name, "NVIDIA H100 80GB HBM3");
+  EXPECT_EQ(dcgm->system.hostname, "node7");
+}
+
+// Units from the values where the header says none: GHz clocks, mW power caps, byte counts.
+TEST(ToolLogs, UnitsFromTheValues) {
+  auto r = load_text(
+      "time,gpu,frequency,power,power_cap,memory_used\n0,0,1.41,249000,250000,32000000000\n"
+      "1,0,1.395,248000,250000,32000000000\n",
+      "u.csv", {});
+  ASSERT_TRUE(r.ok()) << r.error().message;
+  const GpuSeries& g = r->gpus.at(0);
+  EXPECT_EQ(at(g, Field::kClockSm, 1), 1395);
+  EXPECT_EQ(at(g, Field::kPower, 0), 249);
+  EXPECT_EQ(at(g, Field::kPowerLimitEnforced, 0), 250);
+  EXPECT_NEAR(at(g, Field::kMemUsed, 0), 32000000000.0 / 1048576.0, 1e-6);
+  EXPECT_TRUE(has_note(*r, "GHz: every value below 10")) << all_notes(*r);
+  EXPECT_TRUE(has_note(*r, "mW: most values exceed 3000")) << all_notes(*r);
+  // Whole numbers below 10 are not GHz (an idle clock of 5 MHz would be odd, but is not guessed).
+  auto whole = load_text("time,gpu_clock\n0,5\n1,6\n", "w.csv", {});
+  ASSERT_TRUE(whole.ok());
+  EXPECT_EQ(at(whole->gpus.at(0), Field::kClockSm, 0), 5);
 }
 
 // Bad input per layout: each refuses or skips precisely.
