@@ -76,7 +76,8 @@ QualityScan scan_quality(const Recording& rec, const DiagnosisConfig& cfg) {
       size_t k = j;
       while (k < kept.size() && row_same(kept[k], kept[k - 1])) ++k;
       const size_t repeats = k - j;
-      if (repeats >= static_cast<size_t>(cfg.frozen_rows) && power) {
+      const double span = s.time_s[kept[k - 1]] - s.time_s[kept[j - 1]];
+      if (repeats >= static_cast<size_t>(cfg.frozen_rows) && span >= cfg.frozen_min_s && power) {
         const double p = (*power)[kept[j]];
         if (!std::isnan(p) && p != std::floor(p)) {
           for (size_t m = j; m < k; ++m) drop[kept[m]] = 1;

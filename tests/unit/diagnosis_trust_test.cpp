@@ -263,6 +263,46 @@ TEST(DiagnosisTrust, TrainingAndUnknownWorkloadsGetTheirFixes) {
   EXPECT_TRUE(any_contains(u.findings[0].fixes, "Serving: "));
 }
 
+// Absence is not evidence (issue 13): no GPU-Util and no GPU name or limit, but power at 127 W
+// with the SW power cap reason set in most samples (a power-limit sweep) is work, not idleness;
+// the plateau it holds under the cap stands in for the limit.
+TEST(DiagnosisTrust, NoUtilWithPowerCapReasonIsNotIdle) {
+  GpuSeries g;
+  g.info.index = 0;
+  for (size_t i = 0; i < 600; ++i) {
+    const size_t k = g.append_row(static_cast<double>(i));
+    const bool capped = i % 10 < 8;
+    g.column_for_write(Field::kPower)[k] = capped ? 127.3 + 0.01 * static_cast<double>(i % 7)
+                                                  : 95.5 + 0.01 * static_cast<double>(i % 5);
+    g.column_for_write(Field::kClockSm)[k] = capped ? 1350 : 1500;
+    g.column_for_write(Field::kClockEventReasons)[k] = capped ? 4 : 0;
+  }
+  Recording rec;
+  rec.gpus.push_back(std::move(g));
+  const auto d = diagnose(rec);
+  EXPECT_NE(code(d.verdict), "idle");
+  EXPECT_EQ(d.gpus[0].power_limit_source, "power-cap plateau");
+  EXPECT_NEAR(d.gpus[0].power_limit_w.value_or(0), 127.3, 0.2);
+  for (const auto& p : d.gpus[0].phases) EXPECT_NE(p.kind, "idle");
+}
+
+// Nothing at all says whether the GPU worked (power at a laptop's draw, no util, no reasons): not
+// idle either, "cannot tell".
+TEST(DiagnosisTrust, NoSignOfActivityIsNotIdle) {
+  GpuSeries g;
+  g.info.index = 0;
+  for (size_t i = 0; i < 300; ++i) {
+    const size_t k = g.append_row(static_cast<double>(i));
+    g.column_for_write(Field::kPower)[k] = 40.25 + static_cast<double>(i % 9);
+    g.column_for_write(Field::kTemp)[k] = 60;
+  }
+  Recording rec;
+  rec.gpus.push_back(std::move(g));
+  const auto d = diagnose(rec);
+  EXPECT_EQ(code(d.verdict), "none");
+  EXPECT_FALSE(d.limitations.empty());
+}
+
 // Data quality: a hung logger's frozen rows are left out and said; gaps are said.
 TEST(DiagnosisTrust, FrozenRowsAreLeftOutAndSaid) {
   Recording rec;
@@ -295,6 +335,23 @@ TEST(DiagnosisTrust, FrozenRowsAreLeftOutAndSaid) {
   for (const auto& l : d.limitations) said = said || l.find("frozen rows") != std::string::npos;
   EXPECT_TRUE(said);
   EXPECT_EQ(diagnosis_json(d)["data_quality"][0]["kind"], "frozen");
+}
+
+// A logger sampling every 10 ms faster than the driver refreshes repeats rows for a few tens of
+// milliseconds: not frozen.
+TEST(DiagnosisTrust, FastLoggerRepeatsAreNotFrozen) {
+  Recording rec;
+  rec.gpus.push_back(make_gpu(
+      0, 6000, 0.01,
+      [](size_t i) {
+        Row r;
+        r.power = 600.25 + static_cast<double>(i / 10 % 7);  // a new reading every 100 ms
+        return r;
+      },
+      false));
+  const auto d = diagnose(rec);
+  for (const auto& q : d.data_quality) EXPECT_NE(q.kind, "frozen") << q.detail;
+  EXPECT_EQ(code(d.verdict), "healthy");
 }
 
 TEST(DiagnosisTrust, GapsAreReported) {

@@ -46,9 +46,10 @@ std::string describe(const Finding& f) {
   if (known(ev(f, "power_ratio")))
     s += fmt::format(", power {} of the limit", pct(ev(f, "power_ratio")));
   else if (known(ev(f, "util_pct")))
-    s += fmt::format(", GPU-Util {:.0f} % (no power limit known: how hard the SMs work cannot be "
-                     "measured)",
-                     ev(f, "util_pct"));
+    s += fmt::format(
+        ", GPU-Util {:.0f} % (no power limit known: how hard the SMs work cannot be "
+        "measured)",
+        ev(f, "util_pct"));
   return s;
 }
 
