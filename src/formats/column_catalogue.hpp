@@ -105,7 +105,7 @@ void split_annotation(std::string_view s, std::string_view& base, std::string_vi
 // One header cell, resolved.
 struct Column {
   Meaning m;
-  int gpu = -1;       // the GPU number the name gives (one column per GPU); -1: none
+  int gpu = -1;  // the GPU number the name gives (one column per GPU); -1: none
   // The GPU number of a per-GPU name whose quantity is not known ("per_gpu.0"): what a --map
   // naming the quantity makes it one column of a GPU.
   int unknown_wide_gpu = -1;

@@ -582,8 +582,7 @@ TEST(RealLogs, EveryLogIsReadWithoutError) {
     if (cells[3] == "processed_json") {
       auto bare = load_telemetry((dir / file).string(), opt);
       ASSERT_FALSE(bare.ok());
-      EXPECT_NE(bare.error().message.find("per_gpu.0"), std::string::npos)
-          << bare.error().message;
+      EXPECT_NE(bare.error().message.find("per_gpu.0"), std::string::npos) << bare.error().message;
       EXPECT_NE(bare.error().message.find("--map"), std::string::npos) << bare.error().message;
       opt.map = {{"per_gpu.*", "power_w"}};
     }
