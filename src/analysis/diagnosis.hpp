@@ -38,6 +38,7 @@ struct Finding {
   std::string summary;
   nlohmann::ordered_json evidence = nlohmann::ordered_json::object();
   std::optional<double> lost_gpu_hours;  // nullopt where the input has no power or SM activity
+  std::vector<std::string> owners;       // who held its GPUs meanwhile ("job 41877.0 (alice)")
 };
 
 struct GpuDiagnosis {
@@ -52,6 +53,14 @@ struct GpuDiagnosis {
   std::vector<Phase> phases;
   nlohmann::ordered_json metrics = nlohmann::ordered_json::object();
   std::optional<double> lost_gpu_hours;
+  // Every sample a window judged, in time order, with the GPU seconds it lost (not in the JSON;
+  // `serve`'s ledger counts them).
+  struct JudgedSample {
+    double t_s = 0, dt_s = 0;
+    Cause cause = Cause::kHealthy;
+    double lost_s = 0;
+  };
+  std::vector<JudgedSample> judged;
 };
 
 struct Diagnosis {

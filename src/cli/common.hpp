@@ -31,6 +31,7 @@ bool sleep_until(std::chrono::steady_clock::time_point until);
 struct SourceFlags {
   std::string source = "nvml";
   std::string gpus;
+  std::string job_mapping_dir;
 };
 void add_source_flags(CLI::App& cmd, SourceFlags& flags);
 // Opens the source the flags name, for the GPUs they select.

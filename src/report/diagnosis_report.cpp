@@ -107,6 +107,7 @@ nlohmann::ordered_json diagnosis_json(const Diagnosis& d) {
     o["fixes"] = nlohmann::ordered_json::array();
     for (auto fix : info.fixes) o["fixes"].push_back(std::string(fix));
     o["lost_gpu_hours"] = opt(f.lost_gpu_hours);
+    if (!f.owners.empty()) o["owners"] = f.owners;
     j["findings"].push_back(std::move(o));
   }
   j["limitations"] = d.limitations;
@@ -138,6 +139,7 @@ std::string diagnosis_text(const Diagnosis& d, bool brief) {
                        cause_code(f.cause), clock(f.start_s), clock(f.end_s), f.confidence);
       if (f.lost_gpu_hours) s += fmt::format(", lost {:.2f} GPU-h", *f.lost_gpu_hours);
       s += "\n    " + f.summary + "\n";
+      if (!f.owners.empty()) s += fmt::format("    held by {}\n", fmt::join(f.owners, ", "));
       const auto& fixes = cause_info(f.cause).fixes;
       for (size_t i = 0; i < fixes.size() && i < (brief ? 1u : 3u); ++i)
         s += fmt::format("    fix: {}\n", fixes[i]);
