@@ -138,6 +138,7 @@ Command add_serve_command(CLI::App& root) {
         auto take_sample = [&] {
           const auto t0 = std::chrono::steady_clock::now();
           Frame f = s.sample();
+          print_source_notes(s);
           const double took =
               std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
           const bool ok = has_readings(f);

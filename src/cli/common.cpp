@@ -72,6 +72,10 @@ Result<std::unique_ptr<Source>> open_source_from(const SourceFlags& flags,
   return open_source(flags.source, options);
 }
 
+void print_source_notes(Source& s) {
+  for (const auto& n : s.take_notes()) fmt::print(stderr, "gpudoctor: note: {}\n", n);
+}
+
 Result<std::chrono::milliseconds> parse_duration_flag(const std::string& flag,
                                                       const std::string& text,
                                                       std::chrono::milliseconds min) {

@@ -38,6 +38,8 @@ void add_source_flags(CLI::App& cmd, SourceFlags& flags);
 Result<std::unique_ptr<Source>> open_source_from(
     const SourceFlags& flags,
     std::chrono::milliseconds call_budget = std::chrono::milliseconds(500));
+// Prints what the source learnt that the user should hear once (e.g. hidepid hides owners).
+void print_source_notes(Source& s);
 // Parses the duration given to `flag`, which must be at least `min`.
 Result<std::chrono::milliseconds> parse_duration_flag(const std::string& flag,
                                                       const std::string& text,

@@ -205,6 +205,7 @@ std::string diagnosis_markdown(const Diagnosis& d) {
                        severity_code(f.severity), f.confidence, f.summary);
       s += fmt::format("From {} to {}", clock(f.start_s), clock(f.end_s));
       if (f.lost_gpu_hours) s += fmt::format("; about {:.2f} GPU-hours lost", *f.lost_gpu_hours);
+      if (!f.owners.empty()) s += fmt::format("; held by {}", fmt::join(f.owners, ", "));
       s += ".\n\n";
       if (!info.fixes.empty()) {
         s += "What to change:\n\n";

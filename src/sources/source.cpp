@@ -28,6 +28,7 @@ class OwnedSource final : public Source {
   }
   std::string description() const override { return inner_->description(); }
   std::vector<std::string> take_notes() override { return resolver_.take_notes(); }
+  Source* wrapped() override { return inner_.get(); }
 
  private:
   std::unique_ptr<Source> inner_;

@@ -41,6 +41,8 @@ class Source {
   // What the source learnt that the user should hear once (e.g. "/proc is mounted with
   // hidepid"); each note is returned once.
   virtual std::vector<std::string> take_notes() { return {}; }
+  // The source this one decorates (owners), or null: for what only the inner source can do.
+  virtual Source* wrapped() { return nullptr; }
 };
 
 // Opens the source named by spec: "nvml" (default). Errors name the spec and say what to do.
