@@ -294,20 +294,20 @@ struct Judged {
   double hours;  // GPU hours the window covers
 };
 
-std::optional<double> lost_hours(const Context& ctx, size_t g, const Window& w) {
+// GPU seconds sample i of a window lost (nullopt: efficiency unknown).
+std::optional<double> sample_lost_s(const Context& ctx, size_t g, const Window& w, size_t i) {
   const GpuData& d = ctx.gpus[g];
+  if (w.idle) return d.dt[i];
+  const double e = d.efficiency[i];
+  if (!known(e)) return std::nullopt;
+  return d.dt[i] * std::max(0.0, 1 - e / ctx.cfg.reference_efficiency);
+}
+
+std::optional<double> lost_hours(const Context& ctx, size_t g, const Window& w) {
   double lost = 0;
   bool any = false;
-  for (size_t i = w.i0; i < w.i1; ++i) {
-    if (w.idle) {
-      lost += d.dt[i], any = true;
-      continue;
-    }
-    const double e = d.efficiency[i];
-    if (!known(e)) continue;
-    any = true;
-    lost += d.dt[i] * std::max(0.0, 1 - e / ctx.cfg.reference_efficiency);
-  }
+  for (size_t i = w.i0; i < w.i1; ++i)
+    if (const auto l = sample_lost_s(ctx, g, w, i)) lost += *l, any = true;
   if (!any) return std::nullopt;
   return lost / 3600;
 }
@@ -633,6 +633,11 @@ Diagnosis diagnose(const Recording& input, const DiagnosisConfig& cfg) {
     for (const auto& [g, h] : gpu_hours)
       if (judged_h[g] > 0) max_share = std::max(max_share, h / judged_h[g]);
     f.gpus.assign(gpus.begin(), gpus.end());
+    for (const Span* s : gr.spans)
+      for (const auto& o : ctx.gpus[s->gpu].s->owners)
+        if (o.first_s <= s->t1 && s->t0 <= o.last_s &&
+            std::find(f.owners.begin(), f.owners.end(), owner_label(o.owner)) == f.owners.end())
+          f.owners.push_back(owner_label(o.owner));
     f.confidence = hours > 0 ? round_to(conf / hours, 2) : 0;
     f.evidence = merge_evidence(parts);
     if (lost_known) f.lost_gpu_hours = round_to(lost, 3);
@@ -699,6 +704,10 @@ Diagnosis diagnose(const Recording& input, const DiagnosisConfig& cfg) {
       if (j.gpu != g) continue;
       if (!j.w->idle) steady.push_back(&j);
       if (j.lost_h) lost += *j.lost_h, lost_known = true;
+      for (size_t i = j.w->i0; i < j.w->i1; ++i)
+        gd.judged.push_back(
+            {d.s->time_s[i], d.dt[i], j.cause,
+             j.cause == Cause::kHealthy ? 0 : sample_lost_s(ctx, g, *j.w, i).value_or(0)});
     }
     gd.metrics = gpu_metrics(ctx, g, steady);
     if (auto it = gd.metrics.find("efficiency"); it != gd.metrics.end())

@@ -64,6 +64,7 @@ struct Finding {
   std::optional<double> lost_gpu_hours;   // nullopt where the input has no power or SM activity
   std::vector<Alternative> alternatives;  // most likely first; empty when the input decides
   std::vector<std::string> fixes;         // for the workload (both kinds when it is unknown)
+  std::vector<std::string> owners;        // who held its GPUs meanwhile ("job 41877.0 (alice)")
 };
 
 struct GpuDiagnosis {
@@ -78,6 +79,14 @@ struct GpuDiagnosis {
   std::vector<Phase> phases;
   nlohmann::ordered_json metrics = nlohmann::ordered_json::object();
   std::optional<double> lost_gpu_hours;
+  // Every sample a window judged, in time order, with the GPU seconds it lost (not in the JSON;
+  // `serve`'s ledger counts them).
+  struct JudgedSample {
+    double t_s = 0, dt_s = 0;
+    Cause cause = Cause::kHealthy;
+    double lost_s = 0;
+  };
+  std::vector<JudgedSample> judged;
 };
 
 struct Diagnosis {

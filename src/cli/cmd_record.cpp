@@ -45,6 +45,7 @@ Command add_record_command(CLI::App& root) {
             install_stop_handlers();
 
             Frame first = s.sample();
+            print_source_notes(s);
             auto writer = RecordingWriter::create(opts->output, s.system(), s.devices(),
                                                   opts->source.source, first.time_unix_ms);
             if (!writer) return report(writer.error());

@@ -56,6 +56,7 @@ Command add_serve_command(CLI::App& root) {
     std::string hostname;
     bool no_dcgm_names = false;
     bool expose_process_names = false;
+    std::string owner_labels = "job,step,pod,namespace,container,user";
   };
   auto opts = std::make_shared<Opts>();
   CLI::App* cmd = root.add_subcommand(
@@ -79,6 +80,10 @@ Command add_serve_command(CLI::App& root) {
                 "dcgm-exporter's");
   cmd->add_flag("--expose-process-names", opts->expose_process_names,
                 "Export the names of the compute processes on each GPU (gpudoctor_process_info)");
+  cmd->add_option("--owner-labels", opts->owner_labels,
+                  "Owner fields that become labels of gpudoctor_gpu_owner_info: any of job, step, "
+                  "pod, namespace, container, user, or none (docs/owners.md)")
+      ->capture_default_str();
   cmd->add_option("--hostname", opts->hostname,
                   "The Hostname label (default: $NODE_NAME, else the host name)");
   cmd->add_option("--config", opts->config,
@@ -121,6 +126,9 @@ Command add_serve_command(CLI::App& root) {
         ExportOptions export_options;
         export_options.dcgm_names = !opts->no_dcgm_names;
         export_options.expose_process_names = opts->expose_process_names;
+        auto owner_labels = parse_owner_labels(opts->owner_labels);
+        if (!owner_labels) return report(owner_labels.error());
+        export_options.owner_labels = owner_labels.value();
         export_options.hostname = opts->hostname.empty() ? default_hostname() : opts->hostname;
         export_options.source_name = opts->source.source.substr(0, opts->source.source.find(':'));
         LiveExporter exporter(s.system(), s.devices(), export_options, live);
@@ -130,6 +138,7 @@ Command add_serve_command(CLI::App& root) {
         auto take_sample = [&] {
           const auto t0 = std::chrono::steady_clock::now();
           Frame f = s.sample();
+          print_source_notes(s);
           const double took =
               std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
           const bool ok = has_readings(f);

@@ -42,6 +42,7 @@ Command add_status_command(CLI::App& root) {
             const Frame first = s.sample();
             std::this_thread::sleep_for(interval.value());
             const Frame second = s.sample();
+            print_source_notes(s);
             const StatusView view = make_status_view(s.system(), s.devices(), first, second);
             if (opts->json)
               fmt::print("{}\n", render_status_json(view).dump(

@@ -84,6 +84,7 @@ Command add_watch_command(CLI::App& root) {
           next += interval.value();
           if (!sleep_until(next)) break;
           Frame cur = s.sample();
+          print_source_notes(s);
           std::vector<GpuAssessment> assessments;
           const double dt = cur.time_s - prev.time_s;
           for (size_t i = 0; i < cur.devices.size(); ++i)

@@ -56,6 +56,9 @@ void add_source_flags(CLI::App& cmd, SourceFlags& flags) {
                  "(the simulator; `gpudoctor sim --list` names the scenarios)")
       ->capture_default_str();
   cmd.add_option("--gpus", flags.gpus, "GPU indices to read, e.g. 0,2 (default: all)");
+  cmd.add_option("--job-mapping-dir", flags.job_mapping_dir,
+                 "Directory of allocation files naming the job that holds each GPU "
+                 "(dcgm-exporter's HPC job mapping, or jobstats' /run/gpustat); docs/owners.md");
 }
 
 Result<std::unique_ptr<Source>> open_source_from(const SourceFlags& flags,
@@ -65,7 +68,12 @@ Result<std::unique_ptr<Source>> open_source_from(const SourceFlags& flags,
   SourceOptions options;
   options.gpus = gpus.value();
   options.call_budget = call_budget;
+  options.job_mapping_dir = flags.job_mapping_dir;
   return open_source(flags.source, options);
+}
+
+void print_source_notes(Source& s) {
+  for (const auto& n : s.take_notes()) fmt::print(stderr, "gpudoctor: note: {}\n", n);
 }
 
 Result<std::chrono::milliseconds> parse_duration_flag(const std::string& flag,

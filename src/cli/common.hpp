@@ -31,12 +31,15 @@ bool sleep_until(std::chrono::steady_clock::time_point until);
 struct SourceFlags {
   std::string source = "nvml";
   std::string gpus;
+  std::string job_mapping_dir;
 };
 void add_source_flags(CLI::App& cmd, SourceFlags& flags);
 // Opens the source the flags name, for the GPUs they select.
 Result<std::unique_ptr<Source>> open_source_from(
     const SourceFlags& flags,
     std::chrono::milliseconds call_budget = std::chrono::milliseconds(500));
+// Prints what the source learnt that the user should hear once (e.g. hidepid hides owners).
+void print_source_notes(Source& s);
 // Parses the duration given to `flag`, which must be at least `min`.
 Result<std::chrono::milliseconds> parse_duration_flag(const std::string& flag,
                                                       const std::string& text,

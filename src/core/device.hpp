@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "core/fields.hpp"
+#include "core/owner.hpp"
 #include "core/reading.hpp"
 
 namespace gpudoctor {
@@ -55,6 +56,7 @@ struct ProcessInfo {
   std::optional<double> used_memory_mib;  // nullopt where the driver does not say (e.g. in MIG)
   std::optional<double> sm_util_pct;      // per-process SM share, where the driver gives it
   std::optional<double> mem_util_pct;
+  std::optional<Owner> owner;  // who runs it (host/owners); nullopt: not resolved
 };
 
 struct DeviceSample {
@@ -65,6 +67,8 @@ struct DeviceSample {
   std::vector<ProcessInfo> processes;
   bool processes_supported = false;
   bool lost = false;  // GPU_IS_LOST seen: the device fell off the bus
+  // Who holds the GPU: its processes' owners, else allocation files; empty: nobody known.
+  std::vector<Owner> owners;
 
   const Reading& operator[](Field f) const { return readings[index_of(f)]; }
   const Reading& at(Field f) const { return readings[index_of(f)]; }

@@ -28,6 +28,7 @@ void rebase_times(Recording& rec, bool start_known) {
   for (auto& g : rec.gpus) {
     for (auto& t : g.time_s) t -= shift_s;
     for (auto& p : g.processes) p.first_s -= shift_s, p.last_s -= shift_s;
+    for (auto& o : g.owners) o.first_s -= shift_s, o.last_s -= shift_s;
     if (g.lost_at_s) *g.lost_at_s -= shift_s;
   }
 }
@@ -67,6 +68,16 @@ void append_frame(Recording& rec, const Frame& frame) {
       if (p.used_memory_mib)
         open->max_memory_mib = std::max(open->max_memory_mib.value_or(0), *p.used_memory_mib);
     }
+    for (const auto& o : s.owners) {
+      OwnerSpan* open = nullptr;
+      for (auto& span : g.owners)
+        if (span.last_s == prev_t && span.owner == o) open = &span;
+      if (!open) {
+        g.owners.push_back({o, t, t});
+        open = &g.owners.back();
+      }
+      open->last_s = t;
+    }
   }
 }
 
@@ -89,6 +100,14 @@ void trim_recording(Recording& rec, double since_s, double until_s) {
       kept.push_back(std::move(p));
     }
     g.processes = std::move(kept);
+    std::vector<OwnerSpan> kept_owners;
+    for (auto& o : g.owners) {
+      if (o.last_s < since_s || o.first_s >= until_s) continue;
+      o.first_s = std::max(o.first_s, since_s);
+      o.last_s = std::min(o.last_s, until_s);
+      kept_owners.push_back(std::move(o));
+    }
+    g.owners = std::move(kept_owners);
     if (g.lost_at_s && *g.lost_at_s >= until_s) g.lost_at_s.reset();
   }
 }

@@ -32,6 +32,12 @@ struct ProcessSpan {
   std::optional<double> max_memory_mib;
 };
 
+// Who held the GPU from first_s to last_s (seconds since the recording's start).
+struct OwnerSpan {
+  Owner owner;
+  double first_s = 0, last_s = 0;
+};
+
 struct GpuSeries {
   DeviceInfo info;
   std::vector<double> time_s;  // seconds since Recording::start_unix_ms, increasing
@@ -39,6 +45,7 @@ struct GpuSeries {
   std::array<std::unique_ptr<std::vector<double>>, kFieldCount> columns{};
   std::map<Field, int32_t> unsupported;  // field -> NVML code, where known
   std::vector<ProcessSpan> processes;
+  std::vector<OwnerSpan> owners;  // empty: none known (or an input that cannot say)
   // The input lists compute processes (so an empty list means none ran); false for logs that
   // cannot say (nvidia-smi --query-gpu CSV, dmon, DCGM).
   bool processes_recorded = false;

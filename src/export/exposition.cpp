@@ -28,6 +28,9 @@ enum Own : size_t {
   kProcessInfo,
   kVerdict,
   kFinding,
+  kOwnerInfo,
+  kLostSeconds,
+  kGpuSeconds,
   kScrapeSuccess,
   kScrapeDuration,
   kBuildInfo,
@@ -71,6 +74,16 @@ constexpr OwnFamily kOwn[kOwnCount] = {
     {"gpudoctor_finding", "gauge",
      "A finding of the live diagnosis over the window that covers the GPU (always 1).",
      "cause, severity", true},
+    {"gpudoctor_gpu_owner_info", "gauge",
+     "Who holds the GPU: one series per GPU and owner (always 1); join on gpu, UUID, Hostname. "
+     "Labels per --owner-labels (docs/owners.md).",
+     "owner_kind, job, step, pod, namespace, container, user", true},
+    {"gpudoctor_lost_gpu_seconds_total", "counter",
+     "GPU seconds the live diagnosis found lost, by cause (idle: allocated GPUs only; each "
+     "sample counted once).", "cause", true},
+    {"gpudoctor_gpu_seconds_total", "counter",
+     "GPU seconds sampled, by state: working, lost (to a cause), idle_allocated, free.", "state",
+     true},
     {"gpudoctor_scrape_success", "gauge",
      "1 when the last collection from this source succeeded, else 0.", "source", false},
     {"gpudoctor_scrape_duration_seconds", "gauge",
@@ -430,6 +443,48 @@ std::string render_metrics(const ExportSnapshot& s, const ExportOptions& o, Expo
                1);
     }
   }
+  fam(kOwnerInfo);
+  for (size_t i = 0; i < n; ++i) {
+    std::set<std::string> seen;  // owners that differ only in labels left out are one series
+    const std::string head = label("gpu", fmt::format("{}", s.devices[i].index)) + "," +
+                             label("UUID", s.devices[i].uuid) + "," + label("Hostname", o.hostname);
+    for (const Owner& ow : s.frame.devices[i].owners) {
+      std::string extra = label("owner_kind", owner_kind_code(ow.kind));
+      for (const auto& name : o.owner_labels) {
+        std::string v;
+        if (name == "job")
+          v = ow.kind == OwnerKind::kSlurmJob || ow.kind == OwnerKind::kSystemdUnit ? ow.id : "";
+        else if (name == "step")
+          v = ow.step;
+        else if (name == "pod")
+          v = ow.kind != OwnerKind::kK8sPod ? "" : !ow.pod.empty() ? ow.pod : ow.id;
+        else if (name == "namespace")
+          v = ow.pod_namespace;
+        else if (name == "container")
+          v = ow.container;
+        else if (name == "user")
+          v = ow.user;
+        extra += ',';
+        extra += label(name, v);
+      }
+      if (seen.insert(extra).second) w.sample(head, extra, 1);
+    }
+  }
+  fam(kLostSeconds);
+  for (size_t i = 0; i < n && i < s.ledger.size(); ++i)
+    for (size_t c = 0; c < kCauseCount; ++c) {
+      if (static_cast<Cause>(c) == Cause::kHealthy) continue;
+      w.sample(labels[i].own, label("cause", cause_code(static_cast<Cause>(c))),
+               s.ledger[i].lost_s[c]);
+    }
+  fam(kGpuSeconds);
+  for (size_t i = 0; i < n && i < s.ledger.size(); ++i) {
+    const GpuLedger& l = s.ledger[i];
+    w.sample(labels[i].own, label("state", "working"), l.working_s);
+    w.sample(labels[i].own, label("state", "lost"), l.lost_total_s);
+    w.sample(labels[i].own, label("state", "idle_allocated"), l.idle_allocated_s);
+    w.sample(labels[i].own, label("state", "free"), l.free_s);
+  }
   fam(kScrapeSuccess);
   for (const auto& sc : s.scrapes) w.sample("", label("source", sc.source), sc.success ? 1 : 0);
   fam(kScrapeDuration);
@@ -438,6 +493,34 @@ std::string render_metrics(const ExportSnapshot& s, const ExportOptions& o, Expo
   w.sample("", label("version", s.version), 1);
   w.finish();
   return out;
+}
+
+const std::vector<std::string>& owner_label_names() {
+  static const std::vector<std::string> names = ExportOptions::default_owner_labels();
+  return names;
+}
+
+Result<std::vector<std::string>> parse_owner_labels(const std::string& text) {
+  std::vector<std::string> out;
+  if (text == "none") return out;
+  size_t pos = 0;
+  while (pos <= text.size()) {
+    const size_t comma = std::min(text.find(',', pos), text.size());
+    const std::string item = text.substr(pos, comma - pos);
+    pos = comma + 1;
+    const auto& names = owner_label_names();
+    if (std::find(names.begin(), names.end(), item) == names.end())
+      return usage_error(fmt::format(
+          "--owner-labels: unknown owner field '{}' (job, step, pod, namespace, container, user, "
+          "or none)",
+          item));
+    if (std::find(out.begin(), out.end(), item) == out.end()) out.push_back(item);
+  }
+  // Always in the documented order, whatever order they were given in.
+  std::vector<std::string> ordered;
+  for (const auto& nm : owner_label_names())
+    if (std::find(out.begin(), out.end(), nm) != out.end()) ordered.push_back(nm);
+  return ordered;
 }
 
 std::vector<MetricFamilyDoc> metric_families(const ExportOptions& o) {

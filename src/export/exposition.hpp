@@ -8,6 +8,7 @@
 // family at all ("not supported" is not zero). Numbers are written locale-independently.
 #pragma once
 
+#include <array>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -17,6 +18,7 @@
 #include "analysis/diagnosis.hpp"
 #include "analysis/snapshot.hpp"
 #include "core/device.hpp"
+#include "core/result.hpp"
 
 namespace gpudoctor {
 
@@ -33,6 +35,24 @@ struct ExportOptions {
   bool expose_process_names = false;  // gpudoctor_process_info with pid and process name
   std::string hostname;               // the Hostname label ("" leaves the label empty)
   std::string source_name = "nvml";   // the `source` label of the sampling's scrape metrics
+  // Owner fields that become labels of gpudoctor_gpu_owner_info (--owner-labels); owner_kind,
+  // gpu, UUID and Hostname are always there. docs/owners.md says why these are the defaults.
+  std::vector<std::string> owner_labels = default_owner_labels();
+  static std::vector<std::string> default_owner_labels() {
+    return {"job", "step", "pod", "namespace", "container", "user"};
+  }
+};
+
+// The owner fields --owner-labels may name.
+const std::vector<std::string>& owner_label_names();
+// Parses --owner-labels "job,user" ("none": no optional label); errors name the bad field.
+Result<std::vector<std::string>> parse_owner_labels(const std::string& text);
+
+// serve's ledger for one GPU: counters since the exporter started (gpudoctor_lost_gpu_seconds_
+// total by cause, gpudoctor_gpu_seconds_total by state). Each sample is counted once.
+struct GpuLedger {
+  std::array<double, kCauseCount> lost_s{};  // by cause (healthy stays 0)
+  double working_s = 0, lost_total_s = 0, idle_allocated_s = 0, free_s = 0;
 };
 
 // One live-diagnosis finding that covers a GPU.
@@ -56,6 +76,7 @@ struct ExportSnapshot {
   std::vector<std::optional<double>> memory_churn;  // one per device; ratio of total per s
   std::vector<std::vector<GpuFinding>> findings;    // one list per device
   std::vector<std::optional<Cause>> verdicts;       // one per device; the window's verdict
+  std::vector<GpuLedger> ledger;                    // one per device; empty: no ledger
   std::vector<ScrapeStat> scrapes;
   std::string version = GPUDOCTOR_VERSION;
 };

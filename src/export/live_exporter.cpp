@@ -17,6 +17,7 @@ void shift_recording(Recording& rec, double offset_s) {
   for (auto& g : rec.gpus) {
     for (auto& t : g.time_s) t -= s;
     for (auto& p : g.processes) p.first_s -= s, p.last_s -= s;
+    for (auto& o : g.owners) o.first_s -= s, o.last_s -= s;
     if (g.lost_at_s) *g.lost_at_s -= s;
   }
 }
@@ -27,7 +28,9 @@ LiveExporter::LiveExporter(SystemInfo system, std::vector<DeviceInfo> devices,
       live_options_(std::move(live_options)),
       devices_(std::move(devices)),
       findings_(devices_.size()),
-      verdicts_(devices_.size()) {
+      verdicts_(devices_.size()),
+      pending_(devices_.size()),
+      ledger_(devices_.size()) {
   window_.system = std::move(system);
   window_.source = "live: " + live_options_.source;
   for (const auto& d : devices_) {
@@ -64,6 +67,44 @@ std::optional<double> LiveExporter::memory_churn(const GpuSeries& g) const {
   return worst;
 }
 
+void LiveExporter::update_ledger(const Diagnosis& d, int64_t now_ms) {
+  const auto keep_ms = static_cast<int64_t>(live_options_.window_s * 1000);
+  for (const auto& g : d.gpus) {
+    size_t i = 0;
+    while (i < devices_.size() && devices_[i].index != g.index) ++i;
+    if (i == devices_.size()) continue;
+    auto& q = pending_[i];
+    GpuLedger& l = ledger_[i];
+    int64_t last_judged = INT64_MIN;
+    for (const auto& js : g.judged) {
+      const int64_t ms = d.start_unix_ms + std::llround(js.t_s * 1000);
+      last_judged = std::max(last_judged, ms);
+      // The pending sample at this time (±1 ms of rounding); none: already counted and gone.
+      auto it = std::lower_bound(q.begin(), q.end(), ms - 1,
+                                 [](const Pending& p, int64_t t) { return p.ms < t; });
+      if (it == q.end() || it->ms > ms + 1 || it->counted) continue;
+      it->counted = true;
+      if (js.cause == Cause::kIdle) {
+        if (it->allocated) {
+          l.idle_allocated_s += js.dt_s;
+          l.lost_s[static_cast<size_t>(Cause::kIdle)] += js.lost_s;
+        } else {
+          l.free_s += js.dt_s;
+        }
+      } else {
+        l.lost_s[static_cast<size_t>(js.cause)] += js.lost_s;
+        l.lost_total_s += js.lost_s;
+        l.working_s += js.dt_s - js.lost_s;
+      }
+    }
+    while (!q.empty() && (q.front().ms <= last_judged || q.front().ms < now_ms - keep_ms)) {
+      const Pending& p = q.front();
+      if (!p.counted) (p.allocated ? l.working_s : l.free_s) += p.dt_s;
+      q.pop_front();
+    }
+  }
+}
+
 void LiveExporter::rediagnose(double now_s) {
   const auto t0 = std::chrono::steady_clock::now();
   try {
@@ -79,6 +120,7 @@ void LiveExporter::rediagnose(double now_s) {
     for (const auto& g : d.gpus)
       for (size_t i = 0; i < devices_.size(); ++i)
         if (devices_[i].index == g.index) verdicts_[i] = g.verdict;
+    update_ledger(d, window_.start_unix_ms + std::llround(now_window_s_ * 1000));
     diagnosis_json_ = std::make_shared<const std::string>(diagnosis_json(d).dump(2) + "\n");
     diagnosis_stat_.success = true;
   } catch (const std::exception&) {  // a bug in the analysis must not take the exporter down
@@ -93,8 +135,15 @@ void LiveExporter::add_frame(Frame frame, double sample_duration_s, bool ok) {
   ++frames_;
   if (frames_ == 1) window_.start_unix_ms = frame.time_unix_ms;
   append_frame(window_, frame);
+  for (size_t i = 0; i < frame.devices.size() && i < pending_.size(); ++i) {
+    const DeviceSample& ds = frame.devices[i];
+    const double dt = have_prev_ ? std::clamp(frame.time_s - prev_.time_s, 0.0, 10.0) : 0;
+    if (!ds.lost)
+      pending_[i].push_back({frame.time_unix_ms, dt, !ds.owners.empty() || !ds.processes.empty()});
+  }
   const double now_s = static_cast<double>(frame.time_unix_ms - window_.start_unix_ms) / 1000.0;
   trim_window(now_s);
+  now_window_s_ = static_cast<double>(frame.time_unix_ms - window_.start_unix_ms) / 1000.0;
   if (!last_diagnosis_s_ || frame.time_s - *last_diagnosis_s_ >= live_options_.diagnosis_interval_s)
     rediagnose(frame.time_s);
 
@@ -110,6 +159,7 @@ void LiveExporter::add_frame(Frame frame, double sample_duration_s, bool ok) {
   }
   snap.findings = findings_;
   snap.verdicts = verdicts_;
+  snap.ledger = ledger_;
   snap.scrapes = {{export_options_.source_name, ok, sample_duration_s}, diagnosis_stat_};
   snap.frame = std::move(frame);
 

@@ -8,6 +8,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <deque>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -45,13 +46,15 @@ class LiveExporter {
   // The latest snapshot; null before the first frame.
   std::shared_ptr<const Published> latest() const;
 
-  // For tests: the window as it stands (sampling thread only).
+  // For tests: the window as it stands, and the ledger (sampling thread only).
   const Recording& window() const { return window_; }
+  const std::vector<GpuLedger>& ledger() const { return ledger_; }
 
  private:
   void trim_window(double now_s);
   void rediagnose(double now_s);
   std::optional<double> memory_churn(const GpuSeries& g) const;
+  void update_ledger(const Diagnosis& d, int64_t now_ms);
 
   ExportOptions export_options_;
   LiveOptions live_options_;
@@ -63,6 +66,17 @@ class LiveExporter {
   std::optional<double> last_diagnosis_s_;
   std::vector<std::vector<GpuFinding>> findings_;
   std::vector<std::optional<Cause>> verdicts_;
+  // A sample not yet in the ledger: counted when a diagnosis judges it, or, never judged
+  // (start-up, pauses), when a later sample was judged or it leaves the window.
+  struct Pending {
+    int64_t ms = 0;
+    double dt_s = 0;
+    bool allocated = false;  // an owner or a process held the GPU
+    bool counted = false;
+  };
+  std::vector<std::deque<Pending>> pending_;
+  std::vector<GpuLedger> ledger_;
+  double now_window_s_ = 0;  // the latest frame, in the window's seconds
   std::shared_ptr<const std::string> diagnosis_json_;
   ScrapeStat diagnosis_stat_{"diagnosis", false, 0};
 

@@ -1,5 +1,6 @@
 #include "formats/capture_reader.hpp"
 
+#include <algorithm>
 #include <cmath>
 
 #include <fmt/format.h>
@@ -77,6 +78,15 @@ Result<Recording> read_capture(std::string_view text, const std::string& origin)
         const size_t row = g.append_row(t);
         for (size_t i = 0; i < kFieldCount; ++i)
           if (!is_missing(held[i])) g.column_for_write(static_cast<Field>(i))[row] = held[i];
+        for (const auto& oj : s.value("owners", nlohmann::json::array()))
+          if (auto o = owner_from_json(oj)) {
+            auto span = std::find_if(g.owners.begin(), g.owners.end(),
+                                     [&](const OwnerSpan& x) { return x.owner == *o; });
+            if (span == g.owners.end())
+              g.owners.push_back({std::move(*o), t, t});
+            else
+              span->last_s = t;
+          }
         for (const auto& p : s.value("processes", nlohmann::json::array())) {
           const uint32_t pid = p.value("pid", 0u);
           auto it = open_process.find(pid);

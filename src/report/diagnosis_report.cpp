@@ -111,6 +111,7 @@ nlohmann::ordered_json diagnosis_json(const Diagnosis& d) {
       o["alternatives"].push_back({{"cause", std::string(cause_code(a.cause))},
                                    {"confidence", a.confidence},
                                    {"tell_apart", a.tell_apart}});
+    if (!f.owners.empty()) o["owners"] = f.owners;
     j["findings"].push_back(std::move(o));
   }
   j["limitations"] = d.limitations;
@@ -154,6 +155,7 @@ std::string diagnosis_text(const Diagnosis& d, bool brief) {
                        cause_code(f.cause), clock(f.start_s), clock(f.end_s), f.confidence);
       if (f.lost_gpu_hours) s += fmt::format(", lost {:.2f} GPU-h", *f.lost_gpu_hours);
       s += "\n    " + f.summary + "\n";
+      if (!f.owners.empty()) s += fmt::format("    held by {}\n", fmt::join(f.owners, ", "));
       for (const auto& a : f.alternatives)
         s += fmt::format("    or {} (confidence {:.2f}): {}\n", cause_code(a.cause), a.confidence,
                          a.tell_apart);
@@ -235,6 +237,7 @@ std::string diagnosis_markdown(const Diagnosis& d) {
                        severity_code(f.severity), f.confidence, f.summary);
       s += fmt::format("From {} to {}", clock(f.start_s), clock(f.end_s));
       if (f.lost_gpu_hours) s += fmt::format("; about {:.2f} GPU-hours lost", *f.lost_gpu_hours);
+      if (!f.owners.empty()) s += fmt::format("; held by {}", fmt::join(f.owners, ", "));
       s += ".\n\n";
       for (const auto& a : f.alternatives)
         s += fmt::format("Or **{}** (confidence {:.2f}): {}\n\n", cause_info(a.cause).title,

@@ -257,6 +257,8 @@ std::string render_html_report(const Recording& rec, const Diagnosis& d,
         fmt::join(gpus, ", "), human_duration(f.start_s), human_duration(f.end_s), f.confidence,
         f.lost_gpu_hours ? fmt::format(" · about {:.2f} GPU-hours lost", *f.lost_gpu_hours) : "",
         esc(f.summary));
+    if (!f.owners.empty())
+      h += fmt::format("<p>Held by {}.</p>", esc(fmt::format("{}", fmt::join(f.owners, ", "))));
     for (const auto& a : f.alternatives)
       h += fmt::format("<p>Or <b>{}</b> (confidence {:.2f}): {}</p>",
                        esc(cause_info(a.cause).title), a.confidence, esc(a.tell_apart));

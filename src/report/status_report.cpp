@@ -61,10 +61,16 @@ std::string render_status_text(const StatusView& v) {
                      v.system.driver_version.empty() ? "?" : v.system.driver_version,
                      v.system.cuda_driver_version.empty() ? "?" : v.system.cuda_driver_version,
                      v.system.hostname.empty() ? "?" : v.system.hostname);
+  // The owner column only where some GPU's owner is known (docs/owners.md).
+  bool any_owner = false;
+  for (const auto& s : v.frame.devices) any_owner = any_owner || !s.owners.empty();
+  const auto owner_cell = [&](const DeviceSample& s) {
+    return any_owner ? fmt::format("{:<24} ", shorten(owners_text(s.owners), 24)) : std::string();
+  };
   out += fmt::format(
-      "{:>3}  {:<22} {:>4} {:>4} {:>16} {:>4}  {:<3} {:>11} {:>4} {:>13}  {:<14} {:<10} {}\n",
+      "{:>3}  {:<22} {:>4} {:>4} {:>16} {:>4}  {:<3} {:>11} {:>4} {:>13}  {:<14} {:<10} {}{}\n",
       "GPU", "Name", "Util", "SM", "Power / Limit", "Eff", "P", "SM MHz/max", "Temp", "Memory GiB",
-      "Reasons", "PCIe", "Processes");
+      "Reasons", "PCIe", any_owner ? fmt::format("{:<24} ", "Owner") : "", "Processes");
   for (size_t i = 0; i < v.devices.size() && i < v.frame.devices.size(); ++i) {
     const DeviceInfo& d = v.devices[i];
     const DeviceSample& s = v.frame.devices[i];
@@ -93,9 +99,10 @@ std::string render_status_text(const StatusView& v) {
     std::string pcie = a.pcie_text.empty() ? "n/a" : a.pcie_text.substr(0, a.pcie_text.find(" ("));
     if (a.pcie_degraded) pcie += " !";
     out += fmt::format(
-        "{:>3}  {:<22} {:>4} {:>4} {:>16} {:>4}  {:<3} {:>11} {:>4} {:>13}  {:<14} {:<10} {}\n",
+        "{:>3}  {:<22} {:>4} {:>4} {:>16} {:>4}  {:<3} {:>11} {:>4} {:>13}  {:<14} {:<10} {}{}\n",
         d.index, shorten(d.name, 22), util, sm, power, eff, pstate, clocks, temp, mem,
-        shorten(reasons_text(s[Field::kClockEventReasons]), 14), pcie, processes_text(s));
+        shorten(reasons_text(s[Field::kClockEventReasons]), 14), pcie, owner_cell(s),
+        processes_text(s));
   }
   out += "\n";
   bool any_no_sm = false;
@@ -130,6 +137,17 @@ nlohmann::json sample_readings_json(const DeviceSample& s) {
   return j;
 }
 
+nlohmann::json owner_json(const Owner& o) {
+  return owner_to_json(o);
+}
+
+std::string owners_text(const std::vector<Owner>& owners) {
+  if (owners.empty()) return "-";
+  std::string out = owner_label(owners.front());
+  if (owners.size() > 1) out += fmt::format(" +{}", owners.size() - 1);
+  return out;
+}
+
 nlohmann::json processes_json(const std::vector<ProcessInfo>& processes) {
   nlohmann::json arr = nlohmann::json::array();
   for (const auto& p : processes) {
@@ -137,6 +155,7 @@ nlohmann::json processes_json(const std::vector<ProcessInfo>& processes) {
     jp["used_memory_mib"] = p.used_memory_mib ? nlohmann::json(*p.used_memory_mib) : nullptr;
     jp["sm_util_pct"] = p.sm_util_pct ? nlohmann::json(*p.sm_util_pct) : nullptr;
     jp["mem_util_pct"] = p.mem_util_pct ? nlohmann::json(*p.mem_util_pct) : nullptr;
+    jp["owner"] = p.owner ? owner_json(*p.owner) : nlohmann::json(nullptr);
     arr.push_back(std::move(jp));
   }
   return arr;
@@ -182,6 +201,8 @@ nlohmann::json render_status_json(const StatusView& v) {
     }
     g["readings"] = sample_readings_json(s);
     g["processes"] = s.processes_supported ? processes_json(s.processes) : nlohmann::json(nullptr);
+    g["owners"] = nlohmann::json::array();
+    for (const auto& o : s.owners) g["owners"].push_back(owner_json(o));
     j["gpus"].push_back(std::move(g));
   }
   return j;

@@ -33,5 +33,9 @@ nlohmann::json reading_json(const Reading& r);
 // A whole sample: {field_id: reading_json, ...} (all catalogue fields).
 nlohmann::json sample_readings_json(const DeviceSample& s);
 nlohmann::json processes_json(const std::vector<ProcessInfo>& processes);
+// An owner as JSON ({kind, id, label, step, pod, namespace, container, runtime, user, uid,
+// source, note}; empty fields left out) and a GPU's owners as one cell ("job 41877.0 (alice) +1").
+nlohmann::json owner_json(const Owner& o);
+std::string owners_text(const std::vector<Owner>& owners);
 
 }  // namespace gpudoctor

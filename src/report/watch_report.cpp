@@ -7,6 +7,7 @@
 
 #include "core/clock_reasons.hpp"
 #include "core/duration.hpp"
+#include "report/status_report.hpp"
 
 namespace gpudoctor {
 namespace {
@@ -17,11 +18,21 @@ struct Row {
   std::optional<double> util, sm, power, power_pct, eff, pstate, clock, temp, mem;
   std::optional<uint64_t> reasons;
   std::string verdict;
+  std::string owner_kind, owner_id, owner, user;  // the first owner; "" none
 };
 
 constexpr const char* kColumns[] = {
-    "time",   "gpu",          "util_pct", "sm_pct",       "power_w", "power_pct", "efficiency",
-    "pstate", "sm_clock_mhz", "temp_c",   "mem_used_mib", "reasons", "verdict"};
+    "time",       "gpu",        "util_pct",     "sm_pct", "power_w",      "power_pct",
+    "efficiency", "pstate",     "sm_clock_mhz", "temp_c", "mem_used_mib", "reasons",
+    "verdict",    "owner_kind", "owner_id",     "owner",  "user"};
+
+// A CSV cell: quoted when it holds a comma, quote or line break.
+std::string csv_cell(const std::string& v) {
+  if (v.find_first_of(",\"\n\r") == std::string::npos) return v;
+  std::string out = "\"";
+  for (char c : v) out += c == '"' ? std::string("\"\"") : std::string(1, c);
+  return out + "\"";
+}
 
 std::string clock_time(int64_t unix_ms) {
   const std::time_t t = static_cast<std::time_t>(unix_ms / 1000);
@@ -47,9 +58,9 @@ std::string WatchRenderer::header() const {
   switch (format_) {
     case WatchFormat::kTable:
       return fmt::format(
-          "{:<8} {:>3} {:>4} {:>4} {:>6} {:>5} {:>5} {:>3} {:>6} {:>5} {:>8}  {:<16} {}\n",
+          "{:<8} {:>3} {:>4} {:>4} {:>6} {:>5} {:>5} {:>3} {:>6} {:>5} {:>8}  {:<16} {:<14} {}\n",
           "# time", "gpu", "util", "sm", "pwr_W", "pwr%", "eff", "P", "smMHz", "tempC", "mem_MiB",
-          "reasons", "verdict");
+          "reasons", "verdict", "owner");
     case WatchFormat::kCsv:
       return fmt::format("{}\n", fmt::join(kColumns, ","));
     case WatchFormat::kJsonl:
@@ -77,28 +88,36 @@ std::string WatchRenderer::rows(const std::vector<DeviceInfo>& devices, const Fr
     r.mem = a.mem_used_mib;
     r.reasons = reasons_mask(s[Field::kClockEventReasons]);
     r.verdict = verdict_code(a.verdict);
+    if (!s.owners.empty()) {
+      const Owner& o = s.owners.front();
+      r.owner_kind = owner_kind_code(o.kind);
+      r.owner_id = o.id;
+      r.owner = owners_text(s.owners);
+      r.user = o.user;
+    }
 
     switch (format_) {
       case WatchFormat::kTable: {
         std::string reasons = r.reasons ? clock_reasons_summary(*r.reasons) : "n/a";
         if (reasons.size() > 16) reasons = reasons.substr(0, 15) + "~";
         out += fmt::format(
-            "{:<8} {:>3} {:>4} {:>4} {:>6} {:>5} {:>5} {:>3} {:>6} {:>5} {:>8}  {:<16} {}\n",
+            "{:<8} {:>3} {:>4} {:>4} {:>6} {:>5} {:>5} {:>3} {:>6} {:>5} {:>8}  {:<16} {:<14} {}\n",
             clock_time(frame.time_unix_ms), r.gpu, cell(r.util, "{:.0f}", "-"),
             cell(r.sm, "{:.0f}", "-"), cell(r.power, "{:.0f}", "-"),
             cell(r.power_pct, "{:.0f}", "-"), cell(r.eff, "{:.2f}", "-"),
             cell(r.pstate, "{:.0f}", "-"), cell(r.clock, "{:.0f}", "-"),
-            cell(r.temp, "{:.0f}", "-"), cell(r.mem, "{:.0f}", "-"), reasons, r.verdict);
+            cell(r.temp, "{:.0f}", "-"), cell(r.mem, "{:.0f}", "-"), reasons, r.verdict,
+            r.owner.empty() ? "-" : r.owner);
         break;
       }
       case WatchFormat::kCsv:
-        out += fmt::format("{},{},{},{},{},{},{},{},{},{},{},{},{}\n",
-                           iso8601_utc(frame.time_unix_ms), r.gpu, cell(r.util, "{:.0f}", ""),
-                           cell(r.sm, "{:.1f}", ""), cell(r.power, "{:.1f}", ""),
-                           cell(r.power_pct, "{:.1f}", ""), cell(r.eff, "{:.3f}", ""),
-                           cell(r.pstate, "{:.0f}", ""), cell(r.clock, "{:.0f}", ""),
-                           cell(r.temp, "{:.0f}", ""), cell(r.mem, "{:.0f}", ""),
-                           r.reasons ? fmt::format("0x{:x}", *r.reasons) : "", r.verdict);
+        out += fmt::format(
+            "{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{}\n", iso8601_utc(frame.time_unix_ms),
+            r.gpu, cell(r.util, "{:.0f}", ""), cell(r.sm, "{:.1f}", ""),
+            cell(r.power, "{:.1f}", ""), cell(r.power_pct, "{:.1f}", ""), cell(r.eff, "{:.3f}", ""),
+            cell(r.pstate, "{:.0f}", ""), cell(r.clock, "{:.0f}", ""), cell(r.temp, "{:.0f}", ""),
+            cell(r.mem, "{:.0f}", ""), r.reasons ? fmt::format("0x{:x}", *r.reasons) : "",
+            r.verdict, r.owner_kind, csv_cell(r.owner_id), csv_cell(r.owner), csv_cell(r.user));
         break;
       case WatchFormat::kJsonl: {
         auto j = [](const std::optional<double>& v) { return v ? nlohmann::json(*v) : nullptr; };
@@ -116,6 +135,8 @@ std::string WatchRenderer::rows(const std::vector<DeviceInfo>& devices, const Fr
                             {"verdict", r.verdict}};
         o["reasons"] = r.reasons ? nlohmann::json(decode_clock_reasons(*r.reasons, false))
                                  : nlohmann::json(nullptr);
+        o["owners"] = nlohmann::json::array();
+        for (const auto& ow : s.owners) o["owners"].push_back(owner_json(ow));
         out += o.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
         break;
       }

@@ -5,7 +5,9 @@
 namespace gpudoctor {
 
 std::vector<DeviceHealth> read_device_health(Source& source) {
-  if (auto* nvml = dynamic_cast<NvmlSource*>(&source)) return nvml->read_health();
+  Source* s = &source;
+  while (Source* inner = s->wrapped()) s = inner;
+  if (auto* nvml = dynamic_cast<NvmlSource*>(s)) return nvml->read_health();
   return std::vector<DeviceHealth>(source.devices().size());
 }
 

@@ -2,21 +2,65 @@
 
 #include <algorithm>
 #include <charconv>
+#include <cstdlib>
 
 #include <fmt/format.h>
 
+#include "host/owners.hpp"
 #include "sources/nvml/nvml_source.hpp"
 #include "sources/sim/sim_source.hpp"
 
 namespace gpudoctor {
 
+namespace {
+
+// A source whose frames carry their GPUs' owners (host/owners).
+class OwnedSource final : public Source {
+ public:
+  OwnedSource(std::unique_ptr<Source> inner, host::OwnerResolver::Options o)
+      : inner_(std::move(inner)), resolver_(std::move(o)) {}
+  const SystemInfo& system() const override { return inner_->system(); }
+  const std::vector<DeviceInfo>& devices() const override { return inner_->devices(); }
+  Frame sample() override {
+    Frame f = inner_->sample();
+    resolver_.annotate(f, inner_->devices());
+    return f;
+  }
+  std::string description() const override { return inner_->description(); }
+  std::vector<std::string> take_notes() override { return resolver_.take_notes(); }
+  Source* wrapped() override { return inner_.get(); }
+
+ private:
+  std::unique_ptr<Source> inner_;
+  host::OwnerResolver resolver_;
+};
+
+host::OwnerResolver::Options resolver_options(const SourceOptions& options, bool processes) {
+  host::OwnerResolver::Options o;
+  if (const char* root = std::getenv("GPUDOCTOR_PROC_ROOT"); root && *root) o.proc_root = root;
+  o.resolve_processes = processes;
+  o.job_mapping_dir = options.job_mapping_dir;
+  return o;
+}
+
+}  // namespace
+
 Result<std::unique_ptr<Source>> open_source(const std::string& spec, const SourceOptions& options) {
   if (spec.empty() || spec == "nvml") {
     auto src = NvmlSource::open(options);
     if (!src) return src.error();
-    return std::unique_ptr<Source>(std::move(src.value()));
+    std::unique_ptr<Source> s(std::move(src.value()));
+    if (!options.resolve_owners) return s;
+    return std::unique_ptr<Source>(new OwnedSource(std::move(s), resolver_options(options, true)));
   }
-  if (spec.rfind("sim:", 0) == 0) return sim::open_sim_source(spec.substr(4), options.gpus);
+  if (spec.rfind("sim:", 0) == 0) {
+    // Simulated processes have no /proc: the scenario brings its owners; allocation files still
+    // apply.
+    auto s = sim::open_sim_source(spec.substr(4), options.gpus);
+    if (!s || options.job_mapping_dir.empty()) return s;
+    return std::unique_ptr<Source>(
+        new OwnedSource(std::move(s.value()), resolver_options(options, false)));
+  }
   return usage_error(fmt::format(
       "unknown source '{}' (available: nvml, sim:SCENARIO[,gpus=N,model=M,seed=S,speed=X])", spec));
 }

@@ -21,6 +21,12 @@ struct SourceOptions {
   std::vector<unsigned> gpus;
   // How long sample() waits for one GPU before reporting its readings as TIMEOUT for this frame.
   std::chrono::milliseconds call_budget{500};
+  // Owners (docs/owners.md): resolved from /proc for every GPU process of a real source, and
+  // from allocation files in this directory (dcgm-exporter's HPC job mapping, jobstats'
+  // /run/gpustat) for GPUs held with no process. The environment variable GPUDOCTOR_PROC_ROOT
+  // replaces /proc (tests).
+  bool resolve_owners = true;
+  std::string job_mapping_dir;
 };
 
 class Source {
@@ -32,6 +38,11 @@ class Source {
   virtual Frame sample() = 0;
   // "nvml (/usr/lib/x86_64-linux-gnu/libnvidia-ml.so.1)" etc., for messages.
   virtual std::string description() const = 0;
+  // What the source learnt that the user should hear once (e.g. "/proc is mounted with
+  // hidepid"); each note is returned once.
+  virtual std::vector<std::string> take_notes() { return {}; }
+  // The source this one decorates (owners), or null: for what only the inner source can do.
+  virtual Source* wrapped() { return nullptr; }
 };
 
 // Opens the source named by spec: "nvml" (default). Errors name the spec and say what to do.

@@ -112,6 +112,11 @@ Result<std::unique_ptr<RecordingWriter>> RecordingWriter::create(
                            last_ms INTEGER NOT NULL, name TEXT, max_memory_mib REAL,
                            PRIMARY KEY(gpu, pid, first_ms));
     CREATE TABLE events(t_ms INTEGER NOT NULL, gpu INTEGER, kind TEXT NOT NULL, detail TEXT);
+    CREATE TABLE owners(gpu INTEGER NOT NULL, kind TEXT NOT NULL, id TEXT NOT NULL,
+                        step TEXT NOT NULL, pod TEXT, namespace TEXT, container TEXT NOT NULL,
+                        runtime TEXT, user TEXT, uid INTEGER, source TEXT,
+                        first_ms INTEGER NOT NULL, last_ms INTEGER NOT NULL,
+                        PRIMARY KEY(gpu, kind, id, step, container, first_ms));
     CREATE TABLE annotations(t_ms INTEGER NOT NULL, kind TEXT NOT NULL, text TEXT NOT NULL);
     CREATE TABLE host(t_ms INTEGER NOT NULL, cpu_pct REAL, iowait_pct REAL, job_cpu_cores REAL,
                       job_processes REAL, job_read_mibs REAL, job_ctx_switches_per_s REAL);
@@ -175,6 +180,11 @@ Result<std::unique_ptr<RecordingWriter>> RecordingWriter::create(
                          "first_ms) DO UPDATE SET last_ms = excluded.last_ms, max_memory_mib = "
                          "max(coalesce(max_memory_mib, 0), coalesce(excluded.max_memory_mib, 0))",
                          -1, &w->process_, nullptr) != SQLITE_OK ||
+      sqlite3_prepare_v2(w->db_,
+                         "INSERT INTO owners VALUES(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON "
+                         "CONFLICT(gpu, kind, id, step, container, first_ms) DO UPDATE SET "
+                         "last_ms = excluded.last_ms",
+                         -1, &w->owner_, nullptr) != SQLITE_OK ||
       sqlite3_prepare_v2(w->db_, "INSERT OR REPLACE INTO field_status VALUES(?, ?, ?)", -1,
                          &w->status_, nullptr) != SQLITE_OK ||
       sqlite3_prepare_v2(w->db_, "INSERT INTO events VALUES(?, ?, ?, ?)", -1, &w->event_,
@@ -342,6 +352,33 @@ Result<Nothing> RecordingWriter::note_process(unsigned gpu, const ProcessInfo& p
   return kOk;
 }
 
+Result<Nothing> RecordingWriter::write_owner(unsigned gpu, const Owner& o, int64_t first_ms,
+                                             int64_t last_ms) {
+  sqlite3_reset(owner_);
+  int k = 0;
+  auto text = [&](const std::string& v) {
+    sqlite3_bind_text(owner_, ++k, v.c_str(), -1, SQLITE_TRANSIENT);
+  };
+  sqlite3_bind_int(owner_, ++k, static_cast<int>(gpu));
+  text(std::string(owner_kind_code(o.kind)));
+  text(o.id);
+  text(o.step);
+  text(o.pod);
+  text(o.pod_namespace);
+  text(o.container);
+  text(o.runtime);
+  text(o.user);
+  if (o.uid)
+    sqlite3_bind_int64(owner_, ++k, *o.uid);
+  else
+    sqlite3_bind_null(owner_, ++k);
+  text(o.source);
+  sqlite3_bind_int64(owner_, ++k, first_ms);
+  sqlite3_bind_int64(owner_, ++k, last_ms);
+  if (sqlite3_step(owner_) != SQLITE_DONE) return sqlite_error("writing owners");
+  return kOk;
+}
+
 Result<Nothing> RecordingWriter::note_status(unsigned gpu, Field f, int32_t code) {
   auto [it, inserted] = status_seen_.emplace(std::make_pair(gpu, f), code);
   if (!inserted && it->second == code) return kOk;
@@ -409,6 +446,11 @@ Result<Nothing> RecordingWriter::add(const Frame& frame) {
     }
     for (const auto& p : s.processes)
       if (auto r = note_process(g.gpu, p, t_ms); !r) return r;
+    for (const auto& o : s.owners) {
+      if (auto r = begin_if_needed(); !r) return r;
+      auto it = owner_first_ms_.try_emplace({g.gpu, owner_key(o)}, t_ms).first;
+      if (auto r = write_owner(g.gpu, o, it->second, t_ms); !r) return r;
+    }
     if (!g.processes_seen && s.processes_supported) {  // an empty list now means none ran
       g.processes_seen = true;
       if (auto r = begin_if_needed(); !r) return r;
@@ -457,6 +499,11 @@ Result<Nothing> RecordingWriter::add_recording(const Recording& rec) {
         sqlite3_bind_null(process_, 6);
       if (sqlite3_step(process_) != SQLITE_DONE) return sqlite_error("writing processes");
     }
+    for (const auto& o : g.owners)
+      if (auto r = write_owner(gpu, o.owner, std::llround(o.first_s * 1000),
+                               std::llround(o.last_s * 1000));
+          !r)
+        return r;
     if (g.lost_at_s)
       if (auto r = note_lost(gpu, std::llround(*g.lost_at_s * 1000)); !r) return r;
     if (!g.power_limit_source.empty())
@@ -543,8 +590,8 @@ Result<Nothing> RecordingWriter::annotate(double t_s, const std::string& text) {
 Result<Nothing> RecordingWriter::close() {
   if (!db_) return kOk;
   Result<Nothing> r = commit(true);
-  for (sqlite3_stmt* s : {block_, process_, status_, event_}) sqlite3_finalize(s);
-  block_ = process_ = status_ = event_ = nullptr;
+  for (sqlite3_stmt* s : {block_, process_, owner_, status_, event_}) sqlite3_finalize(s);
+  block_ = process_ = owner_ = status_ = event_ = nullptr;
   // Fold the WAL back into the main file so the recording is one self-contained file.
   if (r) sqlite3_exec(db_, "PRAGMA wal_checkpoint(TRUNCATE)", nullptr, nullptr, nullptr);
   sqlite3_close(db_);
@@ -705,6 +752,34 @@ Result<Recording> read_recording(const std::string& path) {
         if (sqlite3_column_type(st.s, 5) != SQLITE_NULL)
           p.max_memory_mib = sqlite3_column_double(st.s, 5);
         rec.gpus[it->second].processes.push_back(std::move(p));
+      }
+  }
+  {
+    // Recordings written before owners were recorded have no such table: no owners.
+    Stmt st;
+    if (sqlite3_prepare_v2(db,
+                           "SELECT gpu, kind, id, step, pod, namespace, container, runtime, user, "
+                           "uid, source, first_ms, last_ms FROM owners ORDER BY gpu, first_ms",
+                           -1, &st.s, nullptr) == SQLITE_OK)
+      while (sqlite3_step(st.s) == SQLITE_ROW) {
+        const auto it = by_gpu.find(static_cast<unsigned>(sqlite3_column_int(st.s, 0)));
+        const auto kind = owner_kind_from_code(text_col(st.s, 1));
+        if (it == by_gpu.end() || !kind) continue;
+        OwnerSpan o;
+        o.owner.kind = *kind;
+        o.owner.id = text_col(st.s, 2);
+        o.owner.step = text_col(st.s, 3);
+        o.owner.pod = text_col(st.s, 4);
+        o.owner.pod_namespace = text_col(st.s, 5);
+        o.owner.container = text_col(st.s, 6);
+        o.owner.runtime = text_col(st.s, 7);
+        o.owner.user = text_col(st.s, 8);
+        if (sqlite3_column_type(st.s, 9) != SQLITE_NULL)
+          o.owner.uid = static_cast<uint32_t>(sqlite3_column_int64(st.s, 9));
+        o.owner.source = text_col(st.s, 10);
+        o.first_s = static_cast<double>(sqlite3_column_int64(st.s, 11)) / 1000.0;
+        o.last_s = static_cast<double>(sqlite3_column_int64(st.s, 12)) / 1000.0;
+        rec.gpus[it->second].owners.push_back(std::move(o));
       }
   }
   {

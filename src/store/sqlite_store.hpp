@@ -100,6 +100,7 @@ class RecordingWriter {
   sqlite3* db_ = nullptr;
   sqlite3_stmt* block_ = nullptr;
   sqlite3_stmt* process_ = nullptr;
+  sqlite3_stmt* owner_ = nullptr;
   sqlite3_stmt* status_ = nullptr;
   sqlite3_stmt* event_ = nullptr;
   std::string path_;
@@ -109,7 +110,9 @@ class RecordingWriter {
   size_t frames_ = 0;
   std::vector<GpuState> gpus_;  // in frame order
   std::vector<double> scratch_;
-  std::map<std::pair<unsigned, uint32_t>, int64_t> process_first_ms_;  // open process spans
+  std::map<std::pair<unsigned, uint32_t>, int64_t> process_first_ms_;   // open process spans
+  std::map<std::pair<unsigned, std::string>, int64_t> owner_first_ms_;  // open owner spans
+  Result<Nothing> write_owner(unsigned gpu, const Owner& o, int64_t first_ms, int64_t last_ms);
   std::map<std::pair<unsigned, Field>, int32_t> status_seen_;
 };
 

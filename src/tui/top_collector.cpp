@@ -113,10 +113,16 @@ void TopCollector::update_processes(GpuView& view, const DeviceSample& s) {
     pv.command = p.name;
     pv.mem_mib = p.used_memory_mib;
     pv.sm_pct = p.sm_util_pct;
+    if (p.owner && p.owner->kind != OwnerKind::kProcess) {
+      Owner o = *p.owner;
+      o.user.clear();
+      pv.owner = owner_label(o);
+    }
+    if (p.owner) pv.user = p.owner->user;
     if (lookup_) {
       auto it = host_cache_.find(p.pid);
       if (it == host_cache_.end()) it = host_cache_.emplace(p.pid, lookup_(p.pid)).first;
-      pv.user = it->second.user;
+      if (!it->second.user.empty()) pv.user = it->second.user;
       if (!it->second.command.empty()) pv.command = it->second.command;
     }
     view.processes.push_back(std::move(pv));

@@ -32,6 +32,7 @@ struct ProcessView {
   std::string command;  // command line where the host has it, else the driver's process name
   std::optional<double> mem_mib;
   std::optional<double> sm_pct;
+  std::string owner;  // its job, pod, container or unit ("job 41877.0"); "" none known
 };
 
 struct GpuView {

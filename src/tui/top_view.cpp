@@ -623,15 +623,18 @@ void draw_processes(Screen& s, int r0, int rows, const TopState& st, const ViewS
           kGray);
     return;
   }
-  // GPU  PID  USER  GPU-MEM  SM  COMMAND
-  const int cx[] = {0, 4, 12, 23, 32, 37};
+  // GPU  PID  USER  GPU-MEM  SM  [OWNER]  COMMAND
+  const bool owners = std::any_of(procs.begin(), procs.end(),
+                                  [](const ProcRow& pr) { return !pr.p->owner.empty(); });
+  const int cx[] = {0, 4, 12, 23, 32, 37, owners ? 58 : 37};
   const int r = r0 + 1;
   s.field(r, cx[0], 3, "GPU", kBold, Align::kRight);
   s.field(r, cx[1], 7, "PID", kBold, Align::kRight);
   s.field(r, cx[2], 10, "USER", kBold);
   s.field(r, cx[3], 8, "GPU-MEM", kBold, Align::kRight);
   s.field(r, cx[4], 4, "SM", kBold, Align::kRight);
-  s.put(r, cx[5], "COMMAND", kBold);
+  if (owners) s.field(r, cx[5], 20, "JOB/POD", kBold);
+  s.put(r, cx[6], "COMMAND", kBold);
   const int room = rows - 2;  // the title says how many there are in all
   for (int k = 0; k < room && k < static_cast<int>(procs.size()); ++k) {
     const int y = r + 1 + k;
@@ -641,7 +644,10 @@ void draw_processes(Screen& s, int r0, int rows, const TopState& st, const ViewS
     s.field(y, cx[2], 10, pr.p->user.empty() ? "-" : pr.p->user, kPlain);
     s.field(y, cx[3], 8, pr.p->mem_mib ? gib(*pr.p->mem_mib) + " GiB" : "-", kPlain, Align::kRight);
     s.field(y, cx[4], 4, fmt_opt(pr.p->sm_pct, "{:.0f}%"), kPlain, Align::kRight);
-    if (s.cols() > cx[5]) s.field(y, cx[5], s.cols() - cx[5], pr.p->command, kPlain);
+    if (owners && s.cols() > cx[5])
+      s.field(y, cx[5], std::min(20, s.cols() - cx[5]), pr.p->owner.empty() ? "-" : pr.p->owner,
+              kPlain);
+    if (s.cols() > cx[6]) s.field(y, cx[6], s.cols() - cx[6], pr.p->command, kPlain);
   }
 }
 

@@ -159,7 +159,7 @@ TEST(Faults, LostGpuIsMarkedAndOthersContinue) {
   int gpu0_ok = 0, gpu1_lost = 0;
   for (size_t i = 1; i < lines.size(); ++i) {
     const auto cells = split(lines[i], ',');
-    ASSERT_EQ(cells.size(), 13u) << lines[i];
+    ASSERT_EQ(cells.size(), 17u) << lines[i];  // ..., verdict, then the owner columns
     if (cells[1] == "0" && !cells[2].empty()) ++gpu0_ok;
     if (cells[1] == "1" && cells[12] == "lost") ++gpu1_lost;
   }
@@ -489,3 +489,18 @@ TEST(Import, SmiTableSnapshotsIntoARecordingAndBackOut) {
 }
 
 }  // namespace
+
+// The stand-in NVML's processes with a /proc fixture behind them: status names their owners.
+TEST(Status, OwnersFromProcFixture) {
+  const std::string env =
+      fake_env("busy-8gpu") + " GPUDOCTOR_PROC_ROOT=" + quote(kSrc + "/tests/data/proc");
+  const Result r = run_with(env, "status");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("Owner"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("job 41877.0 (root)"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("pod 3f1e7b2a"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("unit run-r3f2e1d0c9b8a"), std::string::npos) << r.out;
+  const Result j = run_with(env, "status --json");
+  ASSERT_EQ(j.exit_code, 0) << j.err;
+  EXPECT_NE(j.out.find("\"kind\": \"slurm_job\""), std::string::npos) << j.out;
+}

@@ -71,6 +71,9 @@ inline Result run_with(const std::string& env, const std::string& args) {
 
 inline std::string fake_env(const std::string& capture, const std::string& lib = FAKE_NVML_LIB) {
   std::string env = "GPUDOCTOR_NVML_LIB=" + quote(lib);
+  // Owners come from a /proc fixture (tests/data/proc) when a test asks; by default from none,
+  // so the machine's own processes never show up in a golden file.
+  env += " GPUDOCTOR_PROC_ROOT=" + quote(kSrc + "/tests/data/proc-none");
   if (!capture.empty()) env += " GPUDOCTOR_FAKE_NVML_CAPTURE=" + quote(capture_path(capture));
   return env;
 }

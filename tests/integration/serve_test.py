@@ -101,6 +101,25 @@ def body():
         check(not unexpected, f"promtool check metrics: {unexpected[:5]}")
         check(all(not l.startswith("gpudoctor_") for l in problems), problems[:3])
 
+        # Owners: one join series per GPU and owner, nothing added to the other series; the
+        # ledger of lost GPU time (docs/owners.md).
+        owner_info = re.findall(r'^gpudoctor_gpu_owner_info\{([^}]*)\} 1$', text, re.M)
+        check(len(owner_info) == 6, f"6 owner series (4 job, 2 notebook): {owner_info}")
+        check(any('owner_kind="slurm_job",job="41877",step="0"' in l and 'user="alice"' in l
+                  and 'Hostname="test-node"' in l for l in owner_info), owner_info[:2])
+        check(any('owner_kind="k8s_pod"' in l and 'pod="notebook-bob-0"' in l
+                  and 'namespace="research"' in l for l in owner_info), owner_info)
+        others = [l for l in text.splitlines()
+                  if not l.startswith(("#", "gpudoctor_gpu_owner_info")) and "job=" in l]
+        check(not others, f"owner labels on other series: {others[:2]}")
+        for family in ("gpudoctor_lost_gpu_seconds_total", "gpudoctor_gpu_seconds_total"):
+            check(f"# TYPE {family} counter" in text, f"/metrics lacks {family}")
+        idle = re.search(r'gpudoctor_lost_gpu_seconds_total\{gpu="4",[^}]*cause="idle"\} (\S+)',
+                         text)
+        check(idle is not None and float(idle.group(1)) > 0, f"GPU 4's idle ledger: {idle}")
+        free = re.search(r'gpudoctor_gpu_seconds_total\{gpu="6",[^}]*state="free"\} (\S+)', text)
+        check(free is not None and float(free.group(1)) > 0, f"GPU 6's free time: {free}")
+
         status, headers, data = http_get(f"http://{own}/metrics")
         rc, problems = promtool_problems(promtool, data.decode())
         check(rc == 0 and not problems, f"promtool check metrics (--no-dcgm-names): {problems}")

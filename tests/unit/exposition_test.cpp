@@ -242,9 +242,17 @@ TEST(Exposition, EveryRenderedFamilyIsDocumented) {
   for (const auto& fi : all_fields()) s.frame.devices[0][fi.field] = Reading::of(1);
   s.frame.devices[0][Field::kClockEventReasons] = Reading::of(0x24);
   s.frame.devices[0].processes_supported = true;
-  s.frame.devices[0].processes = {{42, "python train.py", 100.0, std::nullopt, std::nullopt}};
+  s.frame.devices[0].processes = {
+      {42, "python train.py", 100.0, std::nullopt, std::nullopt, std::nullopt}};
   s.assessments[0].pcie_text = "Gen4 x16";
   s.memory_churn = {0.5};
+  Owner job;
+  job.kind = OwnerKind::kSlurmJob;
+  job.id = "41877";
+  job.user = "alice";
+  s.frame.devices[0].owners = {job};
+  s.ledger.resize(1);
+  s.ledger[0].lost_s[static_cast<size_t>(Cause::kIdle)] = 5;
   for (bool dcgm : {true, false}) {
     ExportOptions o = options(dcgm);
     o.expose_process_names = true;
@@ -268,6 +276,11 @@ TEST(Exposition, EveryRenderedFamilyIsDocumented) {
     EXPECT_NE(out.find("reason=\"sw_power_cap\"} 1\n"), std::string::npos);
     EXPECT_NE(out.find("reason=\"gpu_idle\"} 0\n"), std::string::npos);
     EXPECT_NE(out.find(R"(pid="42",process_name="python train.py"} 1)"), std::string::npos);
+    EXPECT_NE(out.find(R"(owner_kind="slurm_job",job="41877",step="",pod="",namespace="",)"
+                       R"(container="",user="alice"} 1)"),
+              std::string::npos);
+    EXPECT_NE(out.find(R"(cause="idle"} 5)"), std::string::npos);
+    EXPECT_NE(out.find(R"(state="idle_allocated"} 0)"), std::string::npos);
   }
   // Without --expose-process-names no process name leaves the machine.
   const std::string out = render_metrics(s, options(true), ExpositionFormat::kPrometheusText);

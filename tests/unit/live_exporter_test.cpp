@@ -121,3 +121,130 @@ TEST(LiveExporter, ShiftRecording) {
 
 }  // namespace
 }  // namespace gpudoctor
+
+namespace gpudoctor {
+namespace {
+
+double lost_of(const Diagnosis& d, Cause c, bool held_only) {
+  double h = 0;
+  for (const auto& f : d.findings) {
+    if (f.cause != c) continue;
+    if (held_only && f.evidence.contains("held") && f.evidence["held"].get<double>() < 0.5)
+      continue;
+    h += f.lost_gpu_hours.value_or(0);
+  }
+  return h * 3600;
+}
+
+TEST(LiveExporter, OwnerInfoIsOneJoinSeriesPerGpuAndOwner) {
+  auto src = sim_source("mixed");
+  ExportOptions eo;
+  eo.hostname = "node1";
+  LiveOptions lo;
+  LiveExporter ex(src->system(), src->devices(), eo, lo);
+  for (int t = 0; t <= 30; ++t) ex.add_frame(src->sample_at(t), 0.001, true);
+  const std::string& m = *ex.latest()->metrics_text;
+  const std::string uuid0 = src->devices()[0].uuid;
+  EXPECT_NE(m.find("gpudoctor_gpu_owner_info{gpu=\"0\",UUID=\"" + uuid0 +
+                   "\",Hostname=\"node1\",owner_kind=\"slurm_job\",job=\"41877\",step=\"0\","
+                   "pod=\"\",namespace=\"\",container=\"\",user=\"alice\"} 1\n"),
+            std::string::npos)
+      << m;
+  EXPECT_NE(m.find("owner_kind=\"k8s_pod\",job=\"\",step=\"\",pod=\"notebook-bob-0\","
+                   "namespace=\"research\",container=\"notebook\",user=\"bob\"} 1\n"),
+            std::string::npos);
+  size_t series = 0;
+  for (size_t at = m.find("\ngpudoctor_gpu_owner_info{"); at != std::string::npos;
+       at = m.find("\ngpudoctor_gpu_owner_info{", at + 1))
+    ++series;
+  EXPECT_EQ(series, 6u);  // 4 GPUs of the job, 2 of the notebook, none for the free ones
+  // Nothing else carries an owner label.
+  for (const char* l : {"job=", "user=", "pod="}) {
+    size_t n = 0;
+    for (size_t at = m.find(l); at != std::string::npos; at = m.find(l, at + 1)) ++n;
+    EXPECT_EQ(n, 6u) << l;
+  }
+
+  eo.owner_labels = parse_owner_labels("job,namespace").value();
+  LiveExporter ex2(src->system(), src->devices(), eo, lo);
+  ex2.add_frame(src->sample_at(31), 0.001, true);
+  const std::string& m2 = *ex2.latest()->metrics_text;
+  EXPECT_NE(m2.find("owner_kind=\"slurm_job\",job=\"41877\",namespace=\"\"} 1\n"),
+            std::string::npos)
+      << m2;
+  EXPECT_EQ(m2.find("alice"), std::string::npos);
+  EXPECT_FALSE(parse_owner_labels("job,password"));
+  EXPECT_TRUE(parse_owner_labels("none").value().empty());
+}
+
+// The ledger counts each sample once, and equals the diagnosis' lost time on the same window.
+TEST(LiveExporter, LedgerEqualsTheDiagnosisLostTime) {
+  for (const char* scenario : {"mixed", "data_starvation"}) {
+    SCOPED_TRACE(scenario);
+    auto src = sim_source(scenario);
+    ExportOptions eo;
+    LiveOptions lo;
+    lo.window_s = 1000;  // the whole run stays in the window
+    LiveExporter ex(src->system(), src->devices(), eo, lo);
+    const int n = 300;
+    for (int t = 1; t <= n; ++t) ex.add_frame(src->sample_at(t), 0.001, true);
+    const Diagnosis d = diagnose(ex.window(), lo.config);
+    double ledger_total = 0;
+    for (size_t c = 0; c < kCauseCount; ++c) {
+      const auto cause = static_cast<Cause>(c);
+      if (cause == Cause::kHealthy) continue;
+      double ledger = 0;
+      for (const auto& l : ex.ledger()) ledger += l.lost_s[c];
+      ledger_total += ledger;
+      const double diag = lost_of(d, cause, cause == Cause::kIdle);
+      // The ledger lags the last diagnosis by at most its interval (10 s) per GPU.
+      EXPECT_NEAR(ledger, diag, 0.02 * diag + 10.0 * static_cast<double>(ex.ledger().size()))
+          << cause_code(cause);
+    }
+    EXPECT_GT(ledger_total, 100);
+    for (const auto& l : ex.ledger()) {
+      const double sum = l.working_s + l.lost_total_s + l.idle_allocated_s + l.free_s;
+      EXPECT_LE(sum, n + 1e-6);  // never a second twice
+      EXPECT_GE(sum, n - 15);
+    }
+    const std::string& m = *ex.latest()->metrics_text;
+    EXPECT_NE(m.find("gpudoctor_lost_gpu_seconds_total{gpu=\"0\""), std::string::npos);
+    EXPECT_NE(m.find("gpudoctor_gpu_seconds_total{gpu=\"0\""), std::string::npos);
+    EXPECT_NE(m.find("state=\"idle_allocated\"}"), std::string::npos);
+  }
+}
+
+TEST(LiveExporter, LedgerKeepsCountingAcrossWindows) {
+  auto src = sim_source("idle");
+  ExportOptions eo;
+  LiveOptions lo;
+  lo.window_s = 60;  // many windows over the run
+  LiveExporter ex(src->system(), src->devices(), eo, lo);
+  for (int t = 1; t <= 400; ++t) ex.add_frame(src->sample_at(t), 0.001, true);
+  for (const auto& l : ex.ledger()) {
+    EXPECT_GT(l.idle_allocated_s, 300);  // far more than one window
+    EXPECT_LE(l.working_s + l.lost_total_s + l.idle_allocated_s + l.free_s, 400 + 1e-6);
+    EXPECT_NEAR(l.lost_s[static_cast<size_t>(Cause::kIdle)], l.idle_allocated_s, 1e-6);
+  }
+}
+
+TEST(SimOwners, HostsNeverShareUuidsAndScenariosCarryOwners) {
+  auto a = sim::open_sim_source("healthy,host=node-a", {});
+  auto b = sim::open_sim_source("healthy,host=node-b", {});
+  ASSERT_TRUE(a && b);
+  EXPECT_EQ(a.value()->system().hostname, "node-a");
+  for (size_t i = 0; i < a.value()->devices().size(); ++i)
+    EXPECT_NE(a.value()->devices()[i].uuid, b.value()->devices()[i].uuid);
+  auto m = sim_source("mixed");
+  const Frame f = m->sample_at(5);
+  ASSERT_EQ(f.devices.size(), 8u);
+  EXPECT_EQ(owner_label(f.devices[0].owners.at(0)), "job 41877.0 (alice)");
+  EXPECT_EQ(owner_label(f.devices[4].owners.at(0)), "pod research/notebook-bob-0 (bob)");
+  EXPECT_TRUE(f.devices[6].owners.empty());
+  ASSERT_FALSE(f.devices[0].processes.empty());
+  EXPECT_TRUE(f.devices[0].processes[0].owner);
+  EXPECT_FALSE(sim::open_sim_source("healthy,host=bad name", {}));
+}
+
+}  // namespace
+}  // namespace gpudoctor

@@ -25,7 +25,7 @@ DeviceSample h100(double util, double power_w, std::optional<double> sm) {
   s[Field::kPcieWidth] = Reading::of(16);
   s[Field::kPcieWidthMax] = Reading::of(16);
   s.processes_supported = true;
-  s.processes.push_back({4242, "python", 70000, std::nullopt, std::nullopt});
+  s.processes.push_back({4242, "python", 70000, std::nullopt, std::nullopt, std::nullopt});
   return s;
 }
 
@@ -156,9 +156,21 @@ TEST(WatchRenderer, CsvHasEmptyCellsForMissingValues) {
   WatchRenderer csv(WatchFormat::kCsv);
   EXPECT_EQ(csv.header(),
             "time,gpu,util_pct,sm_pct,power_w,power_pct,efficiency,pstate,sm_clock_mhz,temp_c,"
-            "mem_used_mib,reasons,verdict\n");
+            "mem_used_mib,reasons,verdict,owner_kind,owner_id,owner,user\n");
   EXPECT_EQ(csv.rows(devices, f, as),
-            "2023-11-14T22:13:20.123Z,0,99,,180.0,25.7,0.257,,1980,60,70000,0x0,busy_but_idle\n");
+            "2023-11-14T22:13:20.123Z,0,99,,180.0,25.7,0.257,,1980,60,70000,0x0,busy_but_idle,,,,"
+            "\n");
+  // The owner's fields, quoted where CSV needs it.
+  Owner unit;
+  unit.kind = OwnerKind::kSystemdUnit;
+  unit.id = "jupyter.service";
+  unit.user = "carol, the \"admin\"";
+  f.devices[0].owners = {unit};
+  EXPECT_NE(csv.rows(devices, f, as)
+                .find(",busy_but_idle,systemd_unit,jupyter.service,\"unit jupyter.service (carol, "
+                      "the \"\"admin\"\")\",\"carol, the \"\"admin\"\"\"\n"),
+            std::string::npos)
+      << csv.rows(devices, f, as);
   WatchRenderer jsonl(WatchFormat::kJsonl);
   EXPECT_NE(jsonl.rows(devices, f, as).find("\"sm_pct\":null"), std::string::npos);
   EXPECT_FALSE(parse_watch_format("xml").ok());

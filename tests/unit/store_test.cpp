@@ -57,7 +57,7 @@ Frame frame(int64_t unix_ms, double util, bool lost = false) {
   f.devices[0][Field::kPower] = Reading::of(250.5);
   f.devices[0][Field::kPowerLimit] = Reading::of(700);
   f.devices[0][Field::kFan] = Reading::unsupported(nvml_code::kNoPermission);
-  f.devices[0].processes.push_back({42, "python", 1000, std::nullopt, std::nullopt});
+  f.devices[0].processes.push_back({42, "python", 1000, std::nullopt, std::nullopt, std::nullopt});
   f.devices[0].processes_supported = true;
   f.devices[1][Field::kUtilGpu] = Reading::error(nvml_code::kTimeout);  // stored as NaN
   f.devices[1].lost = lost;
@@ -352,6 +352,58 @@ TEST(Store, OtherSchemaVersionsAreAClearError) {
         << r.error().message;
     remove_db(path);
   }
+}
+
+// Owners over time are part of a recording; a recording written before them (no owners table)
+// still opens, with no owners.
+TEST(Store, OwnersAreRecordedAndOlderRecordingsStillOpen) {
+  const fs::path path = temp_db("owners");
+  std::vector<DeviceInfo> devices(2);
+  devices[1].index = 1;
+  Owner job;
+  job.kind = OwnerKind::kSlurmJob;
+  job.id = "41877";
+  job.step = "0";
+  job.user = "alice";
+  job.uid = 1000;
+  job.source = "cgroup";
+  Owner pod;
+  pod.kind = OwnerKind::kK8sPod;
+  pod.id = "3f1e7b2a-9c4d-4e8f-a1b2-c3d4e5f60718";
+  pod.pod = "notebook-bob-0";
+  pod.pod_namespace = "research";
+  pod.container = "notebook";
+  {
+    auto w = RecordingWriter::create(path.string(), {"550", "12.4", "12.550", "node"}, devices,
+                                     "nvml", 1'700'000'000'000);
+    ASSERT_TRUE(w.ok()) << w.error().message;
+    for (int k = 0; k < 3; ++k) {
+      Frame f = frame(1'700'000'000'000 + k * 1000, 90);
+      f.devices[0].owners = {job};
+      if (k == 2) f.devices[1].owners = {pod};
+      ASSERT_TRUE(w.value()->add(f).ok());
+    }
+    ASSERT_TRUE(w.value()->close().ok());
+  }
+  auto rec = read_recording(path.string());
+  ASSERT_TRUE(rec.ok()) << rec.error().message;
+  ASSERT_EQ(rec->gpus[0].owners.size(), 1u);
+  EXPECT_EQ(rec->gpus[0].owners[0].owner, job);
+  EXPECT_DOUBLE_EQ(rec->gpus[0].owners[0].first_s, 0);
+  EXPECT_DOUBLE_EQ(rec->gpus[0].owners[0].last_s, 2);
+  ASSERT_EQ(rec->gpus[1].owners.size(), 1u);
+  EXPECT_EQ(rec->gpus[1].owners[0].owner.pod, "notebook-bob-0");
+  EXPECT_DOUBLE_EQ(rec->gpus[1].owners[0].first_s, 2);
+
+  // The same recording as an older gpudoctor wrote it.
+  sqlite3* db = nullptr;
+  ASSERT_EQ(sqlite3_open(path.c_str(), &db), SQLITE_OK);
+  ASSERT_EQ(sqlite3_exec(db, "DROP TABLE owners", nullptr, nullptr, nullptr), SQLITE_OK);
+  sqlite3_close(db);
+  auto old = read_recording(path.string());
+  ASSERT_TRUE(old.ok()) << old.error().message;
+  EXPECT_TRUE(old->gpus[0].owners.empty());
+  EXPECT_EQ(old->gpus[0].size(), 3u);
 }
 
 }  // namespace

@@ -313,7 +313,7 @@ TopState sample_state(size_t gpus = 2) {
     g.processes_supported = true;
     g.processes.push_back({static_cast<uint32_t>(4242 + i), "alice",
                            "python train.py --config big.yaml", *a.mem_used_mib - 500,
-                           loafing ? 13.0 : 90.0});
+                           loafing ? 13.0 : 90.0, ""});
     for (int k = 0; k < 60; ++k) {
       HistoryPoint h;
       h.t_s = 60 + k;

@@ -89,6 +89,11 @@ void CaptureWriter::add(const Frame& frame) {
       }
       sample["processes"] = std::move(procs);
     }
+    if (!s.owners.empty()) {  // who held the GPU (docs/owners.md); the stand-in ignores it
+      nlohmann::json owners = nlohmann::json::array();
+      for (const auto& o : s.owners) owners.push_back(owner_to_json(o));
+      sample["owners"] = std::move(owners);
+    }
     dev["samples"].push_back(std::move(sample));
   }
   ++frames_;

@@ -23,11 +23,15 @@ constexpr std::array<BuiltinScenario, 19> kBuiltins{{
     {"idle", R"({
   "name": "idle", "cause": "idle", "model": "a100-sxm4-80gb", "gpus": 2,
   "description": "A notebook holds both GPUs' memory and runs nothing",
+  "owner": {"kind": "k8s_pod", "id": "0c5e2f7a-91d4-4b3e-a6f0-3d8b7c1e9a42",
+            "pod": "notebook-bob-0", "namespace": "research", "container": "notebook",
+            "user": "bob"},
   "ranks": {"0-1": {"idle": true, "held": true}}
 })"},
     {"data_starvation", R"({
   "name": "data_starvation", "cause": "data_starvation", "model": "a100-sxm4-80gb", "gpus": 2,
   "description": "DataLoader with too few workers: each batch takes longer to make than to train",
+  "owner": {"kind": "slurm_job", "id": "52001", "step": "0", "user": "carol"},
   "workload": {"batch_s": 0.9, "prefetch": 2, "h2d_mib": 600, "kernels": 150, "kernel_ms": 1.5,
                "allreduce_mib": 100, "optimizer_ms": 8}
 })"},
@@ -57,6 +61,7 @@ constexpr std::array<BuiltinScenario, 19> kBuiltins{{
     {"straggler", R"({
   "name": "straggler", "cause": "communication_wait", "model": "h100-sxm", "gpus": 4,
   "description": "One rank has a larger shard: the others wait for it in every all-reduce",
+  "owner": {"kind": "slurm_job", "id": "41900", "step": "0", "user": "dave"},
   "workload": {"kernels": 300, "kernel_ms": 1.2, "allreduce_mib": 400, "optimizer_ms": 10},
   "ranks": {"2": {"slowdown": 2.5}}
 })"},
@@ -111,9 +116,14 @@ constexpr std::array<BuiltinScenario, 19> kBuiltins{{
 })"},
     {"mixed", R"({
   "name": "mixed", "cause": "idle", "model": "h100-sxm", "gpus": 8,
-  "description": "A 4-GPU job on an 8-GPU node: four GPUs work, two are held idle, two are free",
+  "description": "A 4-GPU job on an 8-GPU node: four GPUs work, a notebook holds two idle, two are free",
   "workload": {"kernels": 400, "kernel_ms": 1.2, "allreduce_mib": 400, "optimizer_ms": 15},
-  "ranks": {"4-5": {"idle": true, "held": true}, "6-7": {"idle": true, "held": false}}
+  "owner": {"kind": "slurm_job", "id": "41877", "step": "0", "user": "alice"},
+  "ranks": {"4-5": {"idle": true, "held": true,
+                    "owner": {"kind": "k8s_pod", "id": "7d3a9b12-5e4f-4c21-b8a0-6f2e1d9c0b37",
+                              "pod": "notebook-bob-0", "namespace": "research",
+                              "container": "notebook", "user": "bob"}},
+            "6-7": {"idle": true, "held": false}}
 })"},
     {"degrading", R"({
   "name": "degrading", "cause": "data_starvation", "model": "h100-sxm", "gpus": 2,

@@ -42,6 +42,14 @@ double Rng::normal() {  // Box-Muller; one value per call keeps the sequence sim
   return std::sqrt(-2.0 * std::log(u1)) * std::cos(2 * M_PI * u2);
 }
 
+namespace {
+uint64_t fnv1a(const std::string& s) {
+  uint64_t h = 1469598103934665603ULL;
+  for (unsigned char c : s) h = (h ^ c) * 1099511628211ULL;
+  return h;
+}
+}  // namespace
+
 Simulation::Simulation(Scenario scenario, GpuModel model)
     : sc_(std::move(scenario)),
       model_(model),
@@ -72,8 +80,12 @@ Simulation::Simulation(Scenario scenario, GpuModel model)
     DeviceInfo d;
     d.index = static_cast<unsigned>(i);
     d.name = std::string(model_.nvml_name);
-    d.uuid = fmt::format("GPU-5e5e{:04x}-{:04x}-4{:03x}-8{:03x}-{:012x}", sc_.seed & 0xffff, i,
-                         rng_.next() & 0xfff, rng_.next() & 0xfff, rng_.next() & 0xffffffffffffULL);
+    // Derived from the host name (and seed): two simulated hosts never share a GPU UUID.
+    const uint64_t host_hash = fnv1a(sc_.host.empty() ? "sim-" + sc_.name : sc_.host);
+    const uint64_t r1 = rng_.next() & 0xfff, r2 = rng_.next() & 0xfff,
+                   r3 = rng_.next() & 0xffffffffffffULL;
+    d.uuid = fmt::format("GPU-5e5e{:04x}-{:04x}-4{:03x}-8{:03x}-{:012x}", sc_.seed & 0xffff, i, r1,
+                         r2, (r3 ^ host_hash) & 0xffffffffffffULL);
     d.pci_bus_id = fmt::format("00000000:{:02X}:00.0", (0x18 + 0x10 * i) % 0x100);
     d.serial = fmt::format("16{:011d}", rng_.next() % 100000000000ULL);
     d.persistence_mode = true;
@@ -481,6 +493,10 @@ DeviceSample Simulation::read(size_t i) {
   }
   s.processes_supported = true;
   if (!free_gpu) {
+    if (g.rank.owner)
+      s.owners.push_back(*g.rank.owner);
+    else if (sc_.owner)
+      s.owners.push_back(*sc_.owner);
     const int n = std::max(1, g.rank.processes);
     for (int k = 0; k < n; ++k) {
       ProcessInfo p;
@@ -489,6 +505,7 @@ DeviceSample Simulation::read(size_t i) {
       p.used_memory_mib = std::max(0.0, std::round(g.mem_used_mib / n - 300));
       p.sm_util_pct = std::round(pct(a.kernel) / n);
       p.mem_util_pct = std::round(pct(a.dram) / n);
+      if (!s.owners.empty()) p.owner = s.owners.front();
       s.processes.push_back(std::move(p));
     }
   }

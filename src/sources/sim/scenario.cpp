@@ -1,6 +1,7 @@
 #include "sources/sim/scenario.hpp"
 
 #include <algorithm>
+#include <cctype>
 #include <charconv>
 #include <fstream>
 #include <sstream>
@@ -119,6 +120,29 @@ Result<Nothing> apply_workload_json(Workload& w, const json& j, const std::strin
   return kOk;
 }
 
+Result<Owner> parse_owner_json(const json& j, const std::string& origin) {
+  if (!j.is_object()) return usage_error(origin + ": an owner is a JSON object");
+  GD_TRY(check_keys(j, {"kind", "id", "step", "pod", "namespace", "container", "user"}, origin));
+  Owner o;
+  std::string kind = "slurm_job";
+  GD_TRY(get(j, "kind", kind, origin));
+  const auto k = owner_kind_from_code(kind);
+  if (!k)
+    return usage_error(
+        fmt::format("{}: owner kind '{}' (slurm_job, k8s_pod, container, systemd_unit, process)",
+                    origin, kind));
+  o.kind = *k;
+  GD_TRY(get(j, "id", o.id, origin));
+  GD_TRY(get(j, "step", o.step, origin));
+  GD_TRY(get(j, "pod", o.pod, origin));
+  GD_TRY(get(j, "namespace", o.pod_namespace, origin));
+  GD_TRY(get(j, "container", o.container, origin));
+  GD_TRY(get(j, "user", o.user, origin));
+  if (o.id.empty() && o.pod.empty()) return usage_error(origin + ": an owner needs an id");
+  o.source = "sim";
+  return o;
+}
+
 Result<Scenario> parse_scenario(const std::string& text, const std::string& origin) {
   json j;
   try {
@@ -130,7 +154,7 @@ Result<Scenario> parse_scenario(const std::string& text, const std::string& orig
   GD_TRY(check_keys(j,
                     {"name", "description", "cause", "model", "gpus", "duration_s", "interval_s",
                      "seed", "power_limit_w", "app_clock_mhz", "hw_slowdown", "ambient_c",
-                     "cooling", "startup_s", "workload", "ranks", "changes"},
+                     "cooling", "startup_s", "workload", "ranks", "changes", "owner", "host"},
                     origin));
   Scenario s;
   GD_TRY(get(j, "name", s.name, origin));
@@ -154,6 +178,12 @@ Result<Scenario> parse_scenario(const std::string& text, const std::string& orig
   GD_TRY(get(j, "ambient_c", s.ambient_c, origin));
   GD_TRY(get(j, "cooling", s.cooling, origin));
   GD_TRY(get(j, "startup_s", s.startup_s, origin));
+  GD_TRY(get(j, "host", s.host, origin));
+  if (j.contains("owner")) {
+    auto o = parse_owner_json(j["owner"], origin + " owner");
+    if (!o) return o.error();
+    s.owner = std::move(o.value());
+  }
   if (j.contains("workload")) GD_TRY(apply_workload_json(s.workload, j["workload"], origin));
   if (s.gpus < 1 || s.gpus > 64) return usage_error(origin + ": gpus must be 1-64");
   s.ranks.assign(static_cast<size_t>(s.gpus), Rank{});
@@ -171,7 +201,8 @@ Result<Scenario> parse_scenario(const std::string& text, const std::string& orig
           rb.ptr != b.data() + b.size() || lo < 0 || lo > hi || hi >= s.gpus)
         return usage_error(fmt::format("{}: bad rank key '{}'", origin, key));
       GD_TRY(check_keys(
-          r, {"idle", "held", "slowdown", "processes", "alternate_steps", "alternate_phase"},
+          r,
+          {"idle", "held", "slowdown", "processes", "alternate_steps", "alternate_phase", "owner"},
           origin + " rank " + key));
       for (int i = lo; i <= hi && i < s.gpus; ++i) {
         Rank& rk = s.ranks[static_cast<size_t>(i)];
@@ -181,6 +212,11 @@ Result<Scenario> parse_scenario(const std::string& text, const std::string& orig
         GD_TRY(get(r, "processes", rk.processes, origin));
         GD_TRY(get(r, "alternate_steps", rk.alternate_steps, origin));
         GD_TRY(get(r, "alternate_phase", rk.alternate_phase, origin));
+        if (r.contains("owner")) {
+          auto o = parse_owner_json(r["owner"], origin + " rank " + key + " owner");
+          if (!o) return o.error();
+          rk.owner = std::move(o.value());
+        }
       }
     }
   }
@@ -255,12 +291,21 @@ Result<Nothing> apply_override(Scenario& s, const std::string& key, const std::s
     auto d = parse_duration(value);
     if (!d) return d.error();
     (key == "duration" ? s.duration_s : s.interval_s) = static_cast<double>(d->count()) / 1000.0;
+  } else if (key == "host") {
+    const bool ok =
+        !value.empty() && value.size() <= 253 &&
+        std::all_of(value.begin(), value.end(), [](char c) {
+          return std::isalnum(static_cast<unsigned char>(c)) || c == '-' || c == '.' || c == '_';
+        });
+    if (!ok) return usage_error(fmt::format("sim option host={}: a host name", value));
+    s.host = value;
   } else if (key == "power_limit") {
     GD_TRY(number(v));
     s.power_limit_w = v;  // validated below
   } else {
     return usage_error(fmt::format(
-        "unknown sim option '{}' (gpus, model, seed, speed, duration, interval, power_limit)",
+        "unknown sim option '{}' (gpus, model, seed, speed, duration, interval, power_limit, "
+        "host)",
         key));
   }
   return validate_scenario(s, "sim option " + key);

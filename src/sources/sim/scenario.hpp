@@ -10,6 +10,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "core/owner.hpp"
 #include "core/result.hpp"
 
 namespace gpudoctor::sim {
@@ -36,12 +37,13 @@ struct Workload {
 
 // Per-GPU differences from the scenario's workload.
 struct Rank {
-  bool idle = false;         // no job: held (memory, process) or free
-  bool held = true;          // when idle: a process keeps memory allocated
-  double slowdown = 1.0;     // > 1: this rank computes slower (a straggler)
-  int processes = 1;         // compute processes sharing the GPU
-  long alternate_steps = 0;  // > 0: slow only in turns of this many steps (see-saw between ranks)
-  long alternate_phase = 0;  // which turn this rank is slow in (0 or 1)
+  bool idle = false;           // no job: held (memory, process) or free
+  bool held = true;            // when idle: a process keeps memory allocated
+  double slowdown = 1.0;       // > 1: this rank computes slower (a straggler)
+  int processes = 1;           // compute processes sharing the GPU
+  long alternate_steps = 0;    // > 0: slow only in turns of this many steps (see-saw between ranks)
+  long alternate_phase = 0;    // which turn this rank is slow in (0 or 1)
+  std::optional<Owner> owner;  // who holds this GPU (default: the scenario's owner)
 };
 
 struct Change {
@@ -66,6 +68,10 @@ struct Scenario {
   double startup_s = 0;  // model loading before the first step: memory held, no kernels
   Workload workload;
   std::vector<Rank> ranks;  // one per GPU (filled to `gpus`)
+  // Who runs the workload (a Slurm job, a pod...): every GPU held or working without its own
+  // rank owner gets it; free GPUs have none.
+  std::optional<Owner> owner;
+  std::string host;  // the simulated host name (default: sim-NAME); GPU UUIDs derive from it
   std::vector<Change> changes;
 };
 
@@ -78,6 +84,8 @@ std::vector<std::string> builtin_scenario_names();
 Result<Nothing> apply_override(Scenario& s, const std::string& key, const std::string& value);
 // Checks ranges that keep the simulation meaningful and finite (called by the parsers).
 Result<Nothing> validate_scenario(const Scenario& s, const std::string& origin);
+// Parses {"kind": "slurm_job", "id": ..., "step", "pod", "namespace", "container", "user"}.
+Result<Owner> parse_owner_json(const nlohmann::json& j, const std::string& origin);
 // Applies a JSON object of Workload fields; unknown keys are errors.
 Result<Nothing> apply_workload_json(Workload& w, const nlohmann::json& j,
                                     const std::string& origin);

@@ -50,7 +50,8 @@ SimSource::SimSource(SimSpec spec, GpuModel model, std::vector<unsigned> gpus)
   system_.driver_version = "550.54.15";
   system_.cuda_driver_version = "12.4";
   system_.nvml_version = "12.550.54.15";
-  system_.hostname = "sim-" + spec_.scenario.name;
+  system_.hostname =
+      spec_.scenario.host.empty() ? "sim-" + spec_.scenario.name : spec_.scenario.host;
   start_ = std::chrono::steady_clock::now();
   start_unix_ms_ = std::chrono::duration_cast<std::chrono::milliseconds>(
                        std::chrono::system_clock::now().time_since_epoch())
