@@ -213,7 +213,11 @@ class Reader {
   void note(std::string n) { log_reader::add_note(rec_, std::move(n)); }
   template <class... Args>
   void problem(Problem& p, size_t line_no, fmt::format_string<Args...> f, Args&&... args) {
-    log_reader::count_problem(p, origin_, line_no, f, std::forward<Args>(args)...);
+    log_reader::count_problem(p, origin_, file_line(line_no), f, std::forward<Args>(args)...);
+  }
+  // The file's line of a line of the text (the two differ for flattened framing variants).
+  size_t file_line(size_t n) const {
+    return n == 0 || n > opt_.line_map.size() ? n : opt_.line_map[n - 1];
   }
 
   std::string_view text_;
@@ -303,7 +307,7 @@ std::optional<Error> Reader::find_header() {
   Records header(body_.substr(offset), sep_, line_no - 1);
   if (header.next(cells, rec_line, raw) != Records::Next::kRecord)
     return usage_error(fmt::format("{}:{}: cannot read the header line (a quote is never closed)",
-                                   origin_, line_no));
+                                   origin_, file_line(line_no)));
   rows_offset_ = offset + header.position();
   rows_line_before_ = header.line();
   header_line_no_ = line_no;
@@ -414,11 +418,11 @@ std::optional<Error> Reader::make_layout() {
       return usage_error(fmt::format(
           "{}:{}: columns {} hold one value per GPU but their names do not say which quantity; "
           "give it with --map, e.g. --map '{}=power_w'",
-          origin_, header_line_no_, fmt::join(bare, ", "), wide_pattern(bare.front())));
+          origin_, file_line(header_line_no_), fmt::join(bare, ", "), wide_pattern(bare.front())));
     return usage_error(fmt::format(
         "{}:{}: no column gpudoctor recognises in the header ({}); name the columns with --map "
         "COLUMN=FIELD (field ids: gpudoctor fields)",
-        origin_, header_line_no_, fmt::join(names, ", ")));
+        origin_, file_line(header_line_no_), fmt::join(names, ", ")));
   }
   wide_ = any_wide;
   if (!bare.empty())
@@ -1150,7 +1154,7 @@ Result<Recording> Reader::run() {
   if (rows_read_ == 0) {
     if (data_lines_ == 0)
       return usage_error(fmt::format("{}:{}: a header line but no data rows{}", origin_,
-                                     header_line_no_, text::cut_short_suffix(text_)));
+                                     file_line(header_line_no_), text::cut_short_suffix(text_)));
     for (const Problem* p :
          {&wrong_count_, &bad_time_, &bad_gpu_, &malformed_, &truncated_, &not_increasing_})
       if (p->count > 0)
