@@ -89,7 +89,9 @@ SideBySide split_side_by_side(std::vector<Column>& cols, const std::vector<std::
     for (size_t k = 0; k < gpus.size(); ++k) {
       if (!is_gpu[k]) continue;
       number[k] = own_numbers ? gpus[k].number : next++;
-      if (!gpus[k].name.empty()) out.names[number[k]] = gpus[k].name;
+      // (Named only by a group that says it is a GPU: not by "mean" under a summary.)
+      if (!gpus[k].name.empty() && contains_ci(gpus[k].key, "gpu"))
+        out.names[number[k]] = gpus[k].name;
       parts.push_back(gpus[k].name.empty() || gpus[k].name == gpus[k].key
                           ? fmt::format("GPU {} = {}", number[k], gpus[k].key)
                           : fmt::format("GPU {} = {} ({})", number[k], gpus[k].key, gpus[k].name));

@@ -172,6 +172,16 @@ TEST(ToolLogs, RepeatedColumnNamesAreGpusSideBySide) {
   EXPECT_TRUE(has_note(*f, "column clock_mem_mhz ignored: its group (Memory Timings) is not a GPU"))
       << all_notes(*f);
 
+  // A last line of words that name no GPU names none.
+  const auto m = load_text(
+      "time,power_w,util_gpu_pct\n2026-12-01T10:00:00Z,300,99\n2026-12-01T10:00:01Z,310,98\n"
+      ",mean,mean\n",
+      "mean.csv", {});
+  ASSERT_TRUE(m.ok()) << m.error().message;
+  ASSERT_EQ(m->gpus.size(), 1u) << all_notes(*m);
+  EXPECT_EQ(m->gpus[0].size(), 2u);
+  EXPECT_EQ(m->gpus[0].info.name, "");
+
   // A GPU per row: repeated names stay one GPU's, the second ignored.
   const std::string keyed =
       "time,gpu,power_w,power_w\n2026-12-01T10:00:00Z,0,300,20\n2026-12-01T10:00:01Z,0,310,21\n";
