@@ -8,7 +8,6 @@
 #include <exception>
 #include <limits>
 #include <map>
-#include <set>
 #include <string>
 #include <unordered_map>
 #include <unordered_set>
@@ -19,6 +18,7 @@
 #include "core/clock_reasons.hpp"
 #include "core/reading.hpp"
 #include "formats/column_catalogue.hpp"
+#include "formats/column_groups.hpp"
 #include "formats/csv_frame.hpp"
 #include "formats/finish.hpp"
 #include "formats/log_time.hpp"
@@ -213,7 +213,11 @@ class Reader {
   void note(std::string n) { log_reader::add_note(rec_, std::move(n)); }
   template <class... Args>
   void problem(Problem& p, size_t line_no, fmt::format_string<Args...> f, Args&&... args) {
-    log_reader::count_problem(p, origin_, line_no, f, std::forward<Args>(args)...);
+    log_reader::count_problem(p, origin_, file_line(line_no), f, std::forward<Args>(args)...);
+  }
+  // The file's line of a line of the text (the two differ for flattened framing variants).
+  size_t file_line(size_t n) const {
+    return n == 0 || n > opt_.line_map.size() ? n : opt_.line_map[n - 1];
   }
 
   std::string_view text_;
@@ -303,7 +307,7 @@ std::optional<Error> Reader::find_header() {
   Records header(body_.substr(offset), sep_, line_no - 1);
   if (header.next(cells, rec_line, raw) != Records::Next::kRecord)
     return usage_error(fmt::format("{}:{}: cannot read the header line (a quote is never closed)",
-                                   origin_, line_no));
+                                   origin_, file_line(line_no)));
   rows_offset_ = offset + header.position();
   rows_line_before_ = header.line();
   header_line_no_ = line_no;
@@ -415,11 +419,11 @@ std::optional<Error> Reader::make_layout() {
       return usage_error(fmt::format(
           "{}:{}: columns {} hold one value per GPU but their names do not say which quantity; "
           "give it with --map, e.g. --map '{}=power_w'",
-          origin_, header_line_no_, fmt::join(bare, ", "), wide_pattern(bare.front())));
+          origin_, file_line(header_line_no_), fmt::join(bare, ", "), wide_pattern(bare.front())));
     return usage_error(fmt::format(
         "{}:{}: no column gpudoctor recognises in the header ({}); name the columns with --map "
         "COLUMN=FIELD (field ids: gpudoctor fields)",
-        origin_, header_line_no_, fmt::join(names, ", ")));
+        origin_, file_line(header_line_no_), fmt::join(names, ", ")));
   }
   wide_ = any_wide;
   if (!bare.empty())
@@ -610,112 +614,11 @@ void Reader::find_footer() {
   groups_.assign(cells.begin(), cells.end());
 }
 
-// A group's GPU: "GPU [#1]: Intel UHD Graphics 770: Enhanced" -> key "GPU [#1]", number 1, name
-// "Intel UHD Graphics 770"; a group without "[#N]" is its own key and name.
-struct GroupId {
-  std::string key, name;
-  int number = -1;
-};
-GroupId group_id(std::string_view g) {
-  GroupId id;
-  const size_t hash = g.find("[#");
-  const size_t close = hash == std::string_view::npos ? hash : g.find(']', hash);
-  if (close == std::string_view::npos) {
-    id.key = id.name = std::string(text::trim(g));
-    return id;
-  }
-  id.key = std::string(g.substr(0, close + 1));
-  if (const auto n = text::parse_int(g.substr(hash + 2, close - hash - 2));
-      n && *n >= 0 && *n < 100000)
-    id.number = static_cast<int>(*n);
-  std::string_view rest = g.substr(close + 1);
-  if (!rest.empty() && rest.front() == ':') rest.remove_prefix(1);
-  rest = text::trim(rest);
-  id.name = std::string(text::trim(rest.substr(0, rest.find(": "))));
-  if (!id.name.empty() && id.name.back() == ':') id.name.pop_back();
-  return id;
-}
-
-// Several GPUs side by side under the same column names, with no GPU number in them (a whole
-// node's log: HWiNFO's "GPU Core Load [%]" of the NVIDIA GPU, then of the integrated one): each
-// column gets the GPU number it belongs to, and the file is read as one column per GPU. Which GPU:
-// the column's group on the footer line where there is one (groups naming a GPU; their "[#N]"
-// where every one has its own), else the order of appearance of its name (the n-th "GPU Core
-// Load [%]" is GPU n). Files with a GPU column (a GPU per row) and files with GPU numbers in
-// their names are not split.
 void Reader::split_side_by_side() {
-  for (const auto& c : cols_) {
-    if (c.gpu >= 0 || c.bare) return;
-    if (c.m.role == Role::kGpu || c.m.role == Role::kUuid || c.m.role == Role::kBusId) return;
-  }
-  auto numbered = [](Role r) { return is_quantity(r) || r == Role::kName; };
-  if (!groups_.empty()) {
-    std::vector<GroupId> gpus;  // in order of appearance
-    std::vector<int> of_col(cols_.size(), -1);
-    for (size_t i = 0; i < cols_.size(); ++i) {
-      if (!is_quantity(cols_[i].m.role)) continue;
-      GroupId id = group_id(groups_[i]);
-      auto it =
-          std::find_if(gpus.begin(), gpus.end(), [&](const GroupId& g) { return g.key == id.key; });
-      if (it == gpus.end()) {
-        gpus.push_back(std::move(id));
-        it = gpus.end() - 1;
-      }
-      of_col[i] = static_cast<int>(it - gpus.begin());
-    }
-    // Only groups that name a GPU are GPUs, where any does (not "Memory Timings").
-    std::vector<bool> is_gpu(gpus.size(), true);
-    const bool any_gpu = std::any_of(gpus.begin(), gpus.end(),
-                                     [](const GroupId& g) { return contains_ci(g.key, "gpu"); });
-    for (size_t k = 0; k < gpus.size(); ++k)
-      is_gpu[k] = !any_gpu || contains_ci(gpus[k].key, "gpu");
-    std::vector<int> number(gpus.size(), -1);
-    std::set<int> seen;
-    bool own_numbers = true;
-    for (size_t k = 0; k < gpus.size(); ++k)
-      if (is_gpu[k])
-        own_numbers = own_numbers && gpus[k].number >= 0 && seen.insert(gpus[k].number).second;
-    int next = 0;
-    std::vector<std::string> parts;
-    for (size_t k = 0; k < gpus.size(); ++k) {
-      if (!is_gpu[k]) continue;
-      number[k] = own_numbers ? gpus[k].number : next++;
-      if (!gpus[k].name.empty()) group_names_[number[k]] = gpus[k].name;
-      parts.push_back(gpus[k].name.empty() || gpus[k].name == gpus[k].key
-                          ? fmt::format("GPU {} = {}", number[k], gpus[k].key)
-                          : fmt::format("GPU {} = {} ({})", number[k], gpus[k].key, gpus[k].name));
-    }
-    for (size_t i = 0; i < cols_.size(); ++i) {
-      if (of_col[i] < 0) continue;
-      const auto k = static_cast<size_t>(of_col[i]);
-      if (is_gpu[k]) {
-        cols_[i].gpu = number[k];
-      } else {
-        ignored_notes_.push_back(fmt::format("column {} ignored: its group ({}) is not a GPU",
-                                             cols_[i].name, groups_[i]));
-        cols_[i].m.role = Role::kIgnore;
-      }
-    }
-    note(fmt::format("the last line names each column's group: {} GPU(s), {}", parts.size(),
-                     fmt::join(parts, ", ")));
-    return;
-  }
-  std::map<std::string, int> count;
-  bool repeats = false;
-  for (const auto& c : cols_)
-    if (numbered(c.m.role)) repeats = ++count[text::lower(c.name)] > 1 || repeats;
-  if (!repeats) return;
-  count.clear();
-  int most = 0;
-  for (auto& c : cols_) {
-    if (!numbered(c.m.role)) continue;
-    c.gpu = count[text::lower(c.name)]++;
-    most = std::max(most, c.gpu + 1);
-  }
-  note(fmt::format(
-      "column names repeat without a GPU number: read as {} GPUs side by side, the n-th column "
-      "of a name being GPU n (name the columns with --map where that is wrong)",
-      most));
+  SideBySide split = csv::split_side_by_side(cols_, groups_);
+  group_names_ = std::move(split.names);
+  for (auto& n : split.notes) note(std::move(n));
+  for (auto& n : split.ignored) ignored_notes_.push_back(std::move(n));
 }
 
 std::optional<double> Reader::parse_num(std::string_view v) {
@@ -1151,7 +1054,7 @@ Result<Recording> Reader::run() {
   if (rows_read_ == 0) {
     if (data_lines_ == 0)
       return usage_error(fmt::format("{}:{}: a header line but no data rows{}", origin_,
-                                     header_line_no_, text::cut_short_suffix(text_)));
+                                     file_line(header_line_no_), text::cut_short_suffix(text_)));
     for (const Problem* p :
          {&wrong_count_, &bad_time_, &bad_gpu_, &malformed_, &truncated_, &not_increasing_})
       if (p->count > 0)

@@ -31,6 +31,10 @@ struct GenericCsvOptions {
   std::vector<std::pair<std::string, std::string>> map;
   // --power-limit: the limit in W for GPUs whose log has no power limit column.
   std::optional<double> power_limit_w;
+  // Framing variants (formats/text_layouts) that flatten a file into CSV text: the file's line of
+  // each line of the text (entry i for line i + 1), so that messages name the file's own lines.
+  // Empty: the text is the file.
+  std::vector<size_t> line_map;
 };
 
 // True when the text looks like a CSV whose header names columns gpudoctor recognises through the

@@ -35,10 +35,20 @@ void put_cell(std::string& out, std::string_view v, bool first) {
   out += '"';
 }
 
-void put_row(std::string& out, const std::vector<std::string_view>& cells) {
-  for (size_t i = 0; i < cells.size(); ++i) put_cell(out, cells[i], i == 0);
-  out += '\n';
-}
+// The flattened text and, per line of it, the file's line it comes from (messages name that).
+struct Flat {
+  std::string csv;
+  std::vector<size_t> lines;
+  void put_row(const std::vector<std::string_view>& cells, size_t file_line) {
+    for (size_t i = 0; i < cells.size(); ++i) put_cell(csv, cells[i], i == 0);
+    csv += '\n';  // (cells come from one line each: no line break inside)
+    lines.push_back(file_line);
+  }
+  void clear() {
+    csv.clear();
+    lines.clear();
+  }
+};
 
 // The first line that is not blank.
 std::string_view first_line(std::string_view head) {
@@ -50,9 +60,11 @@ std::string_view first_line(std::string_view head) {
 }
 
 // Reads the flattened text, naming the layout in the recording's source.
-Result<Recording> read_flat(const std::string& csv, const std::string& origin,
-                            const GenericCsvOptions& opt, std::string_view layout) {
-  auto rec = read_generic_csv(csv, origin, opt);
+Result<Recording> read_flat(Flat& flat, const std::string& origin, const GenericCsvOptions& opt,
+                            std::string_view layout) {
+  GenericCsvOptions o = opt;
+  o.line_map = std::move(flat.lines);
+  auto rec = read_generic_csv(flat.csv, origin, o);
   if (rec.ok()) rec->source = fmt::format("{}: {}", layout, origin);
   return rec;
 }
@@ -66,9 +78,9 @@ Result<Recording> afterburner(std::string_view text, const std::string& origin,
   std::string_view line;
   std::vector<std::string_view> cells;
   std::vector<std::string> names;
-  std::string csv;
+  Flat flat;
   bool header = false;
-  size_t rows = 0;
+  size_t rows = 0, names_line = 0;
   while (lines.next(line)) {
     if (text::is_blank(line)) continue;
     text::split_trimmed(line, ',', cells);
@@ -84,7 +96,8 @@ Result<Recording> afterburner(std::string_view text, const std::string& origin,
       }
       std::vector<std::string_view> h{"time"};
       for (const auto& n : names) h.push_back(n);
-      put_row(csv, h);
+      names_line = lines.line_number();
+      flat.put_row(h, names_line);
       header = true;
       continue;
     }
@@ -101,13 +114,13 @@ Result<Recording> afterburner(std::string_view text, const std::string& origin,
     if (cells[0] != "80" || !header) continue;
     if (rows == 0) {
       // The units of 03 lines come before the first data line: the header again, with them.
-      csv.clear();
+      flat.clear();
       std::vector<std::string_view> h{"time"};
       for (const auto& n : names) h.push_back(n);
-      put_row(csv, h);
+      flat.put_row(h, names_line);
     }
     cells.erase(cells.begin());
-    put_row(csv, cells);
+    flat.put_row(cells, lines.line_number());
     ++rows;
   }
   if (!header)
@@ -115,7 +128,7 @@ Result<Recording> afterburner(std::string_view text, const std::string& origin,
         fmt::format("{}: an MSI Afterburner log without its 02 line (the column "
                     "names)",
                     origin));
-  return read_flat(csv, origin, opt, "msi afterburner");
+  return read_flat(flat, origin, opt, "msi afterburner");
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -141,6 +154,7 @@ Result<Recording> key_value_blocks(std::string_view text, const std::string& ori
   struct Gpu {
     std::string_view time, gpu, name;
     std::vector<std::pair<std::string_view, std::string_view>> values;
+    size_t line = 0;  // the file's line of its first value
   };
   std::vector<Gpu> rows;
   std::vector<std::string_view> keys;
@@ -163,10 +177,11 @@ Result<Recording> key_value_blocks(std::string_view text, const std::string& ori
     // "GPU 0: NVIDIA ...": another GPU of the block.
     if (key.size() > 3 && text::istarts_with(key, "gpu") &&
         text::parse_int(text::trim(key.substr(3)))) {
-      rows.push_back({time, text::trim(key.substr(3)), value, {}});
+      rows.push_back({time, text::trim(key.substr(3)), value, {}, lines.line_number()});
       continue;
     }
-    if (rows.empty() || rows.back().time.data() != time.data()) rows.push_back({time, "", "", {}});
+    if (rows.empty() || rows.back().time.data() != time.data())
+      rows.push_back({time, "", "", {}, lines.line_number()});
     // "1234MB / 24576MB": the first of the pair.
     std::string_view v = value;
     if (const size_t slash = v.find(" / "); slash != std::string_view::npos)
@@ -176,10 +191,10 @@ Result<Recording> key_value_blocks(std::string_view text, const std::string& ori
   }
   if (rows.empty())
     return usage_error(fmt::format("{}: no \"=== time ===\" block with values", origin));
-  std::string csv;
+  Flat flat;
   std::vector<std::string_view> cells{"time", "gpu", "name"};
   for (const auto k : keys) cells.push_back(k);
-  put_row(csv, cells);
+  flat.put_row(cells, rows.front().line);  // (no header line in the file: the first value's)
   for (const auto& r : rows) {
     cells.assign(3 + keys.size(), {});
     cells[0] = r.time;
@@ -187,9 +202,9 @@ Result<Recording> key_value_blocks(std::string_view text, const std::string& ori
     cells[2] = r.name;
     for (const auto& [k, v] : r.values)
       cells[3 + static_cast<size_t>(std::find(keys.begin(), keys.end(), k) - keys.begin())] = v;
-    put_row(csv, cells);
+    flat.put_row(cells, r.line);
   }
-  return read_flat(csv, origin, opt, "key-value blocks");
+  return read_flat(flat, origin, opt, "key-value blocks");
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -239,9 +254,11 @@ bool gpustat_gpu_line(std::string_view l) {
 Result<Recording> gpustat(std::string_view raw, const std::string& origin,
                           const GenericCsvOptions& opt) {
   const std::string text = strip_ansi(raw);
-  std::string csv =
+  Flat flat;
+  flat.csv =
       "time,gpu,name,temperature.gpu,utilization.gpu,power.draw [W],enforced.power.limit "
       "[W],memory.used [MiB],memory.total [MiB]\n";
+  flat.lines.push_back(0);  // (no header line in the file: the first snapshot's, below)
   text::LineReader lines(text);
   std::string_view line;
   std::optional<std::string> time;
@@ -279,7 +296,9 @@ Result<Recording> gpustat(std::string_view raw, const std::string& origin,
       total = text::trim(mem.substr(slash + 1));
       if (total.ends_with("MB")) total = text::trim(total.substr(0, total.size() - 2));
     }
-    put_row(csv, {*time, gpu, parts[0], temp, util, power, limit, used, total});
+    if (rows == 0) flat.lines.front() = lines.line_number();
+    flat.put_row({*time, gpu, parts[0], temp, util, power, limit, used, total},
+                 lines.line_number());
     ++rows;
   }
   if (rows == 0)
@@ -287,7 +306,7 @@ Result<Recording> gpustat(std::string_view raw, const std::string& origin,
         fmt::format("{}: no gpustat snapshot (a host line with the time, then "
                     "\"[0] NAME | ...\" lines)",
                     origin));
-  return read_flat(csv, origin, opt, "gpustat");
+  return read_flat(flat, origin, opt, "gpustat");
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -372,13 +391,16 @@ Result<Recording> ws_table(std::string_view text, const std::string& origin,
   const auto at = ws_header(text);
   if (!at) return usage_error(fmt::format("{}: no header line of a whitespace table", origin));
   text::LineReader lines(text.substr(*at));
+  // The lines above the header (title, rules).
+  const auto before = static_cast<size_t>(
+      std::count(text.begin(), text.begin() + static_cast<std::ptrdiff_t>(*at), '\n'));
   std::string_view line;
   std::vector<std::string_view> cells;
-  std::string csv;
+  Flat flat;
   lines.next(line);
   split_header(line, cells);
   const std::string header_line(text::trim(line));
-  put_row(csv, cells);
+  flat.put_row(cells, before + lines.line_number());
   while (lines.next(line)) {
     if (text::is_blank(line) || is_rule(line)) continue;
     if (text::trim(line) == header_line) {  // the header again: kept for the reader to count
@@ -386,9 +408,9 @@ Result<Recording> ws_table(std::string_view text, const std::string& origin,
     } else {
       split_row(line, cells);
     }
-    put_row(csv, cells);
+    flat.put_row(cells, before + lines.line_number());
   }
-  return read_flat(csv, origin, opt, "whitespace table");
+  return read_flat(flat, origin, opt, "whitespace table");
 }
 
 }  // namespace

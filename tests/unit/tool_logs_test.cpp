@@ -172,6 +172,16 @@ TEST(ToolLogs, RepeatedColumnNamesAreGpusSideBySide) {
   EXPECT_TRUE(has_note(*f, "column clock_mem_mhz ignored: its group (Memory Timings) is not a GPU"))
       << all_notes(*f);
 
+  // A last line of words that name no GPU names none.
+  const auto m = load_text(
+      "time,power_w,util_gpu_pct\n2026-12-01T10:00:00Z,300,99\n2026-12-01T10:00:01Z,310,98\n"
+      ",mean,mean\n",
+      "mean.csv", {});
+  ASSERT_TRUE(m.ok()) << m.error().message;
+  ASSERT_EQ(m->gpus.size(), 1u) << all_notes(*m);
+  EXPECT_EQ(m->gpus[0].size(), 2u);
+  EXPECT_EQ(m->gpus[0].info.name, "");
+
   // A GPU per row: repeated names stay one GPU's, the second ignored.
   const std::string keyed =
       "time,gpu,power_w,power_w\n2026-12-01T10:00:00Z,0,300,20\n2026-12-01T10:00:01Z,0,310,21\n";
@@ -379,6 +389,33 @@ TEST(ToolLogs, UnitsFromTheValues) {
 }
 
 // Bad input per layout: each refuses or skips precisely.
+// The flattened layouts' messages name the file's own line (of the row, or of the block's GPU),
+// not the line of the flattened table.
+TEST(ToolLogs, FlattenedLayoutsNameTheFilesLines) {
+  struct Case {
+    std::string file, needle, bad, origin;
+    size_t line;
+  };
+  for (const auto& c : std::vector<Case>{
+           {"afterburner.hml", "  319.500", "    bogus", "a.hml", 18},
+           {"gputil_blocks.log", "GPU Load: 93%", "GPU Load: bogus", "g.log", 6},
+           {"gpustat.txt", "   61 / 400 W", "bogus / 400 W", "g.txt", 3},
+           {"home_monitor_table.txt", "297.5", "bogus", "t.txt", 8},
+       }) {
+    SCOPED_TRACE(c.file);
+    std::string text = read_file(tool_log(c.file));
+    const size_t at = text.find(c.needle);
+    ASSERT_NE(at, std::string::npos);
+    text.replace(at, c.needle.size(), c.bad);
+    LoadOptions opt;
+    if (c.file == "gpustat.txt") opt.input_format = "gpustat";
+    const auto r = load_text(text, c.origin, opt);
+    ASSERT_TRUE(r.ok()) << r.error().message;
+    EXPECT_TRUE(has_note(*r, fmt::format("{}:{}: ", c.origin, c.line))) << all_notes(*r);
+    EXPECT_TRUE(has_note(*r, "bogus")) << all_notes(*r);
+  }
+}
+
 TEST(ToolLogs, BadInputPerLayout) {
   const std::string gpuz = read_file(tool_log("gpuz_sensor_log.txt"));
   {  // cut mid-line: the last line is not read
