@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstddef>
+#include <cstdint>
 #include <optional>
 #include <string>
 #include <vector>
@@ -40,7 +41,12 @@ bool is_object_array(const json& v) {
 std::optional<std::string> cell_of(const json& v) {
   if (v.is_string()) return v.get<std::string>();
   if (v.is_boolean()) return std::string(v.get<bool>() ? "1" : "0");
-  if (v.is_number()) return v.dump();
+  // fmt writes the shortest text that reads back as the same double, as JSON's own dump does,
+  // without its serializer's set-up per value.
+  if (v.is_number_integer())
+    return v.is_number_unsigned() ? fmt::format("{}", v.get<uint64_t>())
+                                  : fmt::format("{}", v.get<int64_t>());
+  if (v.is_number()) return fmt::format("{}", v.get<double>());
   return std::nullopt;
 }
 
