@@ -232,4 +232,12 @@ void name_unnamed_gpus(Recording& rec, const std::string& name) {
   if (all_limited) std::erase(rec.notes, no_limit_note("", ModelMatch{}));
 }
 
+void finish_series_gpus(Recording& rec, std::optional<double> power_limit_w) {
+  std::vector<GpuToFinish> gpus;
+  for (auto& g : rec.gpus) gpus.push_back({&g, nullptr});
+  FinishOptions fo;
+  fo.power_limit_w = power_limit_w;
+  finish_gpus(rec, gpus, fo);
+}
+
 }  // namespace gpudoctor::log_reader

@@ -111,6 +111,9 @@ struct FinishOptions {
 // power_limit_default_w. A GPU without any gets source "" and a note saying efficiency cannot be
 // computed. Notes go to rec.notes in a fixed order.
 void finish_gpus(Recording& rec, const std::vector<GpuToFinish>& gpus, const FinishOptions& opt);
+// finish_gpus for inputs made of series (Prometheus answers and snapshots): every GPU, no cell
+// counts, no column names.
+void finish_series_gpus(Recording& rec, std::optional<double> power_limit_w);
 
 // Runs a reader: an exception (out of memory, a bug) becomes a failure that names the input and
 // the format ("run.csv: cannot read the CSV log: ..."), never a crash. Every reader's entry point.

@@ -181,11 +181,7 @@ Result<Recording> read_prometheus_answer(std::string_view text, const std::strin
   rec.notes.insert(
       rec.notes.begin(),
       fmt::format("read as a saved Prometheus API answer: {} series", series.value().size()));
-  std::vector<log_reader::GpuToFinish> finish;
-  for (auto& g : rec.gpus) finish.push_back({&g, nullptr});
-  log_reader::FinishOptions fo;
-  fo.power_limit_w = options.power_limit_w;
-  log_reader::finish_gpus(rec, finish, fo);
+  log_reader::finish_series_gpus(rec, options.power_limit_w);
   return rec;
 }
 

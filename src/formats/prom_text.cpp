@@ -284,11 +284,7 @@ Result<Recording> read_prom_text_unguarded(std::string_view text, const std::str
                          "snapshots without a time (no sample timestamp, no date line before "
                          "them) are placed 1 s apart: durations are in snapshots, not seconds");
   log_reader::note_skipped(rec, skipped, "that are not samples");
-  std::vector<log_reader::GpuToFinish> finish;
-  for (auto& g : rec.gpus) finish.push_back({&g, nullptr});
-  log_reader::FinishOptions fo;
-  fo.power_limit_w = options.power_limit_w;
-  log_reader::finish_gpus(rec, finish, fo);
+  log_reader::finish_series_gpus(rec, options.power_limit_w);
   return rec;
 }
 

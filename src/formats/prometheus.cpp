@@ -415,11 +415,7 @@ Result<Recording> load_prometheus(const PrometheusQuery& q, const LoadOptions& o
                   "s ({})",
                   series.size(), pages, pages == 1 ? "y" : "ies",
                   static_cast<double>(step_ms) / 1000.0, step_note.empty() ? "given" : step_note));
-  std::vector<log_reader::GpuToFinish> finish;
-  for (auto& g : rec.gpus) finish.push_back({&g, nullptr});
-  log_reader::FinishOptions fo;
-  fo.power_limit_w = options.power_limit_w;
-  log_reader::finish_gpus(rec, finish, fo);
+  log_reader::finish_series_gpus(rec, options.power_limit_w);
   if (!options.gpu_name.empty()) log_reader::name_unnamed_gpus(rec, options.gpu_name);
   return rec;
 }
