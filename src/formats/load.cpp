@@ -215,14 +215,13 @@ Result<Recording> with_gpu_name(Result<Recording> rec, const LoadOptions& option
 Result<Recording> load_text(std::string_view bytes, const std::string& origin,
                             const LoadOptions& options) {
   // Decoded once, here: every reader sees UTF-8 and every output stays valid UTF-8. Binary data
-  // (a NUL in the first bytes, not UTF-16) is left as it is, for the readers to refuse as such;
-  // so are W&B run files, binary by design.
+  // is decoded too (its NULs stay, so it is still refused as binary, and no invalid byte reaches a
+  // message if a reader takes part of it); only W&B run files, binary by design, are left as is.
   text::Encoding enc = text::Encoding::kUtf8;
   std::string decoded;
   std::string_view utf8 = bytes;
   const std::string_view head = bytes.substr(0, kHeadBytes);
-  if (!head.empty() && !looks_like_wandb_run(head) &&
-      (text::looks_utf16(head) || !text::looks_binary(head))) {
+  if (!head.empty() && !looks_like_wandb_run(head)) {
     enc = text::detect_encoding(bytes);
     utf8 = text::decode_to_utf8(bytes, enc, decoded);
   }

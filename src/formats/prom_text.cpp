@@ -20,6 +20,8 @@ namespace gpudoctor {
 
 namespace {
 
+constexpr double kMaxUnixMs = 1e14;
+
 bool name_start(char c) {
   return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_' || c == ':';
 }
@@ -240,9 +242,14 @@ Result<Recording> read_prom_text_unguarded(std::string_view text, const std::str
     sample_in_snapshot = true;
     int64_t t_ms = 0;
     if (s->timestamp) {
+      const double ms = openmetrics || *s->timestamp < 1e11 ? *s->timestamp * 1000 : *s->timestamp;
+      // Outside 1970..5138 it is no exporter's timestamp (and would overflow later sums).
+      if (!(ms >= 0 && ms < kMaxUnixMs)) {
+        log_reader::count_problem(skipped, origin, line_no, "a sample time out of range: {}", line);
+        continue;
+      }
       any_sample_time = true;
-      t_ms = static_cast<int64_t>(
-          std::llround(openmetrics || *s->timestamp < 1e11 ? *s->timestamp * 1000 : *s->timestamp));
+      t_ms = static_cast<int64_t>(std::llround(ms));
     } else if (stamp) {
       t_ms = *stamp;
     } else {

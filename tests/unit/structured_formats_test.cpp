@@ -9,6 +9,7 @@
 #include <string>
 
 #include "core/fields.hpp"
+#include "formats/encoding.hpp"
 #include "formats/flat_table.hpp"
 #include "formats/load.hpp"
 #include "formats/prom_text.hpp"
@@ -227,6 +228,38 @@ TEST(PromText, UnstampedSnapshotsAreSaidToBeOneSecondApart) {
   EXPECT_NEAR(rec.gpus[0].time_s[1], 1.0, 1e-9);
   EXPECT_TRUE(has_note(rec, "placed 1 s apart")) << notes_of(rec);
   EXPECT_TRUE(has_note(rec, "two.prom:5: not a sample line")) << notes_of(rec);
+}
+
+TEST(PromText, SampleTimesOutOfRangeAreSkipped) {
+  // Found by fuzz_prom_text: a timestamp past any date overflowed int64 once in ms.
+  const std::string text =
+      "DCGM_FI_DEV_POWER_USAGE{gpu=\"0\",UUID=\"GPU-a\"} 100 1733047200000\n"
+      "DCGM_FI_DEV_POWER_USAGE{gpu=\"0\",UUID=\"GPU-a\"} 101 9e300\n"
+      "DCGM_FI_DEV_POWER_USAGE{gpu=\"0\",UUID=\"GPU-a\"} 102 -5\n"
+      "DCGM_FI_DEV_POWER_USAGE{gpu=\"0\",UUID=\"GPU-a\"} 103 1733047205000\n";
+  const Recording rec = load_ok(text, "far.prom");
+  ASSERT_EQ(rec.gpus.size(), 1u);
+  ASSERT_EQ(rec.gpus[0].time_s.size(), 2u);
+  EXPECT_NEAR(rec.gpus[0].time_s[1], 5.0, 1e-9);
+  EXPECT_TRUE(has_note(rec, "skipped 2 line(s)")) << notes_of(rec);
+  EXPECT_TRUE(has_note(rec, "far.prom:2: a sample time out of range")) << notes_of(rec);
+}
+
+TEST(Encoding, BytesOfABinaryLookingLogNeverReachANoteUndecoded) {
+  // Found by fuzz_tool_logs: NUL bytes in the head skipped the decoding, and a reader that still
+  // took the text quoted latin-1 bytes in its notes (invalid UTF-8 in JSON output).
+  std::string text =
+      "=== 2026-12-01 12:00:00 ===\nGPU 0: NVIDIA GeForce RTX 3090\n  GPU Load: 3%\n"
+      "  Temperature: 45.0 C\n";
+  text += std::string("GPU\0\0\0 \xE9t\xE9\n", 12);
+  text += "=== 2026-12-01 12:00:01 ===\nGPU 0: NVIDIA GeForce RTX 3090\n  GPU Load: 4%\n";
+  const auto r = load_text(text, "blocks.log", {});
+  if (r.ok()) {
+    for (const auto& n : r->notes) EXPECT_TRUE(text::valid_utf8(n)) << n;
+    for (const auto& g : r->gpus) EXPECT_TRUE(text::valid_utf8(g.info.name));
+  } else {
+    EXPECT_TRUE(text::valid_utf8(r.error().message)) << r.error().message;
+  }
 }
 
 TEST(PromText, NoGpuSeriesIsAnError) {
