@@ -11,6 +11,7 @@
 #include "cli/common.hpp"
 #include "core/duration.hpp"
 #include "formats/prometheus.hpp"
+#include "formats/prometheus_runs.hpp"
 #include "formats/text.hpp"
 #include "report/diagnosis_report.hpp"
 
@@ -76,24 +77,107 @@ Result<Recording> sample_live(const SourceFlags& flags, std::chrono::millisecond
   return rec;
 }
 
+struct Opts {
+  std::string input;
+  InputFlags in;
+  SourceFlags source;
+  std::string format = "text";
+  std::string since, until;
+  std::string fail_on;
+  std::string config;
+  bool print_config = false;
+  std::string baseline;
+  bool live = false;
+  std::string duration = "60s";
+  std::string interval = "500ms";
+  std::string prometheus, selector;
+  std::string group_by = "host";
+};
+
+Result<std::optional<BaselineComparison>> compare_baseline(const Opts& opts, const Recording& rec,
+                                                           const Diagnosis& d) {
+  if (opts.baseline.empty()) return std::optional<BaselineComparison>();
+  auto b = load_baseline(opts.baseline);
+  if (!b) return b.error();
+  return std::optional<BaselineComparison>(compare_to_baseline(b.value(), baseline_of(rec, d)));
+}
+
+void print_diagnosis(const Opts& opts, const Diagnosis& d,
+                     const std::optional<BaselineComparison>& cmp) {
+  fmt::print("{}", opts.format == "markdown" ? diagnosis_markdown(d) : diagnosis_text(d));
+  if (!cmp) return;
+  fmt::print("\nAgainst baseline \"{}\": ", cmp->baseline.name);
+  if (cmp->regressions.empty()) fmt::print("no figure more than 20 % lower\n");
+  for (size_t i = 0; i < cmp->regressions.size(); ++i) {
+    const auto& r = cmp->regressions[i];
+    fmt::print("{}{} {:.0f} % lower ({:.3g} -> {:.3g})", i ? "; " : "", r.metric, r.drop * 100,
+               r.baseline, r.now);
+  }
+  if (!cmp->regressions.empty()) fmt::print("\n");
+}
+
+// --fail-on: a finding at least that severe (or, for warnings, a baseline regression).
+bool fails(const Opts& opts, const Diagnosis& d, const std::optional<BaselineComparison>& cmp) {
+  if (opts.fail_on.empty()) return false;
+  const Severity min = opts.fail_on == "critical" ? Severity::kCritical : Severity::kWarning;
+  for (const auto& f : d.findings)
+    if (f.severity >= min) return true;
+  return cmp && !cmp->regressions.empty() && min == Severity::kWarning;
+}
+
+// diagnose --prometheus: each run diagnosed on its own; text and Markdown give each a heading
+// with the selector that picks it again, JSON wraps the diagnoses (docs/diagnosis.md).
+int diagnose_runs(std::vector<PromRun> runs, PromGroupBy by, const Opts& opts,
+                  const DiagnosisConfig& config) {
+  const std::string summary = runs_summary(runs, by);
+  nlohmann::json j_runs = nlohmann::json::array();
+  bool failed = false;
+  if (opts.format != "json")
+    fmt::print("{}{}\n", opts.format == "markdown" ? "" : "Prometheus " + opts.prometheus + ": ",
+               opts.format == "markdown" ? "_Prometheus " + opts.prometheus + ": " + summary + "_"
+                                         : summary);
+  for (size_t i = 0; i < runs.size(); ++i) {
+    PromRun& run = runs[i];
+    const Diagnosis d = diagnose(run.rec, config);
+    auto cmp = compare_baseline(opts, run.rec, d);
+    if (!cmp) return report(cmp.error());
+    failed = failed || fails(opts, d, cmp.value());
+    const std::string title =
+        fmt::format("{} {}: {} GPU{}", run.kind == "owner" ? "owner" : run.kind, run.name,
+                    run.rec.gpus.size(), run.rec.gpus.size() == 1 ? "" : "s");
+    if (opts.format == "json") {
+      nlohmann::json r = {{"kind", run.kind},
+                          {"name", run.name},
+                          {"hosts", run.hosts},
+                          {"selector", run.selector},
+                          {"diagnosis", diagnosis_json(d)}};
+      if (run.owner) r["owner"] = owner_to_json(*run.owner);
+      if (cmp.value()) r["diagnosis"]["baseline"] = comparison_json(*cmp.value());
+      j_runs.push_back(std::move(r));
+      continue;
+    }
+    if (opts.format == "markdown")
+      fmt::print("\n## Run {} of {}: {}\n\nSelector: `{}`\n\n", i + 1, runs.size(), title,
+                 run.selector);
+    else
+      fmt::print("\n== Run {} of {}: {} (--selector '{}')\n", i + 1, runs.size(), title,
+                 run.selector);
+    print_diagnosis(opts, d, cmp.value());
+  }
+  if (opts.format == "json") {
+    const nlohmann::json j = {
+        {"schema_version", 1},       {"source", "prometheus " + opts.prometheus},
+        {"selector", opts.selector}, {"grouped_by", prom_group_by_code(by)},
+        {"summary", summary},        {"runs", std::move(j_runs)}};
+    fmt::print("{}\n", j.dump(2));
+  }
+  std::fflush(stdout);
+  return failed ? kExitFindings : kExitOk;
+}
+
 }  // namespace
 
 Command add_diagnose_command(CLI::App& root) {
-  struct Opts {
-    std::string input;
-    InputFlags in;
-    SourceFlags source;
-    std::string format = "text";
-    std::string since, until;
-    std::string fail_on;
-    std::string config;
-    bool print_config = false;
-    std::string baseline;
-    bool live = false;
-    std::string duration = "60s";
-    std::string interval = "500ms";
-    std::string prometheus, selector;
-  };
   auto opts = std::make_shared<Opts>();
   CLI::App* cmd = root.add_subcommand(
       "diagnose",
@@ -132,6 +216,12 @@ Command add_diagnose_command(CLI::App& root) {
   cmd->add_option("--selector", opts->selector,
                   "With --prometheus: label matchers that pick the GPUs, e.g. "
                   "'{Hostname=\"node7\"}'");
+  cmd->add_option("--group-by", opts->group_by,
+                  "With --prometheus: diagnose one run per host, per job (any owner the series "
+                  "name: Slurm job, pod, container; the rest of each host's time per host), per "
+                  "pod, or all GPUs as one run (none)")
+      ->check(CLI::IsMember({"host", "job", "pod", "none"}))
+      ->capture_default_str();
   return {cmd, [opts]() -> int {
             DiagnosisConfig config;
             if (!opts->config.empty()) {
@@ -162,9 +252,10 @@ Command add_diagnose_command(CLI::App& root) {
               auto q = prometheus_query(opts->prometheus, opts->selector, opts->since, opts->until,
                                         current_unix_ms());
               if (!q) return report(q.error());
-              auto r = load_prometheus(q.value(), load_options(opts->in));
-              if (!r) return report(r.error());
-              rec = std::move(r.value());
+              const PromGroupBy by = *prom_group_by_from_code(opts->group_by);
+              auto runs = load_prometheus_runs(q.value(), by, load_options(opts->in));
+              if (!runs) return report(runs.error());
+              return diagnose_runs(std::move(runs.value()), by, *opts, config);
             } else {
               if (opts->input.empty())
                 return report(
@@ -204,42 +295,19 @@ Command add_diagnose_command(CLI::App& root) {
               return report(failure(fmt::format("{}: no GPU data to diagnose",
                                                 opts->live ? opts->source.source : opts->input)));
             const Diagnosis d = diagnose(rec, config);
-            std::optional<BaselineComparison> cmp;
-            if (!opts->baseline.empty()) {
-              auto b = load_baseline(opts->baseline);
-              if (!b) return report(b.error());
-              cmp = compare_to_baseline(b.value(), baseline_of(rec, d));
-            }
+            auto cmp = compare_baseline(*opts, rec, d);
+            if (!cmp) return report(cmp.error());
             if (opts->format == "json") {
               auto j = diagnosis_json(d);
-              if (cmp) j["baseline"] = comparison_json(*cmp);
+              if (cmp.value()) j["baseline"] = comparison_json(*cmp.value());
               fmt::print("{}\n", j.dump(2));
             } else {
-              fmt::print("{}",
-                         opts->format == "markdown" ? diagnosis_markdown(d) : diagnosis_text(d));
-              if (cmp) {
-                fmt::print("\nAgainst baseline \"{}\": ", cmp->baseline.name);
-                if (cmp->regressions.empty()) fmt::print("no figure more than 20 % lower\n");
-                for (size_t i = 0; i < cmp->regressions.size(); ++i) {
-                  const auto& r = cmp->regressions[i];
-                  fmt::print("{}{} {:.0f} % lower ({:.3g} -> {:.3g})", i ? "; " : "", r.metric,
-                             r.drop * 100, r.baseline, r.now);
-                }
-                if (!cmp->regressions.empty()) fmt::print("\n");
-              }
+              print_diagnosis(*opts, d, cmp.value());
             }
             std::fflush(stdout);
             if (!d.verdict && opts->format == "text")
               fmt::print(stderr, "gpudoctor: nothing in this input to judge the GPUs by\n");
-            if (!opts->fail_on.empty()) {
-              const Severity min =
-                  opts->fail_on == "critical" ? Severity::kCritical : Severity::kWarning;
-              for (const auto& f : d.findings)
-                if (f.severity >= min) return kExitFindings;
-              if (cmp && !cmp->regressions.empty() && min == Severity::kWarning)
-                return kExitFindings;
-            }
-            return kExitOk;
+            return fails(*opts, d, cmp.value()) ? kExitFindings : kExitOk;
           }};
 }
 

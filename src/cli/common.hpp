@@ -73,6 +73,7 @@ Command add_record_command(CLI::App& root);
 Command add_import_command(CLI::App& root);
 Command add_export_command(CLI::App& root);
 Command add_diagnose_command(CLI::App& root);
+Command add_fleet_command(CLI::App& root);
 Command add_serve_command(CLI::App& root);
 Command add_run_command(CLI::App& root);
 Command add_report_command(CLI::App& root);

@@ -22,12 +22,12 @@ int main(int argc, char** argv) {
 
   // In the order `--help` lists them: the everyday commands first.
   std::vector<Command> commands = {
-      add_status_command(app), add_watch_command(app),    add_check_command(app),
-      add_top_command(app),    add_record_command(app),   add_import_command(app),
-      add_export_command(app), add_diagnose_command(app), add_run_command(app),
-      add_report_command(app), add_baseline_command(app), add_serve_command(app),
-      add_demo_command(app),   add_sim_command(app),      add_capture_command(app),
-      add_fields_command(app), add_formats_command(app)};
+      add_status_command(app),  add_watch_command(app),    add_check_command(app),
+      add_top_command(app),     add_record_command(app),   add_import_command(app),
+      add_export_command(app),  add_diagnose_command(app), add_fleet_command(app),
+      add_run_command(app),     add_report_command(app),   add_baseline_command(app),
+      add_serve_command(app),   add_demo_command(app),     add_sim_command(app),
+      add_capture_command(app), add_fields_command(app),   add_formats_command(app)};
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {

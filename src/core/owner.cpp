@@ -40,7 +40,7 @@ std::string owner_label(const Owner& o) {
       s = "unit " + o.id;
       break;
     case OwnerKind::kProcess:
-      s = "pid " + o.id;
+      s = o.id.empty() ? "process" : "pid " + o.id;  // a process whose PID was not kept
       break;
   }
   if (!o.user.empty()) s += " (" + o.user + ")";

@@ -81,6 +81,45 @@ void append_frame(Recording& rec, const Frame& frame) {
   }
 }
 
+GpuSeries slice_series(const GpuSeries& g, const std::vector<std::pair<double, double>>& ranges) {
+  GpuSeries out;
+  out.info = g.info;
+  out.host = g.host;
+  out.unsupported = g.unsupported;
+  out.processes_recorded = g.processes_recorded;
+  out.power_limit_source = g.power_limit_source;
+  std::vector<size_t> rows;
+  for (const auto& [a, b] : ranges) {
+    const auto from = std::lower_bound(g.time_s.begin(), g.time_s.end(), a) - g.time_s.begin();
+    const auto to = std::upper_bound(g.time_s.begin(), g.time_s.end(), b) - g.time_s.begin();
+    for (auto r = from; r < to; ++r) rows.push_back(static_cast<size_t>(r));
+  }
+  out.time_s.reserve(rows.size());
+  for (size_t r : rows) out.time_s.push_back(g.time_s[r]);
+  for (size_t c = 0; c < g.columns.size(); ++c) {
+    if (!g.columns[c]) continue;
+    auto col = std::make_unique<std::vector<double>>();
+    col->reserve(rows.size());
+    for (size_t r : rows) col->push_back((*g.columns[c])[r]);
+    out.columns[c] = std::move(col);
+  }
+  auto clip = [&](auto span, auto& into) {
+    for (const auto& [a, b] : ranges) {
+      if (span.last_s < a || span.first_s > b) continue;
+      auto part = span;
+      part.first_s = std::max(span.first_s, a);
+      part.last_s = std::min(span.last_s, b);
+      into.push_back(std::move(part));
+    }
+  };
+  for (const auto& p : g.processes) clip(p, out.processes);
+  for (const auto& o : g.owners) clip(o, out.owners);
+  if (g.lost_at_s)
+    for (const auto& [a, b] : ranges)
+      if (*g.lost_at_s >= a && *g.lost_at_s <= b) out.lost_at_s = g.lost_at_s;
+  return out;
+}
+
 void trim_recording(Recording& rec, double since_s, double until_s) {
   for (auto& g : rec.gpus) {
     const auto b = std::lower_bound(g.time_s.begin(), g.time_s.end(), since_s) - g.time_s.begin();

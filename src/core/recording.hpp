@@ -40,6 +40,9 @@ struct OwnerSpan {
 
 struct GpuSeries {
   DeviceInfo info;
+  // The host the GPU is in, where one input holds GPUs of several hosts (a Prometheus server);
+  // "" otherwise (the Recording's system.hostname says it).
+  std::string host;
   std::vector<double> time_s;  // seconds since Recording::start_unix_ms, increasing
   // One column per field, present only for fields the input had; same length as time_s.
   std::array<std::unique_ptr<std::vector<double>>, kFieldCount> columns{};
@@ -117,6 +120,11 @@ void rebase_times(Recording& rec, bool start_known = true);
 // Keeps only the samples with since_s <= time < until_s (seconds from the start); process spans
 // are clipped to the same range.
 void trim_recording(Recording& rec, double since_s, double until_s);
+
+// A copy of the GPU's rows whose time lies in one of `ranges` ([first, last] seconds, sorted and
+// disjoint), with its processes and owners clipped to them; everything else (info, host, limits,
+// unsupported fields) copied as it is.
+GpuSeries slice_series(const GpuSeries& g, const std::vector<std::pair<double, double>>& ranges);
 
 // Appends a frame of a live source: rec.gpus must already hold one GpuSeries per frame device
 // (same order). Times are taken relative to rec.start_unix_ms; unsupported readings are noted,

@@ -19,7 +19,7 @@ namespace gpudoctor {
 namespace {
 
 // Series the reader understands beyond the catalogue's names.
-enum class Extra { kNone, kFbFree, kFbReserved, kGpuInfo, kGpuLost };
+enum class Extra { kNone, kFbFree, kFbReserved, kGpuInfo, kGpuLost, kOwnerInfo };
 
 struct NameInfo {
   std::optional<Field> field;
@@ -41,6 +41,7 @@ const std::unordered_map<std::string, NameInfo>& name_table() {
     t["DCGM_FI_DEV_FB_RESERVED"] = {std::nullopt, 1, true, Extra::kFbReserved};
     t["gpudoctor_gpu_info"] = {std::nullopt, 1, false, Extra::kGpuInfo};
     t["gpudoctor_gpu_lost"] = {std::nullopt, 1, false, Extra::kGpuLost};
+    t["gpudoctor_gpu_owner_info"] = {std::nullopt, 1, false, Extra::kOwnerInfo};
     return t;
   }();
   return table;
@@ -74,6 +75,67 @@ struct GpuKey {
   long gpu = 0;
   std::string uuid;
 };
+
+bool looks_like_uid(const std::string& s) {
+  return s.size() == 36 && s[8] == '-' && s[13] == '-' && s[18] == '-' && s[23] == '-';
+}
+
+// The owner a series names: gpudoctor_gpu_owner_info's labels, or the job and pod labels that
+// dcgm-exporter adds to every series (its HPC job mapping: hpc_job; its Kubernetes mapping: pod,
+// namespace, container). A scrape that does not honour the target's labels keeps its own job (the
+// scrape job), and through the Prometheus operator its pod and namespace, and renames the
+// exporter's to exported_job, exported_pod, ...: those come first.
+std::optional<Owner> owner_of_series(const std::map<std::string, std::string>& all,
+                                     bool owner_info) {
+  std::map<std::string, std::string> labels = all;
+  for (const char* name : {"job", "step", "pod", "namespace", "container", "user"})
+    if (auto it = all.find(std::string("exported_") + name); it != all.end() && !it->second.empty())
+      labels[name] = it->second;
+  Owner o;
+  if (owner_info) {
+    const auto kind = owner_kind_from_code(label_of(labels, "owner_kind"));
+    if (!kind) return std::nullopt;
+    o.kind = *kind;
+    o.source = "gpudoctor_gpu_owner_info";
+    o.step = label_of(labels, "step");
+    o.pod_namespace = label_of(labels, "namespace");
+    o.container = label_of(labels, "container");
+    o.user = label_of(labels, "user");
+    switch (o.kind) {
+      case OwnerKind::kSlurmJob:
+      case OwnerKind::kSystemdUnit:
+        o.id = label_of(labels, "job");
+        break;
+      case OwnerKind::kK8sPod:
+        o.id = label_of(labels, "pod");
+        if (!looks_like_uid(o.id)) o.pod = o.id;
+        break;
+      case OwnerKind::kContainer:
+        o.id = o.container;
+        break;
+      case OwnerKind::kProcess:
+        break;
+    }
+    if (o.id.empty() && o.kind != OwnerKind::kProcess) return std::nullopt;
+    return o;
+  }
+  if (const std::string job = label_of(labels, "hpc_job"); !job.empty()) {
+    o.kind = OwnerKind::kSlurmJob;
+    o.id = job;
+    o.source = "dcgm-exporter hpc_job label";
+    return o;
+  }
+  if (const std::string pod = label_of(labels, "pod"); !pod.empty()) {
+    o.kind = OwnerKind::kK8sPod;
+    o.id = pod;
+    o.pod = pod;
+    o.pod_namespace = label_of(labels, "namespace");
+    o.container = label_of(labels, "container");
+    o.source = "dcgm-exporter pod label";
+    return o;
+  }
+  return std::nullopt;
+}
 
 }  // namespace
 
@@ -143,7 +205,7 @@ Result<std::vector<PromSeries>> parse_prometheus_answer(std::string_view body) {
   return out;
 }
 
-Recording recording_from_series(const std::vector<PromSeries>& series, const std::string& source) {
+Recording series_by_gpu(const std::vector<PromSeries>& series, const std::string& source) {
   const auto& names = name_table();
   // GPUs by key (UUID, else host and gpu index), in first-seen order, then sorted.
   std::map<std::string, size_t> index_of_key;
@@ -186,8 +248,9 @@ Recording recording_from_series(const std::vector<PromSeries>& series, const std
     const size_t gi = order[n];
     const GpuKey& k = keys[gi];
     GpuSeries g;
-    g.info.index = hosts.size() > 1 ? static_cast<unsigned>(n) : static_cast<unsigned>(k.gpu);
+    g.info.index = static_cast<unsigned>(k.gpu);
     g.info.uuid = k.uuid;
+    g.host = k.host;
     std::vector<int64_t> times;
     for (const auto* s : per_gpu[gi])
       for (const auto& p : s->points) times.push_back(p.first);
@@ -196,6 +259,18 @@ Recording recording_from_series(const std::vector<PromSeries>& series, const std
     for (int64_t t : times) g.time_s.push_back(static_cast<double>(t - rec.start_unix_ms) / 1000.0);
     std::vector<double> fb_free(times.size(), kMissing), fb_reserved(times.size(), kMissing);
     std::vector<bool> has_value(times.size(), false);
+    // Owners: the times each was named at, by owner.
+    std::vector<std::pair<Owner, std::vector<int64_t>>> owner_times;
+    auto owner_seen = [&](Owner o, const PromSeries& s) {
+      auto it = std::find_if(owner_times.begin(), owner_times.end(),
+                             [&](const auto& e) { return e.first == o; });
+      if (it == owner_times.end()) {
+        owner_times.emplace_back(std::move(o), std::vector<int64_t>{});
+        it = owner_times.end() - 1;
+      }
+      for (const auto& [t, v] : s.points)
+        if (!std::isnan(v)) it->second.push_back(t);
+    };
     // DCGM's names first: where both are present they agree, and DCGM's is what dcgm-exporter
     // users have.
     std::vector<const PromSeries*> sorted = per_gpu[gi];
@@ -209,11 +284,15 @@ Recording recording_from_series(const std::vector<PromSeries>& series, const std
       if (g.info.pci_bus_id.empty()) g.info.pci_bus_id = label_of(s->labels, "pci_bus_id");
       if (rec.system.driver_version.empty())
         rec.system.driver_version = label_of(s->labels, "DCGM_FI_DRIVER_VERSION", "driver_version");
+      if (ni.extra == Extra::kOwnerInfo || ni.dcgm)
+        if (auto o = owner_of_series(s->labels, ni.extra == Extra::kOwnerInfo))
+          owner_seen(std::move(*o), *s);
       if (ni.extra == Extra::kGpuInfo) {
         const std::string arch = label_of(s->labels, "architecture");
         if (!arch.empty()) g.info.architecture = architecture_from_name(arch);
         continue;
       }
+      if (ni.extra == Extra::kOwnerInfo) continue;
       std::vector<double>* col = ni.field ? &g.column_for_write(*ni.field) : nullptr;
       for (const auto& [t, v] : s->points) {
         const size_t row =
@@ -232,6 +311,31 @@ Recording recording_from_series(const std::vector<PromSeries>& series, const std
           has_value[row] = true;
         }
       }
+    }
+    // Each owner's times become spans: a gap of more than a few samples ends one.
+    if (!owner_times.empty()) {
+      std::vector<int64_t> steps;
+      for (size_t i = 1; i < times.size(); ++i) steps.push_back(times[i] - times[i - 1]);
+      int64_t step = 0;
+      if (!steps.empty()) {
+        std::nth_element(steps.begin(), steps.begin() + static_cast<long>(steps.size() / 2),
+                         steps.end());
+        step = steps[steps.size() / 2];
+      }
+      const int64_t gap = std::max<int64_t>(3 * step, 1);
+      for (auto& [o, ts] : owner_times) {
+        std::sort(ts.begin(), ts.end());
+        ts.erase(std::unique(ts.begin(), ts.end()), ts.end());
+        for (size_t i = 0; i < ts.size();) {
+          size_t j = i;
+          while (j + 1 < ts.size() && ts[j + 1] - ts[j] <= gap) ++j;
+          g.owners.push_back({o, static_cast<double>(ts[i] - rec.start_unix_ms) / 1000.0,
+                              static_cast<double>(ts[j] - rec.start_unix_ms) / 1000.0});
+          i = j + 1;
+        }
+      }
+      std::sort(g.owners.begin(), g.owners.end(),
+                [](const OwnerSpan& a, const OwnerSpan& b) { return a.first_s < b.first_s; });
     }
     // dcgm-exporter's defaults have used and free memory, not the total.
     if (!g.has(Field::kMemTotal) && g.has(Field::kMemUsed)) {
@@ -257,11 +361,27 @@ Recording recording_from_series(const std::vector<PromSeries>& series, const std
     g.time_s.resize(keep);
     for (auto& c : g.columns)
       if (c) c->resize(keep);
-    if (hosts.size() > 1)
-      rec.notes.push_back(fmt::format("GPU {} is {} gpu {}{}", g.info.index, k.host, k.gpu,
-                                      k.uuid.empty() ? "" : " (" + k.uuid + ")"));
     if (keep > 0) rec.gpus.push_back(std::move(g));
   }
+  return rec;
+}
+
+void number_across_hosts(Recording& rec) {
+  std::set<std::string> hosts;
+  for (const auto& g : rec.gpus) hosts.insert(g.host);
+  rec.system.hostname = hosts.size() == 1 ? *hosts.begin() : "";
+  if (hosts.size() < 2) return;
+  for (size_t n = 0; n < rec.gpus.size(); ++n) {
+    GpuSeries& g = rec.gpus[n];
+    rec.notes.push_back(fmt::format("GPU {} is {} gpu {}{}", n, g.host, g.info.index,
+                                    g.info.uuid.empty() ? "" : " (" + g.info.uuid + ")"));
+    g.info.index = static_cast<unsigned>(n);
+  }
+}
+
+Recording recording_from_series(const std::vector<PromSeries>& series, const std::string& source) {
+  Recording rec = series_by_gpu(series, source);
+  number_across_hosts(rec);
   return rec;
 }
 
@@ -298,29 +418,40 @@ Result<PrometheusQuery> prometheus_query(const std::string& url, const std::stri
   return q;
 }
 
-Result<Recording> load_prometheus(const PrometheusQuery& q, const LoadOptions& options) {
+Result<std::vector<PromSeries>> prometheus_api(const PrometheusQuery& q,
+                                               const std::string& endpoint,
+                                               const std::string& params) {
+  auto url = net::parse_url(q.url);
+  if (!url) return url.error();
+  net::HttpGetOptions get;
+  get.timeout = q.timeout;
+  get.headers.emplace_back("Accept", "application/json");
+  auto r = net::http_get(url.value(), "/api/v1/" + endpoint + "?" + params, get);
+  if (!r) return r.error();
+  if (r->status == 401 || r->status == 403)
+    return failure(
+        fmt::format("{}: Prometheus refused the query (HTTP {}); put the user and "
+                    "password in the URL (http://user:pass@host:9090)",
+                    q.url, r->status));
+  if (r->status == 404)
+    return failure(fmt::format(
+        "{}: no Prometheus HTTP API there (HTTP 404 for /api/v1/{}); give the server's base URL, "
+        "e.g. http://prometheus:9090 (with its --web.route-prefix, if it has one)",
+        q.url, endpoint));
+  auto parsed = parse_prometheus_answer(r->body);
+  if (!parsed)
+    return failure(fmt::format("{} (HTTP {}): {}", q.url, r->status, parsed.error().message));
+  return parsed;
+}
+
+Result<PromFetch> fetch_prometheus_series(const PrometheusQuery& q) {
   auto url = net::parse_url(q.url);
   if (!url) return url.error();
   auto matchers = selector_matchers(q.selector);
   if (!matchers) return matchers.error();
   const std::string extra = matchers->empty() ? "" : "," + matchers.value();
-  net::HttpGetOptions get;
-  get.timeout = q.timeout;
-  get.headers.emplace_back("Accept", "application/json");
-
-  auto ask = [&](const std::string& endpoint,
-                 const std::string& params) -> Result<std::vector<PromSeries>> {
-    auto r = net::http_get(url.value(), "/api/v1/" + endpoint + "?" + params, get);
-    if (!r) return r.error();
-    if (r->status == 401 || r->status == 403)
-      return failure(
-          fmt::format("{}: Prometheus refused the query (HTTP {}); put the user and "
-                      "password in the URL (http://user:pass@host:9090)",
-                      q.url, r->status));
-    auto parsed = parse_prometheus_answer(r->body);
-    if (!parsed)
-      return failure(fmt::format("{} (HTTP {}): {}", q.url, r->status, parsed.error().message));
-    return parsed;
+  auto ask = [&](const std::string& endpoint, const std::string& params) {
+    return prometheus_api(q, endpoint, params);
   };
 
   // The step: the scrape interval, from the raw samples of the last few minutes.
@@ -379,7 +510,7 @@ Result<Recording> load_prometheus(const PrometheusQuery& q, const LoadOptions& o
   for (const auto& n : all_names) regex += (regex.empty() ? "" : "|") + n;
   const std::string expr = net::url_encode(fmt::format("{{__name__=~\"{}\"{}}}", regex, extra));
   std::map<std::map<std::string, std::string>, PromSeries> merged;
-  size_t pages = 0;
+  PromFetch out;
   for (int64_t page_start = q.start_unix_ms; page_start <= q.end_unix_ms;) {
     const int64_t page_end =
         std::min<int64_t>(q.end_unix_ms, page_start + static_cast<int64_t>(per_page - 1) * step_ms);
@@ -387,7 +518,7 @@ Result<Recording> load_prometheus(const PrometheusQuery& q, const LoadOptions& o
         ask("query_range", "query=" + expr + "&start=" + seconds_text(page_start) +
                                "&end=" + seconds_text(page_end) + "&step=" + seconds_text(step_ms));
     if (!page) return page.error();
-    ++pages;
+    ++out.pages;
     for (auto& s : page.value()) {
       auto& m = merged[s.labels];
       if (m.labels.empty()) m.labels = s.labels;
@@ -395,26 +526,37 @@ Result<Recording> load_prometheus(const PrometheusQuery& q, const LoadOptions& o
     }
     page_start = page_end + step_ms;
   }
-  std::vector<PromSeries> series;
-  series.reserve(merged.size());
-  for (auto& [labels, s] : merged) series.push_back(std::move(s));
+  out.series.reserve(merged.size());
+  for (auto& [labels, s] : merged) out.series.push_back(std::move(s));
+  out.step_s = static_cast<double>(step_ms) / 1000.0;
+  out.step_note = step_note.empty() ? "given" : step_note;
+  return out;
+}
 
-  const std::string source =
-      fmt::format("prometheus {}{}", q.url, q.selector.empty() ? "" : " " + q.selector);
-  Recording rec = recording_from_series(series, source);
-  if (rec.gpus.empty())
-    return failure(fmt::format(
-        "{}: no GPU series{} between {} and {} (looked for dcgm-exporter's and gpudoctor's "
-        "metric names, with a gpu or UUID label)",
-        q.url, q.selector.empty() ? "" : " matching " + q.selector,
-        text::format_timestamp_ms(q.start_unix_ms, '-'),
-        text::format_timestamp_ms(q.end_unix_ms, '-')));
-  rec.notes.insert(
-      rec.notes.begin(),
-      fmt::format("read {} series from Prometheus in {} range quer{} at a step of {} "
-                  "s ({})",
-                  series.size(), pages, pages == 1 ? "y" : "ies",
-                  static_cast<double>(step_ms) / 1000.0, step_note.empty() ? "given" : step_note));
+std::string prometheus_source(const PrometheusQuery& q) {
+  return fmt::format("prometheus {}{}", q.url, q.selector.empty() ? "" : " " + q.selector);
+}
+
+std::string prometheus_read_note(const PromFetch& f) {
+  return fmt::format("read {} series from Prometheus in {} range quer{} at a step of {} s ({})",
+                     f.series.size(), f.pages, f.pages == 1 ? "y" : "ies", f.step_s, f.step_note);
+}
+
+Error no_gpu_series(const PrometheusQuery& q) {
+  return failure(fmt::format(
+      "{}: no GPU series{} between {} and {} (looked for dcgm-exporter's and gpudoctor's "
+      "metric names, with a gpu or UUID label)",
+      q.url, q.selector.empty() ? "" : " matching " + q.selector,
+      text::format_timestamp_ms(q.start_unix_ms, '-'),
+      text::format_timestamp_ms(q.end_unix_ms, '-')));
+}
+
+Result<Recording> load_prometheus(const PrometheusQuery& q, const LoadOptions& options) {
+  auto fetched = fetch_prometheus_series(q);
+  if (!fetched) return fetched.error();
+  Recording rec = recording_from_series(fetched->series, prometheus_source(q));
+  if (rec.gpus.empty()) return no_gpu_series(q);
+  rec.notes.insert(rec.notes.begin(), prometheus_read_note(fetched.value()));
   log_reader::finish_series_gpus(rec, options.power_limit_w);
   if (!options.gpu_name.empty()) log_reader::name_unnamed_gpus(rec, options.gpu_name);
   return rec;

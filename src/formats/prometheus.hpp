@@ -39,14 +39,36 @@ Result<PrometheusQuery> prometheus_query(const std::string& url, const std::stri
                                          const std::string& since, const std::string& until,
                                          int64_t now_unix_ms);
 
+// All the GPUs the query finds in one Recording (GPUs of several hosts numbered 0.. with a note
+// each). `diagnose --prometheus` groups them into runs instead (formats/prometheus_runs).
 Result<Recording> load_prometheus(const PrometheusQuery& query, const LoadOptions& options = {});
-
-// --- the pieces, for tests ---
 
 struct PromSeries {
   std::map<std::string, std::string> labels;       // __name__ included
   std::vector<std::pair<int64_t, double>> points;  // unix ms, value (NaN kept)
 };
+
+// One call of the HTTP API (endpoint "query" or "query_range", URL-encoded parameters): the
+// series of the answer, or an error that says what went wrong (unreachable, refused, not a
+// Prometheus API, Prometheus' own error).
+Result<std::vector<PromSeries>> prometheus_api(const PrometheusQuery& q,
+                                               const std::string& endpoint,
+                                               const std::string& params);
+
+// The GPU series of the query's span, paged, at the scrape interval (or the given step).
+struct PromFetch {
+  std::vector<PromSeries> series;
+  size_t pages = 0;
+  double step_s = 0;
+  std::string step_note;  // where the step came from
+};
+Result<PromFetch> fetch_prometheus_series(const PrometheusQuery& q);
+std::string prometheus_source(const PrometheusQuery& q);  // "prometheus URL [SELECTOR]"
+std::string prometheus_read_note(const PromFetch& f);
+Error no_gpu_series(const PrometheusQuery& q);  // the message when the span has none
+
+// --- the pieces, for tests ---
+
 // The "data.result" of a query or query_range answer of resultType matrix (or vector), or the
 // error Prometheus gave.
 Result<std::vector<PromSeries>> parse_prometheus_answer(std::string_view body);
@@ -54,7 +76,14 @@ Result<std::vector<PromSeries>> parse_prometheus_answer(std::string_view body);
 Result<std::string> selector_matchers(const std::string& selector);
 // The metric names the reader asks for, DCGM's first.
 std::vector<std::string> prometheus_metric_names();
-// Groups series into GPUs and fills a Recording (no finishing step: load_prometheus does that).
+// Groups series into GPUs and fills a Recording (no finishing step: load_prometheus does that):
+// each GPU keeps its host (GpuSeries::host) and its gpu label as index, and the owners its series
+// name (gpudoctor_gpu_owner_info; dcgm-exporter's hpc_job, pod, namespace, container labels) as
+// owner spans.
+Recording series_by_gpu(const std::vector<PromSeries>& series, const std::string& source);
+// GPUs of several hosts numbered 0.. in order, a note for each ("GPU 4 is node2 gpu 0 (UUID)").
+void number_across_hosts(Recording& rec);
+// series_by_gpu, then number_across_hosts.
 Recording recording_from_series(const std::vector<PromSeries>& series, const std::string& source);
 
 }  // namespace gpudoctor

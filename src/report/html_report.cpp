@@ -10,9 +10,8 @@
 #include "host/markers.hpp"
 
 namespace gpudoctor {
-namespace {
 
-std::string esc(std::string_view s) {
+std::string html_escape(std::string_view s) {
   std::string out;
   out.reserve(s.size());
   for (char c : s) {
@@ -37,6 +36,12 @@ std::string esc(std::string_view s) {
     }
   }
   return out;
+}
+
+namespace {
+
+std::string esc(std::string_view s) {
+  return html_escape(s);
 }
 
 std::string num(double v, int digits = 1) {
@@ -134,7 +139,7 @@ std::string chart(const std::string& title, const std::string& unit, double t_en
   return s;
 }
 
-const char* kCss = R"(
+const char* const kCss = R"(
 body{font:14px/1.45 system-ui,-apple-system,"Segoe UI",Roboto,sans-serif;margin:24px auto;max-width:1180px;color:#1b1f24;padding:0 16px}
 h1{font-size:22px;margin:0 0 4px}h2{font-size:18px;margin:28px 0 8px;border-bottom:1px solid #d0d7de;padding-bottom:4px}
 h3{font-size:15px;margin:16px 0 6px}
@@ -153,6 +158,14 @@ code,pre{font-family:ui-monospace,SFMono-Regular,Menlo,monospace;font-size:12px}
 .muted{color:#57606a}
 @media print{body{max-width:none;margin:0}.finding,figure.chart,table{break-inside:avoid}.charts{grid-template-columns:1fr 1fr}}
 )";
+
+}  // namespace
+
+const char* html_report_css() {
+  return kCss;
+}
+
+namespace {
 
 // Checks itself when opened: every chart has data, no script errors (read by the tests).
 const char* kScript = R"(

@@ -7,6 +7,7 @@
 
 #include <optional>
 #include <string>
+#include <string_view>
 
 #include "analysis/baseline.hpp"
 #include "analysis/diagnosis.hpp"
@@ -18,6 +19,10 @@ struct HtmlReportOptions {
   std::string title = "gpudoctor report";
   std::optional<BaselineComparison> baseline;
 };
+
+// The report's style sheet and HTML escaping, for other pages in the same style (fleet).
+const char* html_report_css();
+std::string html_escape(std::string_view s);
 
 std::string render_html_report(const Recording& rec, const Diagnosis& d,
                                const HtmlReportOptions& options = {});

@@ -122,6 +122,9 @@ def verdicts(binary, args):
     r = run([binary, "diagnose", "--format", "json"] + args)
     check(r.returncode == 0, f"diagnose {' '.join(args)}: exit {r.returncode}: {r.stderr}")
     d = json.loads(r.stdout)
+    if "runs" in d:  # --prometheus: one run per host, and each selector here picks one host
+        check(len(d["runs"]) == 1, f"diagnose {' '.join(args)}: {len(d['runs'])} runs")
+        d = d["runs"][0]["diagnosis"]
     return d["verdict"], [g["verdict"] for g in d["gpus"]], d
 
 

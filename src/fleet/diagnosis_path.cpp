@@ -1,0 +1,314 @@
+// fleet's second path, for fleets with plain dcgm-exporter: the hosts are listed, then each
+// host's series are read a piece (a day, by default) at a time, grouped into runs by owner where
+// the series carry hpc_job or pod labels (else by host), diagnosed here, and every sample counted
+// the way serve's ledger counts it. A few hosts are in flight at once (--workers), each worker
+// holding one piece, so memory stays bounded however large the fleet or long the span.
+#include <algorithm>
+#include <atomic>
+#include <cmath>
+#include <map>
+#include <mutex>
+#include <set>
+#include <thread>
+
+#include <fmt/format.h>
+
+#include "analysis/diagnosis.hpp"
+#include "fleet/fleet.hpp"
+#include "formats/prometheus_runs.hpp"
+#include "formats/text.hpp"
+#include "net/http_client.hpp"
+
+namespace gpudoctor {
+namespace {
+
+// Memory held by something: a GPU nobody holds shows the driver's own reservation only.
+constexpr double kHeldMemoryMib = 1024;
+
+std::string seconds_text(int64_t unix_ms) {
+  return fmt::format("{}.{:03}", unix_ms / 1000, unix_ms % 1000);
+}
+
+std::string exact(const std::string& v) {
+  std::string out;
+  for (char c : v) {
+    if (c == '"' || c == '\\') out += '\\';
+    out += c;
+  }
+  return out;
+}
+
+struct Piece {
+  std::string host;
+  int64_t start_ms = 0, end_ms = 0;
+};
+
+struct RowKey {
+  std::map<std::string, std::string> labels;
+  bool unowned = false;
+  bool operator<(const RowKey& o) const {
+    return std::tie(unowned, labels) < std::tie(o.unowned, o.labels);
+  }
+};
+
+struct Tallies {
+  FleetTally total;
+  std::map<RowKey, FleetRow> rows;
+  std::map<RowKey, std::set<std::string>> row_gpus;
+  std::set<std::string> gpus;  // host/UUID
+};
+
+bool owner_dimension(FleetBy by) {
+  return by == FleetBy::kJob || by == FleetBy::kUser || by == FleetBy::kNamespace ||
+         by == FleetBy::kPod;
+}
+
+double median_step(const GpuSeries& g) {
+  std::vector<double> d;
+  for (size_t i = 1; i < g.size(); ++i) d.push_back(g.time_s[i] - g.time_s[i - 1]);
+  if (d.empty()) return 0;
+  std::nth_element(d.begin(), d.begin() + static_cast<long>(d.size() / 2), d.end());
+  return d[d.size() / 2];
+}
+
+// Counts one run's samples into the tallies, as serve's ledger does: judged samples by their
+// cause (idle: held or free), the others working where the GPU was held, else free. A GPU that
+// several owners held at a sample gives each an equal share.
+void account(const PromRun& run, const Diagnosis& d, FleetBy by, Tallies& out) {
+  for (const auto& g : run.rec.gpus) {
+    const GpuDiagnosis* gd = nullptr;
+    for (const auto& x : d.gpus)
+      if (x.index == g.info.index) gd = &x;
+    const double step = median_step(g);
+    const std::vector<double>* used = g.column(Field::kMemUsed);
+    const std::vector<double>* total = g.column(Field::kMemTotal);
+    const std::string gpu_id = g.host + "/" + (g.info.uuid.empty() ? g.info.name : g.info.uuid);
+    out.gpus.insert(gpu_id);
+    size_t j = 0;  // next judged sample
+    for (size_t r = 0; r < g.size(); ++r) {
+      const double t = g.time_s[r];
+      double dt = r > 0 ? g.time_s[r] - g.time_s[r - 1] : step;
+      if (step > 0) dt = std::clamp(dt, 0.0, 3 * step);
+      const GpuDiagnosis::JudgedSample* js = nullptr;
+      if (gd) {
+        while (j < gd->judged.size() && gd->judged[j].t_s < t - 1e-3) ++j;
+        if (j < gd->judged.size() && std::abs(gd->judged[j].t_s - t) <= 1e-3) js = &gd->judged[j];
+      }
+      std::vector<const Owner*> owners;
+      std::set<std::string> seen;
+      for (const auto& span : g.owners)
+        if (t >= span.first_s && t <= span.last_s && seen.insert(run_owner_key(span.owner)).second)
+          owners.push_back(&span.owner);
+      bool held = !owners.empty();
+      if (!held && used && !is_missing((*used)[r])) {
+        const double tot = total && !is_missing((*total)[r]) ? (*total)[r] : 0;
+        held = (*used)[r] >= std::max(kHeldMemoryMib, 0.05 * tot);
+      }
+      FleetTally s;
+      if (js && js->cause == Cause::kIdle) {
+        if (held) {
+          s.idle_allocated_s = js->dt_s;
+          s.by_cause[static_cast<size_t>(Cause::kIdle)] = js->lost_s;
+        } else {
+          s.free_s = js->dt_s;
+        }
+      } else if (js) {
+        s.lost_s = js->lost_s;
+        s.working_s = js->dt_s - js->lost_s;
+        if (js->cause != Cause::kHealthy) s.by_cause[static_cast<size_t>(js->cause)] = js->lost_s;
+      } else {
+        (held ? s.working_s : s.free_s) = dt;
+      }
+      out.total.add(s);
+      // The rows this sample goes to, and the share of each.
+      std::vector<RowKey> keys;
+      if (owner_dimension(by)) {
+        for (const Owner* o : owners) {
+          RowKey k;
+          const auto labels = owner_info_labels(*o);
+          for (const auto& n : fleet_group_labels(by))
+            if (auto it = labels.find(n); it != labels.end() && !it->second.empty())
+              k.labels[n] = it->second;
+          keys.push_back(std::move(k));
+        }
+        if (keys.empty()) keys.push_back({{}, true});
+      } else if (by == FleetBy::kHost) {
+        keys.push_back({{{"Hostname", g.host}}, false});
+      } else if (by == FleetBy::kModel) {
+        keys.push_back({{{"model_name", g.info.name}}, false});
+      } else {  // cause: only the lost seconds, on the cause's row
+        if (!js || js->cause == Cause::kHealthy || s.wasted_s() <= 0) continue;
+        keys.push_back({{{"cause", std::string(cause_code(js->cause))}}, false});
+      }
+      const double share = 1.0 / static_cast<double>(keys.size());
+      for (const auto& k : keys) {
+        FleetRow& row = out.rows[k];
+        row.labels = k.labels;
+        row.unowned = k.unowned;
+        FleetTally part;
+        part.working_s = s.working_s * share;
+        part.lost_s = s.lost_s * share;
+        part.idle_allocated_s = s.idle_allocated_s * share;
+        part.free_s = by == FleetBy::kCause ? 0 : s.free_s * share;
+        if (by == FleetBy::kCause) part.working_s = 0;
+        for (size_t c = 0; c < kCauseCount; ++c) part.by_cause[c] = s.by_cause[c] * share;
+        row.t.add(part);
+        if (!g.host.empty()) row.hosts.insert(g.host);
+        out.row_gpus[k].insert(gpu_id);
+      }
+    }
+  }
+}
+
+}  // namespace
+
+Result<FleetReport> fleet_by_diagnosis(const FleetOptions& options, const FleetProgress& progress) {
+  auto m = selector_matchers(options.prom.selector);
+  if (!m) return m.error();
+  const std::string user = m.value();
+  FleetReport r;
+  r.source = options.prom.url;
+  r.selector = options.prom.selector;
+  r.path = "diagnosis";
+  r.by = options.by;
+  r.start_unix_ms = options.prom.start_unix_ms;
+  r.end_unix_ms = options.prom.end_unix_ms;
+  const int64_t span_s = std::max<int64_t>(1, (r.end_unix_ms - r.start_unix_ms) / 1000);
+
+  // The hosts with GPU series in the span.
+  // Each name on its own: over a range the name is dropped, and two names' series of one GPU
+  // would clash.
+  std::string any_gpu;
+  for (const char* name : {"DCGM_FI_DEV_GPU_UTIL", "DCGM_FI_DEV_POWER_USAGE",
+                           "gpudoctor_power_watts", "gpudoctor_gpu_utilization_percent"})
+    any_gpu += fmt::format("{}max by (Hostname, UUID, gpu) (max_over_time({}{{{}}}[{}s]))",
+                           any_gpu.empty() ? "" : " or ", name, user, span_s);
+  auto listed = prometheus_api(options.prom, "query",
+                               "query=" + net::url_encode("count by (Hostname) (" + any_gpu + ")") +
+                                   "&time=" + seconds_text(r.end_unix_ms));
+  if (!listed) return listed.error();
+  size_t queries = 1;
+  std::vector<std::string> hosts;
+  for (const auto& s : listed.value()) {
+    const auto it = s.labels.find("Hostname");
+    hosts.push_back(it == s.labels.end() ? "" : it->second);
+  }
+  std::sort(hosts.begin(), hosts.end());
+  if (hosts.empty())
+    return failure(fmt::format(
+        "{}: no GPU series{} between {} and {} (looked for dcgm-exporter's DCGM_FI_DEV_GPU_UTIL / "
+        "DCGM_FI_DEV_POWER_USAGE and gpudoctor's names)",
+        options.prom.url, options.prom.selector.empty() ? "" : " matching " + options.prom.selector,
+        text::format_timestamp_ms(r.start_unix_ms, '-'),
+        text::format_timestamp_ms(r.end_unix_ms, '-')));
+
+  std::vector<Piece> pieces;
+  const auto chunk_ms = static_cast<int64_t>(std::max(60.0, options.chunk_s) * 1000);
+  for (const auto& h : hosts)
+    for (int64_t t = r.start_unix_ms; t < r.end_unix_ms; t += chunk_ms)
+      pieces.push_back({h, t, std::min(r.end_unix_ms, t + chunk_ms)});
+
+  const PromGroupBy group =
+      owner_dimension(options.by)
+          ? (options.by == FleetBy::kPod ? PromGroupBy::kPod : PromGroupBy::kJob)
+          : PromGroupBy::kHost;
+  Tallies tallies;
+  std::mutex mu;
+  std::atomic<size_t> next{0}, done{0};
+  std::vector<std::string> failures;
+  std::map<std::string, size_t> empty_pieces;
+  size_t owned_runs = 0;
+  std::atomic<size_t> http{0};
+  const unsigned workers =
+      std::max(1u, std::min<unsigned>(options.workers, static_cast<unsigned>(pieces.size())));
+  auto work = [&] {
+    for (size_t i; (i = next.fetch_add(1)) < pieces.size();) {
+      const Piece& p = pieces[i];
+      PrometheusQuery q = options.prom;
+      q.start_unix_ms = p.start_ms;
+      q.end_unix_ms = p.end_ms;
+      std::string sel = user;
+      if (!p.host.empty())
+        sel += (sel.empty() ? "" : ",") + fmt::format("Hostname=\"{}\"", exact(p.host));
+      q.selector = sel;
+      auto runs = load_prometheus_runs(q, group);
+      Tallies part;
+      size_t owned = 0;
+      if (runs) {
+        for (const auto& run : runs.value()) {
+          const Diagnosis d = diagnose(run.rec);
+          account(run, d, options.by, part);
+          if (run.kind == "owner") ++owned;
+        }
+      }
+      {
+        std::lock_guard<std::mutex> lock(mu);
+        if (!runs) {
+          if (runs.error().message.find("no GPU series") != std::string::npos)
+            ++empty_pieces[p.host];
+          else
+            failures.push_back(fmt::format("{} from {}: {}", p.host.empty() ? "GPUs" : p.host,
+                                           text::format_timestamp_ms(p.start_ms, '-'),
+                                           runs.error().message));
+        }
+        owned_runs += owned;
+        tallies.total.add(part.total);
+        tallies.gpus.insert(part.gpus.begin(), part.gpus.end());
+        for (auto& [k, row] : part.rows) {
+          FleetRow& into = tallies.rows[k];
+          into.labels = row.labels;
+          into.unowned = row.unowned;
+          into.t.add(row.t);
+          into.hosts.insert(row.hosts.begin(), row.hosts.end());
+          tallies.row_gpus[k].insert(part.row_gpus[k].begin(), part.row_gpus[k].end());
+        }
+      }
+      http.fetch_add(1);
+      const size_t n = done.fetch_add(1) + 1;
+      if (progress) {
+        std::lock_guard<std::mutex> lock(mu);
+        progress(n, pieces.size());
+      }
+    }
+  };
+  std::vector<std::thread> threads;
+  for (unsigned w = 1; w < workers; ++w) threads.emplace_back(work);
+  work();
+  for (auto& t : threads) t.join();
+
+  if (!failures.empty() && failures.size() == pieces.size()) return failure(failures.front());
+  r.total = tallies.total;
+  r.gpus = tallies.gpus.size();
+  for (const auto& h : hosts) r.hosts.insert(h);
+  r.queries = queries + http.load();
+  r.notes.push_back(fmt::format(
+      "diagnosed here: {} host{} in {} piece{} of at most {:.3g} h, {} worker{}{}", hosts.size(),
+      hosts.size() == 1 ? "" : "s", pieces.size(), pieces.size() == 1 ? "" : "s",
+      static_cast<double>(chunk_ms) / 3.6e6, workers, workers == 1 ? "" : "s",
+      owner_dimension(options.by) ? fmt::format("; {} run{} by owner (hpc_job or pod labels)",
+                                                owned_runs, owned_runs == 1 ? "" : "s")
+                                  : ""));
+  if (owner_dimension(options.by) && owned_runs == 0)
+    r.notes.push_back(
+        "no series named an owner (dcgm-exporter's hpc_job, pod or exported_pod labels): all GPU "
+        "time is '(no owner)'");
+  for (const auto& [host, n] : empty_pieces)
+    r.notes.push_back(
+        fmt::format("{}: no GPU series in {} of the span's pieces (not reporting then)",
+                    host.empty() ? "GPUs" : host, n));
+  for (size_t i = 0; i < failures.size() && i < 5; ++i)
+    r.notes.push_back("not read: " + failures[i]);
+  if (failures.size() > 5)
+    r.notes.push_back(fmt::format("and {} more pieces not read", failures.size() - 5));
+
+  std::vector<FleetRow> rows;
+  for (auto& [k, row] : tallies.rows) {
+    row.gpus = tallies.row_gpus[k].size();
+    if (row.t.allocated_s() > 0 || (!row.unowned && row.t.total_s() > 0))
+      rows.push_back(std::move(row));
+  }
+  finish_fleet_rows(r, std::move(rows), options);
+  return r;
+}
+
+}  // namespace gpudoctor

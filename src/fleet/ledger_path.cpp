@@ -1,0 +1,388 @@
+// fleet's first path: gpudoctor serve's ledger, joined with the owner info and summed by the
+// server. Every sum is a subquery over the span at a step S of increase(...[S]), so that each
+// step's GPU seconds go to the owners the GPU had at that step; a GPU with several owners at a
+// step gives each an equal share (so rows add up to the fleet's total); GPU time no owner held is
+// its own row. The number of queries depends on the causes found, not on the number of GPUs.
+#include <algorithm>
+#include <cmath>
+#include <map>
+#include <set>
+
+#include <fmt/format.h>
+
+#include "core/duration.hpp"
+#include "fleet/fleet.hpp"
+#include "formats/text.hpp"
+#include "net/http_client.hpp"
+
+namespace gpudoctor {
+namespace {
+
+constexpr std::array<std::string_view, 4> kStates = {"working", "lost", "idle_allocated", "free"};
+
+std::string seconds_text(int64_t unix_ms) {
+  return fmt::format("{}.{:03}", unix_ms / 1000, unix_ms % 1000);
+}
+
+struct Ctx {
+  Ctx(const FleetOptions& options, std::string matchers) : o(options), sel(std::move(matchers)) {}
+  const FleetOptions& o;
+  std::string sel;     // ",matchers" or ""
+  int64_t span_s = 0;  // the span, whole seconds
+  int64_t step_s = 0;  // S
+  size_t queries = 0;
+  // Owner label name -> the name the server has it under (exported_job where a scrape renamed it).
+  std::map<std::string, std::string> stored;
+
+  Result<std::vector<PromSeries>> instant(const std::string& expr) {
+    ++queries;
+    return prometheus_api(
+        o.prom, "query",
+        "query=" + net::url_encode(expr) + "&time=" + seconds_text(o.prom.end_unix_ms));
+  }
+  std::string metric(std::string_view name, const std::string& extra = "") const {
+    std::string m = extra;
+    if (!sel.empty()) m += (m.empty() ? "" : ",") + sel.substr(1);
+    return fmt::format("{}{{{}}}", name, m);
+  }
+  std::string labels(const std::vector<std::string>& names) const {
+    std::string out;
+    for (const auto& n : names) {
+      const auto it = stored.find(n);
+      out += (out.empty() ? "" : ", ") + (it == stored.end() ? n : it->second);
+    }
+    return out;
+  }
+};
+
+double value_of(const PromSeries& s) {
+  return s.points.empty() || !std::isfinite(s.points.back().second) ? 0 : s.points.back().second;
+}
+
+std::string label(const PromSeries& s, const std::string& name) {
+  const auto it = s.labels.find(name);
+  return it == s.labels.end() ? std::string() : it->second;
+}
+
+bool owner_dimension(FleetBy by) {
+  return by == FleetBy::kJob || by == FleetBy::kUser || by == FleetBy::kNamespace ||
+         by == FleetBy::kPod;
+}
+
+const std::vector<std::string>& identity_labels() {
+  return fleet_group_labels(FleetBy::kJob);
+}
+
+// The per-GPU GPU seconds of one step: `series` is the counter with its matchers.
+std::string per_gpu_increase(const Ctx& c, const std::string& series) {
+  return fmt::format("max by (Hostname, UUID) (increase({}[{}s]))", series, c.step_s);
+}
+
+// One step's GPU seconds of `series` by the rows of --by (plus a row marked gpudoctor_unowned
+// for the seconds of GPUs with no owner), summed over the span.
+std::string rows_expr(const Ctx& c, FleetBy by, const std::string& series) {
+  const std::string gpu = per_gpu_increase(c, series);
+  std::string step;
+  const std::string d = c.labels(fleet_group_labels(by));
+  if (owner_dimension(by)) {
+    const std::string oi =
+        fmt::format("max by (Hostname, UUID, {}) ({})", c.labels(identity_labels()),
+                    c.metric("gpudoctor_gpu_owner_info"));
+    const std::string share =
+        fmt::format("({0} / on (Hostname, UUID) group_left() count by (Hostname, UUID) ({0}))", oi);
+    step = fmt::format(
+        "sum by ({0}) ({1} * on (Hostname, UUID) group_right() {2}) or label_replace(sum({1} "
+        "unless "
+        "on (Hostname, UUID) {3}), \"gpudoctor_unowned\", \"1\", \"\", \"\")",
+        d, gpu, share, oi);
+  } else if (by == FleetBy::kModel) {
+    step = fmt::format(
+        "sum by (model_name) ({} * on (Hostname, UUID) group_left(model_name) max by (Hostname, "
+        "UUID, model_name) ({}))",
+        gpu, c.metric("gpudoctor_gpu_info"));
+  } else {  // host (cause rows come from the cause queries)
+    step = fmt::format("sum by (Hostname) ({})", gpu);
+  }
+  return fmt::format("sum_over_time(({})[{}s:{}s])", step, c.span_s, c.step_s);
+}
+
+// The row a result series belongs to, under the canonical label names.
+struct RowKey {
+  std::map<std::string, std::string> labels;
+  bool unowned = false;
+  bool operator<(const RowKey& o) const {
+    return std::tie(unowned, labels) < std::tie(o.unowned, o.labels);
+  }
+};
+
+RowKey key_of(const Ctx& c, FleetBy by, const PromSeries& s) {
+  RowKey k;
+  k.unowned = label(s, "gpudoctor_unowned") == "1";
+  if (k.unowned) return k;
+  for (const auto& n : fleet_group_labels(by)) {
+    const auto it = c.stored.find(n);
+    const std::string v = label(s, it == c.stored.end() ? n : it->second);
+    if (!v.empty()) k.labels[n] = v;
+  }
+  return k;
+}
+
+}  // namespace
+
+Result<size_t> ledger_gpu_count(const FleetOptions& options) {
+  auto m = selector_matchers(options.prom.selector);
+  if (!m) return m.error();
+  Ctx c(options, m->empty() ? "" : "," + m.value());
+  c.span_s = std::max<int64_t>(1, (options.prom.end_unix_ms - options.prom.start_unix_ms) / 1000);
+  auto r = c.instant(fmt::format("count(max by (Hostname, UUID) (max_over_time({}[{}s])))",
+                                 c.metric("gpudoctor_gpu_seconds_total"), c.span_s));
+  if (!r) return r.error();
+  return r->empty() ? size_t{0} : static_cast<size_t>(value_of(r->front()));
+}
+
+Result<FleetReport> fleet_from_ledger(const FleetOptions& options) {
+  auto m = selector_matchers(options.prom.selector);
+  if (!m) return m.error();
+  Ctx c(options, m->empty() ? "" : "," + m.value());
+  const int64_t span_ms = options.prom.end_unix_ms - options.prom.start_unix_ms;
+  c.span_s = std::max<int64_t>(1, span_ms / 1000);
+  FleetReport r;
+  r.source = options.prom.url;
+  r.selector = options.prom.selector;
+  r.path = "ledger";
+  r.by = options.by;
+  r.end_unix_ms = options.prom.end_unix_ms;
+  r.start_unix_ms = r.end_unix_ms - c.span_s * 1000;
+
+  // The GPUs, their hosts and the scrape interval: samples per GPU over the span.
+  auto gpus = c.instant(fmt::format("max by (Hostname, UUID) (count_over_time({}[{}s]))",
+                                    c.metric("gpudoctor_gpu_seconds_total", "state=\"working\""),
+                                    c.span_s));
+  if (!gpus) return gpus.error();
+  if (gpus->empty())
+    return failure(fmt::format(
+        "{}: no gpudoctor_gpu_seconds_total series{} between {} and {}: gpudoctor serve's ledger "
+        "is not there (fleets with plain dcgm-exporter: --path diagnosis)",
+        options.prom.url, options.prom.selector.empty() ? "" : " matching " + options.prom.selector,
+        text::format_timestamp_ms(r.start_unix_ms, '-'),
+        text::format_timestamp_ms(r.end_unix_ms, '-')));
+  double most = 0;
+  std::map<std::string, double> host_samples;
+  std::map<std::string, size_t> host_gpus;
+  const PromSeries* best = nullptr;
+  for (const auto& s : gpus.value()) {
+    if (!best || value_of(s) > value_of(*best)) best = &s;
+    most = std::max(most, value_of(s));
+    r.hosts.insert(label(s, "Hostname"));
+    host_samples[label(s, "Hostname")] += value_of(s);
+    ++host_gpus[label(s, "Hostname")];
+  }
+  r.gpus = gpus->size();
+  // The scrape interval: the median gap between the raw samples of the best-covered GPU lately.
+  double interval_s = 0;
+  {
+    auto exact = [](const std::string& v) {
+      std::string out;
+      for (char ch : v)
+        out += ch == '"' || ch == '\\' ? std::string("\\") + ch : std::string(1, ch);
+      return out;
+    };
+    auto raw = c.instant(fmt::format(
+        "{}[{}s]",
+        c.metric("gpudoctor_gpu_seconds_total",
+                 fmt::format("state=\"working\",Hostname=\"{}\",UUID=\"{}\"",
+                             exact(label(*best, "Hostname")), exact(label(*best, "UUID")))),
+        std::min<int64_t>(c.span_s, 600)));
+    if (!raw) return raw.error();
+    std::vector<double> gaps;
+    for (const auto& s : raw.value())
+      for (size_t i = 1; i < s.points.size(); ++i)
+        gaps.push_back(static_cast<double>(s.points[i].first - s.points[i - 1].first) / 1000.0);
+    if (!gaps.empty()) {
+      std::nth_element(gaps.begin(), gaps.begin() + static_cast<long>(gaps.size() / 2), gaps.end());
+      interval_s = gaps[gaps.size() / 2];
+    } else {
+      interval_s = most > 1 ? static_cast<double>(c.span_s) / most : 15;
+    }
+  }
+  c.step_s = std::max<int64_t>(
+      {1, static_cast<int64_t>(std::ceil(4 * interval_s)), (c.span_s + 1999) / 2000});
+  r.notes.push_back(fmt::format(
+      "gpudoctor serve's ledger, summed by the server at a step of {} s (about {:.3g} s between "
+      "samples): {} GPU{} on {} host{}",
+      c.step_s, interval_s, r.gpus, r.gpus == 1 ? "" : "s", r.hosts.size(),
+      r.hosts.size() == 1 ? "" : "s"));
+
+  // Where the owner labels are (a scrape that does not honour labels renames job to
+  // exported_job, and so on).
+  if (owner_dimension(options.by)) {
+    std::string both;
+    for (const auto& n : identity_labels())
+      both += (both.empty() ? "" : ", ") + n + ", exported_" + n;
+    auto probe = c.instant(fmt::format("max by ({}) (max_over_time({}[{}s]))", both,
+                                       c.metric("gpudoctor_gpu_owner_info"), c.span_s));
+    if (!probe) return probe.error();
+    for (const auto& n : identity_labels())
+      for (const auto& s : probe.value())
+        if (!label(s, "exported_" + n).empty()) c.stored[n] = "exported_" + n;
+    if (probe->empty())
+      r.notes.push_back("no gpudoctor_gpu_owner_info series in the span: no GPU time has an owner");
+  }
+
+  std::map<RowKey, FleetRow> rows;
+  auto row = [&](const RowKey& k) -> FleetRow& {
+    FleetRow& fr = rows[k];
+    fr.labels = k.labels;
+    fr.unowned = k.unowned;
+    return fr;
+  };
+
+  // The headline: the whole fleet by state and by cause.
+  for (const char* what : {"state", "cause"}) {
+    const std::string name = std::string_view(what) == "state" ? "gpudoctor_gpu_seconds_total"
+                                                               : "gpudoctor_lost_gpu_seconds_total";
+    auto q =
+        c.instant(fmt::format("sum_over_time((sum by ({0}) (max by (Hostname, UUID, {0}) "
+                              "(increase({1}[{2}s]))))[{3}s:{2}s])",
+                              what, c.metric(name), c.step_s, c.span_s));
+    if (!q) return q.error();
+    for (const auto& s : q.value()) {
+      const double v = value_of(s);
+      const std::string key = label(s, what);
+      if (std::string_view(what) == "state") {
+        if (key == "working") r.total.working_s += v;
+        if (key == "lost") r.total.lost_s += v;
+        if (key == "idle_allocated") r.total.idle_allocated_s += v;
+        if (key == "free") r.total.free_s += v;
+      } else if (auto cause = cause_from_code(key); cause && *cause != Cause::kHealthy) {
+        r.total.by_cause[static_cast<size_t>(*cause)] += v;
+      }
+    }
+  }
+
+  if (options.by == FleetBy::kCause) {
+    auto q =
+        c.instant(fmt::format("sum_over_time((sum by (Hostname, cause) (max by (Hostname, UUID, "
+                              "cause) (increase({0}[{1}s]))))[{2}s:{1}s])",
+                              c.metric("gpudoctor_lost_gpu_seconds_total"), c.step_s, c.span_s));
+    if (!q) return q.error();
+    for (const auto& s : q.value()) {
+      const auto cause = cause_from_code(label(s, "cause"));
+      const double v = value_of(s);
+      if (!cause || *cause == Cause::kHealthy || v <= 0) continue;
+      FleetRow& fr = row({{{"cause", label(s, "cause")}}, false});
+      fr.t.by_cause[static_cast<size_t>(*cause)] += v;
+      if (*cause == Cause::kIdle)
+        fr.t.idle_allocated_s += v;
+      else
+        fr.t.lost_s += v;
+    }
+    auto where = c.instant(fmt::format(
+        "count by (cause, Hostname) (max by (Hostname, UUID, cause) (increase({}[{}s]) > 0))",
+        c.metric("gpudoctor_lost_gpu_seconds_total"), c.span_s));
+    if (!where) return where.error();
+    for (const auto& s : where.value()) {
+      auto it = rows.find({{{"cause", label(s, "cause")}}, false});
+      if (it == rows.end()) continue;
+      it->second.hosts.insert(label(s, "Hostname"));
+      it->second.gpus += static_cast<size_t>(value_of(s));
+    }
+  } else {
+    for (std::string_view state : kStates) {
+      auto q = c.instant(
+          rows_expr(c, options.by,
+                    c.metric("gpudoctor_gpu_seconds_total", fmt::format("state=\"{}\"", state))));
+      if (!q) return q.error();
+      for (const auto& s : q.value()) {
+        FleetRow& fr = row(key_of(c, options.by, s));
+        const double v = value_of(s);
+        if (state == "working") fr.t.working_s += v;
+        if (state == "lost") fr.t.lost_s += v;
+        if (state == "idle_allocated") fr.t.idle_allocated_s += v;
+        if (state == "free") fr.t.free_s += v;
+      }
+    }
+    for (size_t ci = 0; ci < kCauseCount; ++ci) {
+      if (r.total.by_cause[ci] <= 0) continue;
+      const std::string code(cause_code(static_cast<Cause>(ci)));
+      auto q = c.instant(rows_expr(
+          c, options.by,
+          c.metric("gpudoctor_lost_gpu_seconds_total", fmt::format("cause=\"{}\"", code))));
+      if (!q) return q.error();
+      for (const auto& s : q.value()) row(key_of(c, options.by, s)).t.by_cause[ci] += value_of(s);
+    }
+    // Hosts and GPUs of each row.
+    std::string hosts_expr;
+    if (owner_dimension(options.by))
+      hosts_expr = fmt::format(
+          "count by ({0}, Hostname) (max by (Hostname, UUID, {1}) (max_over_time({2}[{3}s])))",
+          c.labels(fleet_group_labels(options.by)), c.labels(identity_labels()),
+          c.metric("gpudoctor_gpu_owner_info"), c.span_s);
+    else if (options.by == FleetBy::kModel)
+      hosts_expr = fmt::format(
+          "count by (model_name, Hostname) (max by (Hostname, UUID, model_name) "
+          "(max_over_time({}[{}s])))",
+          c.metric("gpudoctor_gpu_info"), c.span_s);
+    if (!hosts_expr.empty()) {
+      auto q = c.instant(hosts_expr);
+      if (!q) return q.error();
+      for (const auto& s : q.value()) {
+        auto it = rows.find(key_of(c, options.by, s));
+        if (it == rows.end()) continue;
+        it->second.hosts.insert(label(s, "Hostname"));
+        it->second.gpus += static_cast<size_t>(value_of(s));
+      }
+    } else {  // by host
+      for (auto& [k, fr] : rows) {
+        const auto h = k.labels.find("Hostname");
+        if (h == k.labels.end()) continue;
+        fr.hosts.insert(h->second);
+        fr.gpus = host_gpus[h->second];
+      }
+    }
+  }
+
+  // Gaps: a host whose GPUs have far fewer samples than the span holds, or none lately.
+  auto recent =
+      c.instant(fmt::format("max by (Hostname) (count_over_time({}[{}s]))",
+                            c.metric("gpudoctor_gpu_seconds_total", "state=\"working\""),
+                            std::max<int64_t>(5 * c.step_s, std::min<int64_t>(c.span_s, 300))));
+  if (!recent) return recent.error();
+  std::set<std::string> reporting;
+  for (const auto& s : recent.value()) reporting.insert(label(s, "Hostname"));
+  if (const double covered = most * interval_s; covered < 0.9 * static_cast<double>(c.span_s))
+    r.notes.push_back(fmt::format(
+        "the best-covered GPU has samples for about {} of the span's {}: the series start later "
+        "(or stop earlier, or have gaps), so the GPU-hours cover less than the span",
+        human_duration(covered), human_duration(static_cast<double>(c.span_s))));
+  std::vector<std::string> stopped, sparse;
+  for (const auto& h : r.hosts) {
+    if (!reporting.count(h)) stopped.push_back(h);
+    const double expected = most * static_cast<double>(host_gpus[h]);
+    if (expected > 0 && host_samples[h] < 0.9 * expected) sparse.push_back(h);
+  }
+  auto list = [](const std::vector<std::string>& v) {
+    std::string out;
+    for (size_t i = 0; i < v.size() && i < 10; ++i) out += (i ? ", " : "") + v[i];
+    if (v.size() > 10) out += fmt::format(" and {} more", v.size() - 10);
+    return out;
+  };
+  if (!stopped.empty())
+    r.notes.push_back(fmt::format("{} host{} stopped reporting before the end of the span: {}",
+                                  stopped.size(), stopped.size() == 1 ? "" : "s", list(stopped)));
+  if (!sparse.empty())
+    r.notes.push_back(fmt::format(
+        "{} host{} have less than 90 % of the samples the best-covered GPU has (gaps, late start "
+        "or an early stop; their GPU-hours count only the time sampled): {}",
+        sparse.size(), sparse.size() == 1 ? "" : "s", list(sparse)));
+
+  std::vector<FleetRow> list_rows;
+  for (auto& [k, fr] : rows)
+    if (fr.t.allocated_s() > 0 || (!fr.unowned && fr.t.total_s() > 0))
+      list_rows.push_back(std::move(fr));
+  r.queries = c.queries;
+  finish_fleet_rows(r, std::move(list_rows), options);
+  return r;
+}
+
+}  // namespace gpudoctor

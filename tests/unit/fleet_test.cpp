@@ -1,0 +1,355 @@
+// The GPUs of a Prometheus server grouped into runs (diagnose --prometheus --group-by), and
+// `gpudoctor fleet`: tallies, ranking, row names, drill-down commands, renderings, and the ledger
+// path's queries against a stand-in server (a fixed number whatever the number of GPUs). The
+// whole of it against a real Prometheus: tests/integration/fleet_test.py.
+#include <map>
+#include <mutex>
+#include <set>
+
+#include <fmt/format.h>
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include "export/http_server.hpp"
+#include "fleet/fleet.hpp"
+#include "formats/prometheus.hpp"
+#include "formats/prometheus_runs.hpp"
+#include "report/fleet_report.hpp"
+
+namespace gpudoctor {
+namespace {
+
+constexpr int64_t kT0 = 1'700'000'000'000;
+
+PromSeries series(std::map<std::string, std::string> labels, int from, int to, double value = 1) {
+  PromSeries s;
+  s.labels = std::move(labels);
+  for (int i = from; i <= to; ++i) s.points.emplace_back(kT0 + i * 10'000, value);
+  return s;
+}
+
+std::map<std::string, std::string> gpu(const std::string& name, const std::string& host,
+                                       const std::string& index, const std::string& uuid) {
+  return {{"__name__", name}, {"Hostname", host}, {"gpu", index}, {"UUID", uuid}};
+}
+
+// Host a: GPU 0 held by job 1 (alice) for 50 samples, by no one for 10, by job 2 (bob) for 40;
+// GPU 1 held by pod ml/nb-0 throughout. Host b (dots in its name): GPU 0 with dcgm-exporter's
+// hpc_job label 7. The owner info arrives as a scrape that does not honour labels leaves it:
+// the scrape job in `job`, gpudoctor's in `exported_job`.
+std::vector<PromSeries> two_hosts() {
+  std::vector<PromSeries> in;
+  in.push_back(series(gpu("DCGM_FI_DEV_GPU_UTIL", "a", "0", "A0"), 0, 99, 90));
+  in.push_back(series(gpu("DCGM_FI_DEV_GPU_UTIL", "a", "1", "A1"), 0, 99, 90));
+  auto b = gpu("DCGM_FI_DEV_GPU_UTIL", "b.example", "0", "B0");
+  b["hpc_job"] = "7";
+  in.push_back(series(b, 0, 99, 50));
+  auto owner = [&](std::map<std::string, std::string> extra, const std::string& uuid, int from,
+                   int to) {
+    auto l = gpu("gpudoctor_gpu_owner_info", "a", uuid == "A0" ? "0" : "1", uuid);
+    l["job"] = "gpudoctor";  // the scrape job
+    for (auto& [k, v] : extra) l[k] = v;
+    in.push_back(series(l, from, to));
+  };
+  owner({{"owner_kind", "slurm_job"}, {"exported_job", "1"}, {"step", "0"}, {"user", "alice"}},
+        "A0", 0, 49);
+  owner({{"owner_kind", "slurm_job"}, {"exported_job", "2"}, {"step", "0"}, {"user", "bob"}}, "A0",
+        60, 99);
+  owner({{"owner_kind", "k8s_pod"}, {"pod", "nb-0"}, {"namespace", "ml"}, {"container", "main"}},
+        "A1", 0, 99);
+  return in;
+}
+
+std::map<std::string, const PromRun*> by_name(const std::vector<PromRun>& runs) {
+  std::map<std::string, const PromRun*> m;
+  for (const auto& r : runs) m[r.name] = &r;
+  return m;
+}
+
+TEST(PromRuns, OneRunPerHost) {
+  const auto runs = group_runs(series_by_gpu(two_hosts(), "p"), PromGroupBy::kHost);
+  ASSERT_EQ(runs.size(), 2u);
+  EXPECT_EQ(runs[0].name, "a");
+  EXPECT_EQ(runs[0].kind, "host");
+  ASSERT_EQ(runs[0].rec.gpus.size(), 2u);
+  EXPECT_EQ(runs[0].rec.gpus[1].info.index, 1u);  // a host's own numbering kept
+  EXPECT_EQ(runs[0].rec.system.hostname, "a");
+  EXPECT_EQ(runs[0].selector, "{Hostname=\"a\"}");  // the whole host
+  EXPECT_EQ(runs[1].name, "b.example");
+  EXPECT_EQ(runs[1].selector, "{Hostname=\"b.example\"}");
+  EXPECT_EQ(runs[1].rec.gpus[0].size(), 100u);
+  EXPECT_NE(runs_summary(runs, PromGroupBy::kHost).find("2 runs, 3 GPUs on 2 hosts"),
+            std::string::npos)
+      << runs_summary(runs, PromGroupBy::kHost);
+}
+
+TEST(PromRuns, OneRunPerOwnerCutToItsTime) {
+  const auto runs = group_runs(series_by_gpu(two_hosts(), "p"), PromGroupBy::kJob);
+  const auto m = by_name(runs);
+  ASSERT_EQ(m.size(), 5u) << runs_summary(runs, PromGroupBy::kJob);
+  // exported_job, not the scrape job, names the Slurm job.
+  ASSERT_TRUE(m.count("job 1 (alice)"));
+  const PromRun& alice = *m.at("job 1 (alice)");
+  EXPECT_EQ(alice.kind, "owner");
+  ASSERT_TRUE(alice.owner);
+  EXPECT_EQ(alice.owner->id, "1");
+  ASSERT_EQ(alice.rec.gpus.size(), 1u);
+  EXPECT_EQ(alice.rec.gpus[0].size(), 50u);
+  EXPECT_EQ(alice.rec.gpus[0].info.uuid, "A0");
+  EXPECT_EQ(alice.selector, "{Hostname=\"a\",UUID=\"A0\"}");  // some of a host: by UUID
+  EXPECT_EQ(m.at("job 2 (bob)")->rec.gpus[0].size(), 40u);
+  EXPECT_EQ(m.at("pod ml/nb-0")->rec.gpus[0].size(), 100u);
+  EXPECT_EQ(m.at("job 7")->rec.gpus[0].size(), 100u);  // dcgm-exporter's hpc_job label
+  EXPECT_EQ(m.at("job 7")->owner->source, "dcgm-exporter hpc_job label");
+  // The ten samples no one held GPU 0 of host a are that host's own run.
+  ASSERT_TRUE(m.count("a (no owner)"));
+  ASSERT_EQ(m.at("a (no owner)")->rec.gpus.size(), 1u);
+  EXPECT_EQ(m.at("a (no owner)")->rec.gpus[0].size(), 10u);
+  EXPECT_NE(runs_summary(runs, PromGroupBy::kJob).find("5 runs, 3 GPUs on 2 hosts"),
+            std::string::npos);
+
+  // Grouped by pod: only pods have runs of their own.
+  const auto pods = by_name(group_runs(series_by_gpu(two_hosts(), "p"), PromGroupBy::kPod));
+  ASSERT_EQ(pods.size(), 3u);
+  EXPECT_EQ(pods.at("pod ml/nb-0")->rec.gpus[0].size(), 100u);
+  EXPECT_EQ(pods.at("a (no owner)")->rec.gpus[0].size(), 100u);
+  EXPECT_EQ(pods.at("b.example (no owner)")->rec.gpus[0].size(), 100u);
+}
+
+TEST(PromRuns, AllInOneNumbersAcrossHosts) {
+  const auto runs = group_runs(series_by_gpu(two_hosts(), "p"), PromGroupBy::kNone);
+  ASSERT_EQ(runs.size(), 1u);
+  const Recording& rec = runs[0].rec;
+  ASSERT_EQ(rec.gpus.size(), 3u);
+  EXPECT_EQ(rec.gpus[2].info.index, 2u);
+  EXPECT_EQ(rec.system.hostname, "");
+  EXPECT_NE(std::find(rec.notes.begin(), rec.notes.end(), "GPU 2 is b.example gpu 0 (B0)"),
+            rec.notes.end());
+  // Several hosts: the host regex escapes the dot (twice: regex, then the PromQL string).
+  EXPECT_EQ(runs[0].selector, "{Hostname=~\"a|b\\\\.example\",UUID=~\"A0|A1|B0\"}");
+  // recording_from_series (saved answers, text snapshots) is the same single recording.
+  const Recording same = recording_from_series(two_hosts(), "p");
+  EXPECT_EQ(same.gpus.size(), 3u);
+  EXPECT_EQ(same.gpus[2].info.index, 2u);
+}
+
+TEST(Fleet, TalliesAndRowNames) {
+  FleetTally t;
+  EXPECT_FALSE(t.efficiency());
+  EXPECT_FALSE(t.main_cause());
+  t.working_s = 30;
+  t.lost_s = 50;
+  t.idle_allocated_s = 20;
+  t.free_s = 100;
+  t.by_cause[static_cast<size_t>(Cause::kDataStarvation)] = 50;
+  t.by_cause[static_cast<size_t>(Cause::kIdle)] = 20;
+  EXPECT_DOUBLE_EQ(t.total_s(), 200);
+  EXPECT_DOUBLE_EQ(t.allocated_s(), 100);
+  EXPECT_DOUBLE_EQ(t.wasted_s(), 70);
+  EXPECT_DOUBLE_EQ(*t.efficiency(), 0.3);
+  EXPECT_EQ(*t.main_cause(), Cause::kDataStarvation);
+
+  EXPECT_EQ(
+      fleet_row_label(FleetBy::kJob, {{"owner_kind", "slurm_job"}, {"job", "4"}, {"user", "al"}}),
+      "job 4 (al)");
+  EXPECT_EQ(fleet_row_label(FleetBy::kJob,
+                            {{"owner_kind", "k8s_pod"}, {"pod", "p"}, {"namespace", "ns"}}),
+            "pod ns/p");
+  EXPECT_EQ(fleet_row_label(FleetBy::kJob, {{"owner_kind", "process"}, {"user", "eve"}}),
+            "processes of eve");
+  EXPECT_EQ(fleet_row_label(FleetBy::kUser, {}), "(no user known)");
+  EXPECT_EQ(fleet_row_label(FleetBy::kHost, {{"Hostname", "n1"}}), "n1");
+  Owner o;
+  o.kind = OwnerKind::kK8sPod;
+  o.id = "0c5e2f7a-91d4-4b3e-a6f0-3d8b7c1e9a42";
+  o.pod_namespace = "research";
+  const auto l = owner_info_labels(o);
+  EXPECT_EQ(l.at("pod"), o.id);  // no name known: the UID, as serve exports it
+  EXPECT_EQ(l.at("namespace"), "research");
+  EXPECT_FALSE(l.count("job"));
+}
+
+FleetReport sample_report() {
+  FleetReport r;
+  r.source = "http://prom:9090";
+  r.path = "ledger";
+  r.by = FleetBy::kJob;
+  r.start_unix_ms = kT0;
+  r.end_unix_ms = kT0 + 7 * 86400 * 1000;
+  r.gpus = 3;
+  r.hosts = {"n1", "n2.lab"};
+  return r;
+}
+
+TEST(Fleet, RanksByLostTimeAndDrillsDown) {
+  FleetReport r = sample_report();
+  std::vector<FleetRow> rows(3);
+  rows[0].labels = {{"owner_kind", "slurm_job"}, {"job", "1"}, {"user", "a"}};
+  rows[0].t.working_s = 100;
+  rows[0].t.lost_s = 10;
+  rows[0].hosts = {"n1"};
+  rows[1].labels = {{"owner_kind", "slurm_job"}, {"job", "2"}, {"user", "b"}};
+  rows[1].t.lost_s = 50;
+  rows[1].t.by_cause[static_cast<size_t>(Cause::kLaunchOverhead)] = 50;
+  rows[1].hosts = {"n1", "n2.lab"};
+  rows[2].unowned = true;
+  rows[2].t.idle_allocated_s = 30;
+  FleetOptions o;
+  o.prom.selector = "{cluster=\"x\"}";
+  o.top = 2;
+  finish_fleet_rows(r, rows, o);
+  EXPECT_EQ(r.rows_total, 3u);
+  ASSERT_EQ(r.rows.size(), 2u);
+  EXPECT_EQ(r.rows[0].label, "job 2 (b)");
+  EXPECT_EQ(r.rows[1].label, "(no owner)");
+  EXPECT_EQ(r.rows[0].drill,
+            "gpudoctor diagnose --prometheus 'http://prom:9090' --since 2023-11-14T22:13:20Z "
+            "--until 2023-11-21T22:13:20Z --group-by job --selector "
+            "'{cluster=\"x\",Hostname=~\"n1|n2\\\\.lab\"}'");
+  // The renderings.
+  const auto j = fleet_json(r);
+  EXPECT_EQ(j["schema_version"], 1);
+  EXPECT_EQ(j["rows"][0]["rank"], 1);
+  EXPECT_EQ(j["rows"][0]["tally"]["main_cause"], "launch_overhead");
+  EXPECT_DOUBLE_EQ(j["rows"][0]["tally"]["lost_gpu_hours"].get<double>(), 50.0 / 3600);
+  EXPECT_TRUE(j["rows"][1]["tally"]["main_cause"].is_null());
+  EXPECT_EQ(j["rows_total"], 3);
+  const std::string csv = fleet_csv(r);
+  EXPECT_NE(csv.find("\n1,job 2 (b),"), std::string::npos) << csv;
+  EXPECT_NE(csv.find(",\"gpudoctor diagnose --prometheus 'http://prom:9090'"), std::string::npos);
+  const std::string text = fleet_text(r);
+  EXPECT_NE(text.find("Top 2 of 3 owners"), std::string::npos) << text;
+  r.rows[0].label = "job <script>";
+  const std::string html = fleet_html(r);
+  EXPECT_EQ(html.find("<script>"), html.rfind("<script>"));  // only the page's own
+  EXPECT_NE(html.find("job &lt;script&gt;"), std::string::npos);
+  EXPECT_NE(fleet_markdown(r).find("| 1 | job <script> |"), std::string::npos);
+}
+
+// A stand-in Prometheus for the ledger path: G GPUs on two hosts, with answers shaped like a
+// real server's, recording every query.
+struct LedgerProm {
+  size_t gpus;
+  std::mutex mu;
+  std::vector<std::string> queries;
+  std::unique_ptr<HttpServer> server;
+
+  static std::string decode(const std::string& s) {
+    std::string out;
+    for (size_t i = 0; i < s.size(); ++i) {
+      if (s[i] == '%' && i + 2 < s.size()) {
+        out += static_cast<char>(std::stoi(s.substr(i + 1, 2), nullptr, 16));
+        i += 2;
+      } else {
+        out += s[i] == '+' ? ' ' : s[i];
+      }
+    }
+    return out;
+  }
+
+  explicit LedgerProm(size_t n) : gpus(n) {
+    HttpServerOptions o;
+    o.listen = "127.0.0.1:0";
+    auto s = HttpServer::start(o, [this](const HttpRequest& req) {
+      std::string q;
+      const size_t at = req.query.find("query=");
+      if (at != std::string::npos)
+        q = decode(req.query.substr(at + 6, req.query.find('&', at) - at - 6));
+      {
+        std::lock_guard lock(mu);
+        queries.push_back(q);
+      }
+      nlohmann::json result = nlohmann::json::array();
+      auto add = [&](nlohmann::json labels, double v) {
+        result.push_back({{"metric", labels}, {"value", {kT0 / 1000.0, fmt::format("{}", v)}}});
+      };
+      const bool per_gpu = q.rfind("max by (Hostname, UUID) (count_over_time", 0) == 0;
+      if (q.rfind("count(", 0) == 0) {
+        add(nlohmann::json::object(), static_cast<double>(gpus));
+      } else if (per_gpu) {
+        for (size_t i = 0; i < gpus; ++i)
+          add({{"Hostname", i % 2 ? "n2" : "n1"}, {"UUID", fmt::format("GPU-{}", i)}}, 240);
+      } else if (q.find("[600s]") != std::string::npos &&
+                 q.rfind("gpudoctor_gpu_seconds", 0) == 0) {
+        nlohmann::json values = nlohmann::json::array();
+        for (int i = 0; i < 40; ++i) values.push_back({kT0 / 1000.0 + 15 * i, "1"});
+        result.push_back({{"metric", {{"Hostname", "n1"}}}, {"values", values}});
+        return reply(result, "matrix");
+      } else if (q.find("sum by (state)") != std::string::npos) {
+        for (const char* st : {"working", "lost", "idle_allocated", "free"})
+          add({{"state", st}}, 3600.0 * static_cast<double>(gpus));
+      } else if (q.find("sum by (cause)") != std::string::npos) {
+        add({{"cause", "data_starvation"}}, 3600.0 * static_cast<double>(gpus));
+      } else if (q.find("exported_owner_kind") != std::string::npos) {
+        add({{"exported_job", "9"}, {"owner_kind", "slurm_job"}}, 1);
+      } else if (q.rfind("sum_over_time((sum by (owner_kind, exported_job", 0) == 0) {
+        add({{"owner_kind", "slurm_job"}, {"exported_job", "9"}, {"user", "z"}},
+            1800.0 * static_cast<double>(gpus));
+        add({{"gpudoctor_unowned", "1"}}, 900.0 * static_cast<double>(gpus));
+      } else if (q.rfind("count by (owner_kind, exported_job", 0) == 0) {
+        add({{"owner_kind", "slurm_job"}, {"exported_job", "9"}, {"user", "z"}, {"Hostname", "n1"}},
+            static_cast<double>(gpus));
+      } else if (q.rfind("max by (Hostname) (count_over_time", 0) == 0) {
+        add({{"Hostname", "n1"}}, 20);  // n2 has stopped reporting
+      }
+      return reply(result, "vector");
+    });
+    EXPECT_TRUE(s);
+    server = std::move(s.value());
+  }
+  static HttpResponse reply(const nlohmann::json& result, const char* type) {
+    HttpResponse r;
+    r.content_type = "application/json";
+    r.body = std::make_shared<const std::string>(nlohmann::json{
+        {"status", "success"},
+        {"data",
+         {{"resultType", type}, {"result", result}}}}.dump());
+    return r;
+  }
+  std::string url() const { return fmt::format("http://127.0.0.1:{}", server->port()); }
+};
+
+TEST(Fleet, LedgerPathAsksTheSameQueriesForAnyNumberOfGpus) {
+  std::vector<size_t> asked;
+  for (size_t n : {2, 400}) {
+    LedgerProm prom(n);
+    FleetOptions o;
+    o.prom.url = prom.url();
+    o.prom.end_unix_ms = kT0 + 3600 * 1000;
+    o.prom.start_unix_ms = kT0;
+    auto count = ledger_gpu_count(o);
+    ASSERT_TRUE(count) << count.error().message;
+    EXPECT_EQ(count.value(), n);
+    auto r = fleet_from_ledger(o);
+    ASSERT_TRUE(r) << r.error().message;
+    EXPECT_EQ(r->gpus, n);
+    EXPECT_EQ(r->hosts.size(), 2u);
+    ASSERT_EQ(r->rows.size(), 2u);
+    EXPECT_EQ(r->rows[0].label, "job 9 (z)");  // exported_job read back as the job
+    EXPECT_EQ(r->rows[0].hosts, std::set<std::string>{"n1"});
+    EXPECT_EQ(r->rows[1].label, "(no owner)");
+    EXPECT_DOUBLE_EQ(r->total.working_s, 3600.0 * static_cast<double>(n));
+    bool stopped = false;
+    for (const auto& note : r->notes)
+      stopped = stopped || note.find("stopped reporting") != std::string::npos;
+    EXPECT_TRUE(stopped);
+    std::lock_guard lock(prom.mu);
+    asked.push_back(prom.queries.size());
+    // The owner joins use the label the scrape renamed, and give several owners equal shares.
+    bool joined = false;
+    for (const auto& q : prom.queries)
+      if (q.find("group_right()") != std::string::npos) {
+        joined = true;
+        EXPECT_NE(q.find("max by (Hostname, UUID, owner_kind, exported_job"), std::string::npos)
+            << q;
+        EXPECT_NE(q.find("group_left() count by (Hostname, UUID)"), std::string::npos) << q;
+        EXPECT_NE(q.find("[3600s:60s]"), std::string::npos) << q;  // step: 4 x 15 s
+      }
+    EXPECT_TRUE(joined);
+  }
+  EXPECT_EQ(asked[0], asked[1]);
+  EXPECT_LE(asked[0], 16u);
+}
+
+}  // namespace
+}  // namespace gpudoctor
