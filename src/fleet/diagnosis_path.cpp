@@ -25,19 +25,6 @@ namespace {
 // Memory held by something: a GPU nobody holds shows the driver's own reservation only.
 constexpr double kHeldMemoryMib = 1024;
 
-std::string seconds_text(int64_t unix_ms) {
-  return fmt::format("{}.{:03}", unix_ms / 1000, unix_ms % 1000);
-}
-
-std::string exact(const std::string& v) {
-  std::string out;
-  for (char c : v) {
-    if (c == '"' || c == '\\') out += '\\';
-    out += c;
-  }
-  return out;
-}
-
 struct Piece {
   std::string host;
   int64_t start_ms = 0, end_ms = 0;
@@ -185,7 +172,7 @@ Result<FleetReport> fleet_by_diagnosis(const FleetOptions& options, const FleetP
                            any_gpu.empty() ? "" : " or ", name, user, span_s);
   auto listed = prometheus_api(options.prom, "query",
                                "query=" + net::url_encode("count by (Hostname) (" + any_gpu + ")") +
-                                   "&time=" + seconds_text(r.end_unix_ms));
+                                   "&time=" + prom_time_param(r.end_unix_ms));
   if (!listed) return listed.error();
   size_t queries = 1;
   std::vector<std::string> hosts;
@@ -228,8 +215,7 @@ Result<FleetReport> fleet_by_diagnosis(const FleetOptions& options, const FleetP
       q.start_unix_ms = p.start_ms;
       q.end_unix_ms = p.end_ms;
       std::string sel = user;
-      if (!p.host.empty())
-        sel += (sel.empty() ? "" : ",") + fmt::format("Hostname=\"{}\"", exact(p.host));
+      if (!p.host.empty()) sel += (sel.empty() ? "" : ",") + promql_hosts_matcher({p.host});
       q.selector = sel;
       auto runs = load_prometheus_runs(q, group);
       Tallies part;

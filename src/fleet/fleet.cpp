@@ -31,37 +31,13 @@ std::string utc(int64_t ms) {
   return t + "Z";
 }
 
-std::string regex_alternatives(const std::set<std::string>& values) {
-  std::string out;
-  for (const auto& v : values) {
-    if (!out.empty()) out += '|';
-    for (char c : v) {
-      if (std::string_view(".+*?()[]{}|^$\\").find(c) != std::string_view::npos) out += "\\\\";
-      if (c == '"') out += '\\';
-      out += c;
-    }
-  }
-  return out;
-}
-
 // The drill-down: `diagnose --prometheus` over the same span, on the row's hosts, grouped so
 // that the row's own run is among the runs.
 std::string drill_command(const FleetReport& r, const FleetRow& row, const FleetOptions& o) {
   auto given = selector_matchers(o.prom.selector);
   std::string matchers = given ? given.value() : "";
-  if (!row.hosts.empty()) {
-    if (!matchers.empty()) matchers += ",";
-    if (row.hosts.size() == 1) {
-      std::string host;
-      for (char c : *row.hosts.begin()) {
-        if (c == '"' || c == '\\') host += '\\';
-        host += c;
-      }
-      matchers += "Hostname=\"" + host + "\"";
-    } else {
-      matchers += "Hostname=~\"" + regex_alternatives(row.hosts) + "\"";
-    }
-  }
+  if (!row.hosts.empty())
+    matchers += (matchers.empty() ? "" : ",") + promql_hosts_matcher(row.hosts);
   std::string group;
   switch (r.by) {
     case FleetBy::kJob:

@@ -20,10 +20,6 @@ namespace {
 
 constexpr std::array<std::string_view, 4> kStates = {"working", "lost", "idle_allocated", "free"};
 
-std::string seconds_text(int64_t unix_ms) {
-  return fmt::format("{}.{:03}", unix_ms / 1000, unix_ms % 1000);
-}
-
 struct Ctx {
   Ctx(const FleetOptions& options, std::string matchers) : o(options), sel(std::move(matchers)) {}
   const FleetOptions& o;
@@ -38,7 +34,7 @@ struct Ctx {
     ++queries;
     return prometheus_api(
         o.prom, "query",
-        "query=" + net::url_encode(expr) + "&time=" + seconds_text(o.prom.end_unix_ms));
+        "query=" + net::url_encode(expr) + "&time=" + prom_time_param(o.prom.end_unix_ms));
   }
   std::string metric(std::string_view name, const std::string& extra = "") const {
     std::string m = extra;
@@ -181,18 +177,13 @@ Result<FleetReport> fleet_from_ledger(const FleetOptions& options) {
   // The scrape interval: the median gap between the raw samples of the best-covered GPU lately.
   double interval_s = 0;
   {
-    auto exact = [](const std::string& v) {
-      std::string out;
-      for (char ch : v)
-        out += ch == '"' || ch == '\\' ? std::string("\\") + ch : std::string(1, ch);
-      return out;
-    };
-    auto raw = c.instant(fmt::format(
-        "{}[{}s]",
-        c.metric("gpudoctor_gpu_seconds_total",
-                 fmt::format("state=\"working\",Hostname=\"{}\",UUID=\"{}\"",
-                             exact(label(*best, "Hostname")), exact(label(*best, "UUID")))),
-        std::min<int64_t>(c.span_s, 600)));
+    auto raw =
+        c.instant(fmt::format("{}[{}s]",
+                              c.metric("gpudoctor_gpu_seconds_total",
+                                       fmt::format("state=\"working\",Hostname=\"{}\",UUID=\"{}\"",
+                                                   promql_string(label(*best, "Hostname")),
+                                                   promql_string(label(*best, "UUID")))),
+                              std::min<int64_t>(c.span_s, 600)));
     if (!raw) return raw.error();
     std::vector<double> gaps;
     for (const auto& s : raw.value())

@@ -66,10 +66,6 @@ std::optional<double> parse_value(std::string_view s) {
   return v;
 }
 
-std::string seconds_text(int64_t unix_ms) {
-  return fmt::format("{}.{:03}", unix_ms / 1000, unix_ms % 1000);
-}
-
 struct GpuKey {
   std::string host;
   long gpu = 0;
@@ -138,6 +134,38 @@ std::optional<Owner> owner_of_series(const std::map<std::string, std::string>& a
 }
 
 }  // namespace
+
+std::string prom_time_param(int64_t unix_ms) {
+  return fmt::format("{}.{:03}", unix_ms / 1000, unix_ms % 1000);
+}
+
+std::string promql_string(const std::string& s) {
+  std::string out;
+  for (char c : s) {
+    if (c == '"' || c == '\\') out += '\\';
+    out += c;
+  }
+  return out;
+}
+
+std::string promql_alternatives(const std::set<std::string>& values) {
+  std::string out;
+  for (const auto& v : values) {
+    if (!out.empty()) out += '|';
+    for (char c : v) {
+      if (std::string_view(".+*?()[]{}|^$\\").find(c) != std::string_view::npos) out += "\\\\";
+      if (c == '"') out += '\\';
+      out += c;
+    }
+  }
+  return out;
+}
+
+std::string promql_hosts_matcher(const std::set<std::string>& hosts) {
+  if (hosts.empty()) return "";
+  if (hosts.size() == 1) return "Hostname=\"" + promql_string(*hosts.begin()) + "\"";
+  return "Hostname=~\"" + promql_alternatives(hosts) + "\"";
+}
 
 Result<std::string> selector_matchers(const std::string& selector) {
   std::string_view s = text::trim(selector);
@@ -466,7 +494,7 @@ Result<PromFetch> fetch_prometheus_series(const PrometheusQuery& q) {
     auto raw = ask("query", "query=" +
                                 net::url_encode(fmt::format("{{__name__=~\"{}\"{}}}[{}s]",
                                                             probe_names, extra, window_s)) +
-                                "&time=" + seconds_text(q.end_unix_ms));
+                                "&time=" + prom_time_param(q.end_unix_ms));
     if (!raw) return raw.error();
     std::vector<double> medians;
     for (const auto& s : raw.value()) {
@@ -486,7 +514,7 @@ Result<PromFetch> fetch_prometheus_series(const PrometheusQuery& q) {
           "query", "query=" +
                        net::url_encode(fmt::format("count_over_time({{__name__=~\"{}\"{}}}[{}s])",
                                                    probe_names, extra, (span_ms + 999) / 1000)) +
-                       "&time=" + seconds_text(q.end_unix_ms));
+                       "&time=" + prom_time_param(q.end_unix_ms));
       if (!counted) return counted.error();
       double most = 0;
       for (const auto& s : counted.value())
@@ -514,9 +542,9 @@ Result<PromFetch> fetch_prometheus_series(const PrometheusQuery& q) {
   for (int64_t page_start = q.start_unix_ms; page_start <= q.end_unix_ms;) {
     const int64_t page_end =
         std::min<int64_t>(q.end_unix_ms, page_start + static_cast<int64_t>(per_page - 1) * step_ms);
-    auto page =
-        ask("query_range", "query=" + expr + "&start=" + seconds_text(page_start) +
-                               "&end=" + seconds_text(page_end) + "&step=" + seconds_text(step_ms));
+    auto page = ask("query_range", "query=" + expr + "&start=" + prom_time_param(page_start) +
+                                       "&end=" + prom_time_param(page_end) +
+                                       "&step=" + prom_time_param(step_ms));
     if (!page) return page.error();
     ++out.pages;
     for (auto& s : page.value()) {

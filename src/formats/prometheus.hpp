@@ -12,6 +12,7 @@
 #include <cstdint>
 #include <map>
 #include <optional>
+#include <set>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -66,6 +67,15 @@ Result<PromFetch> fetch_prometheus_series(const PrometheusQuery& q);
 std::string prometheus_source(const PrometheusQuery& q);  // "prometheus URL [SELECTOR]"
 std::string prometheus_read_note(const PromFetch& f);
 Error no_gpu_series(const PrometheusQuery& q);  // the message when the span has none
+
+// PromQL text: a value for a "..." string (quotes and backslashes escaped); the values as
+// alternatives for a regex matcher, a|b|c (regex metacharacters escaped, then escaped again for the
+// string); Hostname="h" or Hostname=~"a|b" for a set of hosts ("" for none); unix ms as the API's
+// time parameters take them ("1700000000.000").
+std::string promql_string(const std::string& s);
+std::string promql_alternatives(const std::set<std::string>& values);
+std::string promql_hosts_matcher(const std::set<std::string>& hosts);
+std::string prom_time_param(int64_t unix_ms);
 
 // --- the pieces, for tests ---
 

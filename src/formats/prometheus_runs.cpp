@@ -11,33 +11,6 @@
 namespace gpudoctor {
 namespace {
 
-// A value inside a PromQL regex matcher: regex metacharacters escaped, and the backslash itself
-// escaped again for the double-quoted string.
-std::string regex_literal(const std::string& s) {
-  std::string out;
-  for (char c : s) {
-    if (std::string_view(".+*?()[]{}|^$\\").find(c) != std::string_view::npos) out += "\\\\";
-    if (c == '"') out += '\\';
-    out += c;
-  }
-  return out;
-}
-
-std::string string_literal(const std::string& s) {
-  std::string out;
-  for (char c : s) {
-    if (c == '"' || c == '\\') out += '\\';
-    out += c;
-  }
-  return out;
-}
-
-std::string alternatives(const std::set<std::string>& values) {
-  std::string out;
-  for (const auto& v : values) out += (out.empty() ? "" : "|") + regex_literal(v);
-  return out;
-}
-
 // Matchers that pick these GPUs: a whole host's by its name; some of a host's (an owner's) by
 // UUID where every GPU has one (up to 16 of them; more: their hosts), else by gpu label.
 std::string selector_of(const std::vector<const GpuSeries*>& gpus, bool whole_hosts) {
@@ -49,18 +22,14 @@ std::string selector_of(const std::vector<const GpuSeries*>& gpus, bool whole_ho
     uuids.insert(g->info.uuid);
     indices.insert(fmt::format("{}", g->info.index));
   }
-  std::string sel;
-  if (hosts.size() == 1)
-    sel = fmt::format("Hostname=\"{}\"", string_literal(*hosts.begin()));
-  else if (!hosts.empty())
-    sel = fmt::format("Hostname=~\"{}\"", alternatives(hosts));
+  std::string sel = promql_hosts_matcher(hosts);
   std::string gpu_part;
   const bool hosts_say_it = (whole_hosts && !hosts.empty()) || uuids.size() > 16;
   if (!hosts_say_it && all_uuids && !uuids.empty())
-    gpu_part = uuids.size() == 1 ? fmt::format("UUID=\"{}\"", string_literal(*uuids.begin()))
-                                 : fmt::format("UUID=~\"{}\"", alternatives(uuids));
+    gpu_part = uuids.size() == 1 ? fmt::format("UUID=\"{}\"", promql_string(*uuids.begin()))
+                                 : fmt::format("UUID=~\"{}\"", promql_alternatives(uuids));
   else if (!hosts_say_it && hosts.size() <= 1)
-    gpu_part = fmt::format("gpu=~\"{}\"", alternatives(indices));
+    gpu_part = fmt::format("gpu=~\"{}\"", promql_alternatives(indices));
   if (!gpu_part.empty()) sel += (sel.empty() ? "" : ",") + gpu_part;
   return "{" + sel + "}";
 }
