@@ -1,5 +1,7 @@
 #!/usr/bin/env bash
-# Builds the libFuzzer targets (the `fuzz` preset: clang, ASan+UBSan, build/fuzz) and runs each
+# Builds the libFuzzer targets (build preset `fuzz`: the fuzz targets of the clang-asan build, clang
+# -O2 with ASan, UBSan and libFuzzer's coverage, build/clang-asan; CI has built them already with
+# the tests, so no object is compiled twice) and runs each
 # for a bounded time, seeded with the fixtures under tests/data. Fails when any target finds a
 # crash, a hang (one input over 10 s), a sanitizer report or a memory blow-up (over 2 GB).
 #
@@ -10,7 +12,7 @@
 #   FUZZ_CORPUS=~/gpudoctor-corpus scripts/fuzz.sh 600          # 10 min per target
 #   FUZZ_TARGETS="smi_csv generic_csv" scripts/fuzz.sh 3600       # some targets, 1 h each
 # A crash leaves its input in the work directory (printed); reproduce it with
-#   build/fuzz/fuzz/fuzz_TARGET CRASH_FILE
+#   build/clang-asan/fuzz/fuzz_TARGET CRASH_FILE
 # then add the minimized input (fuzz_TARGET -minimize_crash=1 -runs=10000 CRASH_FILE) to a unit
 # test. New corpus entries go to a temporary directory (or FUZZ_CORPUS), never into the repository.
 set -euo pipefail
@@ -48,8 +50,8 @@ seeds() {
 
 for t in $targets; do seeds "$t" >/dev/null; done  # an unknown name stops here
 
-echo "== fuzz: configure and build (preset fuzz)"
-cmake --preset fuzz >/dev/null
+echo "== fuzz: configure and build (preset clang-asan, targets fuzzers)"
+cmake --preset clang-asan >/dev/null
 cmake --build --preset fuzz -j "$(nproc)"
 
 work="$(mktemp -d "${TMPDIR:-/tmp}/gpudoctor-fuzz.XXXXXX")"
@@ -61,7 +63,7 @@ for t in $targets; do
   echo "== fuzz: $t for ${seconds} s (seeds: $(seeds "$t"))"
   log="$work/$t.log"
   # shellcheck disable=SC2046 # the seed directories are separate words on purpose
-  if build/fuzz/fuzz/"fuzz_$t" "$corpus" $(seeds "$t") -max_total_time="$seconds" \
+  if build/clang-asan/fuzz/"fuzz_$t" "$corpus" $(seeds "$t") -max_total_time="$seconds" \
     -rss_limit_mb=2048 -timeout=10 -print_final_stats=1 \
     -artifact_prefix="$work/artifacts/$t-" >"$log" 2>&1; then
     grep -E '^(Done|stat::number_of_executed_units|stat::peak_rss_mb)' "$log" | tr '\n' ' ' || true

@@ -333,6 +333,25 @@ Result<FleetReport> fleet_from_ledger(const FleetOptions& options) {
     }
   }
 
+  // Hosts with GPU series but no ledger (dcgm-exporter alone there): not in these figures.
+  auto bare = c.instant(fmt::format(
+      "count by (Hostname) (max by (Hostname, UUID) (max_over_time({0}[{2}s]))) unless on "
+      "(Hostname) count by (Hostname) (max by (Hostname, UUID) (max_over_time({1}[{2}s])))",
+      c.metric("DCGM_FI_DEV_POWER_USAGE"),
+      c.metric("gpudoctor_gpu_seconds_total", "state=\"working\""), c.span_s));
+  if (!bare) return bare.error();
+  if (!bare->empty()) {
+    std::vector<std::string> names;
+    for (const auto& s : bare.value()) names.push_back(label(s, "Hostname"));
+    std::string list;
+    for (size_t i = 0; i < names.size() && i < 10; ++i) list += (i ? ", " : "") + names[i];
+    if (names.size() > 10) list += fmt::format(" and {} more", names.size() - 10);
+    r.notes.push_back(fmt::format(
+        "{} host{} {} GPU series but no gpudoctor ledger (dcgm-exporter alone): not in these "
+        "figures; `--path diagnosis --selector '{{Hostname=~\"...\"}}'` reads them: {}",
+        names.size(), names.size() == 1 ? "" : "s", names.size() == 1 ? "has" : "have", list));
+  }
+
   // Gaps: a host whose GPUs have far fewer samples than the span holds, or none lately.
   auto recent =
       c.instant(fmt::format("max by (Hostname) (count_over_time({}[{}s]))",

@@ -9,7 +9,8 @@ The hosts (simulated, faster than real time), each with its own owners:
   node-c: `straggler`: job 41900 of dave, one slow rank, the others waiting (communication_wait).
 Prometheus scrapes them as a default scrape config does (honor_labels false: the owner info's
 `job` label arrives as `exported_job`). A fourth target serves node-a's series as dcgm-exporter
-would, with dcgm-exporter's HPC job label (`hpc_job="52001"`) and nothing of gpudoctor's.
+would, with dcgm-exporter's HPC job label (`hpc_job="52001"`) and nothing of gpudoctor's; a fifth
+the same as another host's, node-d, that runs dcgm-exporter alone.
 
 Checks: fleet's ledger path ranks carol's job first with data_starvation, the notebook as idle
 but allocated, and the free GPUs apart; the rows add up to the headline; --by user, host and
@@ -52,22 +53,26 @@ STARVING = {
 }
 
 
-def with_hpc_job(text, job):
-    """dcgm_exporter_view() with dcgm-exporter's HPC job label on every series."""
+def with_hpc_job(text, job, host=None):
+    """dcgm_exporter_view() with dcgm-exporter's HPC job label on every series (and, given a
+    host, as if it were that host's: its Hostname and UUIDs of its own)."""
     out = []
     for line in dcgm_exporter_view(text).splitlines():
         if line and not line.startswith("#"):
             line = re.sub(r"^([A-Za-z_:][A-Za-z0-9_:]*)\{", rf'\1{{hpc_job="{job}",', line)
+            if host:
+                line = re.sub(r'Hostname="[^"]*"', f'Hostname="{host}"', line)
+                line = line.replace('UUID="GPU-', 'UUID="GPU-d')
         out.append(line)
     return "\n".join(out) + "\n"
 
 
 class DcgmJobStandIn:
-    def __init__(self, upstream, job):
+    def __init__(self, upstream, job, host=None):
         class Handler(http.server.BaseHTTPRequestHandler):
             def do_GET(self):  # noqa: N802
                 status, _, body = http_get(f"http://{upstream}/metrics")
-                data = with_hpc_job(body.decode(), job).encode() if status == 200 else b""
+                data = with_hpc_job(body.decode(), job, host).encode() if status == 200 else b""
                 self.send_response(200 if status == 200 else 503)
                 self.send_header("Content-Type", "text/plain; version=0.0.4")
                 self.send_header("Content-Length", str(len(data)))
@@ -164,6 +169,7 @@ def body():
                                 ["--source", f"sim:straggler,speed={SPEED}",
                                  "--hostname", "node-c"] + interval)
         dcgm = DcgmJobStandIn(node_a, "52001")
+        bare = DcgmJobStandIn(node_a, "60001", "node-d")  # a host with dcgm-exporter alone
         try:
             port = free_port()
             prom = f"http://127.0.0.1:{port}"
@@ -175,6 +181,8 @@ scrape_configs:
     static_configs: [{{targets: ['{node_a}', '{node_b}', '{node_c}']}}]
   - job_name: dcgm
     static_configs: [{{targets: ['{dcgm.address}']}}]
+  - job_name: dcgm-only
+    static_configs: [{{targets: ['{bare.address}']}}]
 """)
             p = procs.start([prometheus, "--config.file=" + os.path.join(work, "prometheus.yml"),
                              "--storage.tsdb.path=" + os.path.join(work, "data"),
@@ -190,7 +198,7 @@ scrape_configs:
                 except OSError:
                     return False
             wait_for("prometheus to be ready", ready, deadline, 0.2)
-            wait_for("all four targets up", lambda: len(query(prom, "up == 1")) == 4, deadline)
+            wait_for("all five targets up", lambda: len(query(prom, "up == 1")) == 5, deadline)
             wait_for("the ledger and the owners", lambda: len(query(
                 prom, "gpudoctor_gpu_seconds_total{state=\"working\"}")) == 20 and query(
                 prom, 'gpudoctor_gpu_owner_info{exported_job="52001"}'), deadline)
@@ -206,6 +214,9 @@ scrape_configs:
                               row["tally"]["main_cause"]) for row in r["rows"]])
             check(r["path"] == "ledger", f"path {r['path']}")
             check(r["gpus"] == 20 and len(r["hosts"]) == 3, f"{r['gpus']} GPUs on {r['hosts']}")
+            # The host with dcgm-exporter alone is not in the ledger's figures, and it says so.
+            check(any("1 host has GPU series but no gpudoctor ledger" in n and "node-d" in n
+                      for n in r["notes"]), r["notes"])
             first = r["rows"][0]
             check(first["label"] == "job 52001 (carol)" and
                   first["tally"]["main_cause"] == "data_starvation",
@@ -298,6 +309,7 @@ scrape_configs:
             check("ledger is not there" in r.stderr, r.stderr)
         finally:
             dcgm.close()
+            bare.close()
 
 
 if __name__ == "__main__":
