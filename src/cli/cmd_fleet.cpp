@@ -84,7 +84,9 @@ Command add_fleet_command(CLI::App& root) {
         const bool progress = isatty(STDERR_FILENO);
         install_stop_handlers();
         auto r = fleet_report(o, [&](size_t done, size_t total) {
-          if (progress) fmt::print(stderr, "\rfleet: diagnosed {} of {} host-days ", done, total);
+          if (progress)
+            fmt::print(stderr, "\rfleet: diagnosed {} of {} pieces (a host, a day or less) ", done,
+                       total);
         });
         if (progress && o.path != "ledger") fmt::print(stderr, "\r\033[K");
         if (!r) return report(r.error());

@@ -190,7 +190,29 @@ Result<FleetReport> fleet_by_diagnosis(const FleetOptions& options, const FleetP
         text::format_timestamp_ms(r.end_unix_ms, '-')));
 
   std::vector<Piece> pieces;
-  const auto chunk_ms = static_cast<int64_t>(std::max(60.0, options.chunk_s) * 1000);
+  // Pieces of at most 5,000 samples per series (a day at 30 s; 1.4 h at 1 s), so that a worker
+  // holds a few MiB whatever the scrape interval: the interval from the first host's samples.
+  double chunk_s = options.chunk_s;
+  if (chunk_s <= 0) {
+    double interval_s = 30;
+    auto raw = prometheus_api(
+        options.prom, "query",
+        "query=" +
+            net::url_encode(fmt::format(
+                "count_over_time(DCGM_FI_DEV_POWER_USAGE{{{}}}[{}s]) or "
+                "count_over_time(gpudoctor_power_watts{{{}}}[{}s])",
+                user + (user.empty() ? "" : ",") + promql_hosts_matcher({hosts.front()}), span_s,
+                user + (user.empty() ? "" : ",") + promql_hosts_matcher({hosts.front()}), span_s)) +
+            "&time=" + prom_time_param(r.end_unix_ms));
+    ++queries;
+    if (!raw) return raw.error();
+    double most = 0;
+    for (const auto& s : raw.value())
+      if (!s.points.empty()) most = std::max(most, s.points.back().second);
+    if (most > 1) interval_s = static_cast<double>(span_s) / most;
+    chunk_s = std::clamp(5000 * interval_s, 3600.0, 86400.0);
+  }
+  const auto chunk_ms = static_cast<int64_t>(std::max(60.0, chunk_s) * 1000);
   for (const auto& h : hosts)
     for (int64_t t = r.start_unix_ms; t < r.end_unix_ms; t += chunk_ms)
       pieces.push_back({h, t, std::min(r.end_unix_ms, t + chunk_ms)});

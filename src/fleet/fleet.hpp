@@ -5,9 +5,9 @@
 //              (gpudoctor_gpu_seconds_total by state, gpudoctor_lost_gpu_seconds_total by cause)
 //              and the owners (gpudoctor_gpu_owner_info); the server joins and sums them, a
 //              fixed handful of queries whatever the number of GPUs (fleet/ledger_path.cpp).
-//   diagnosis: fleets with plain dcgm-exporter: each host's series are read a day at a time and
-//              diagnosed here, by owner where the series carry hpc_job or pod labels, a few
-//              hosts at a time in parallel workers (fleet/diagnosis_path.cpp).
+//   diagnosis: fleets with plain dcgm-exporter: each host's series are read a piece (up to a
+//              day) at a time and diagnosed here, by owner where the series carry hpc_job or
+//              pod labels, a few hosts at a time in parallel workers (fleet/diagnosis_path.cpp).
 // Both give the same FleetReport; report/fleet_report renders it.
 #pragma once
 
@@ -71,9 +71,11 @@ struct FleetOptions {
   PrometheusQuery prom;  // url, selector, span, timeout
   FleetBy by = FleetBy::kJob;
   size_t top = 20;
-  std::string path = "auto";          // auto, ledger, diagnosis
-  unsigned workers = 4;               // diagnosis path: hosts read and diagnosed at once
-  double chunk_s = 86400;             // diagnosis path: the longest piece of a host read at once
+  std::string path = "auto";  // auto, ledger, diagnosis
+  unsigned workers = 4;       // diagnosis path: hosts read and diagnosed at once
+  // Diagnosis path: the longest piece of a host read at once; 0: 5,000 samples at the scrape
+  // interval, between 1 h and a day.
+  double chunk_s = 0;
   std::string program = "gpudoctor";  // how the drill-down commands call the program
   std::string since_text;             // the --since/--until the user gave, for drill-downs
   std::string until_text;
