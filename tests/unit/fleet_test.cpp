@@ -351,5 +351,136 @@ TEST(Fleet, LedgerPathAsksTheSameQueriesForAnyNumberOfGpus) {
   EXPECT_LE(asked[0], 16u);
 }
 
+// A stand-in Prometheus with dcgm-exporter's series only: host h1's GPU busy in short kernels
+// for a job of dcgm-exporter's HPC job mapping (hpc_job 5) for 2 h; host h2's GPU held (30 GiB)
+// and idle with no owner label, for the first hour only (then it stopped reporting).
+struct DcgmProm {
+  int64_t start = kT0, end = kT0 + 2 * 3600 * 1000;
+  std::mutex mu;
+  size_t ranges = 0;
+  std::unique_ptr<HttpServer> server;
+
+  nlohmann::json series_of(const std::string& host, int64_t from, int64_t to, int64_t step) {
+    nlohmann::json result = nlohmann::json::array();
+    const bool h1 = host == "h1";
+    const int64_t last = h1 ? end : start + 3600 * 1000;
+    std::vector<std::pair<std::string, double>> values = {
+        {"DCGM_FI_DEV_GPU_UTIL", h1 ? 100 : 0},
+        {"DCGM_FI_DEV_POWER_USAGE", h1 ? 110 : 60},
+        {"DCGM_FI_DEV_FB_USED", h1 ? 40000 : 30000},
+        {"DCGM_FI_DEV_FB_FREE", h1 ? 41000 : 51000},
+        {"DCGM_FI_DEV_SM_CLOCK", h1 ? 1410 : 210}};
+    for (const auto& [name, v] : values) {
+      nlohmann::json points = nlohmann::json::array();
+      for (int64_t t = (from + step - 1) / step * step; t <= to; t += step)
+        if (t >= start && t <= last)
+          points.push_back({static_cast<double>(t) / 1000, fmt::format("{}", v)});
+      if (points.empty()) continue;
+      nlohmann::json labels = {{"__name__", name},
+                               {"gpu", "0"},
+                               {"UUID", "GPU-" + host},
+                               {"Hostname", host},
+                               {"modelName", "NVIDIA A100-SXM4-80GB"}};
+      if (h1) labels["hpc_job"] = "5";
+      result.push_back({{"metric", labels}, {"values", points}});
+    }
+    return result;
+  }
+
+  DcgmProm() {
+    HttpServerOptions o;
+    o.listen = "127.0.0.1:0";
+    auto s = HttpServer::start(o, [this](const HttpRequest& req) {
+      std::map<std::string, std::string> p;
+      for (size_t pos = 0; pos <= req.query.size();) {
+        const size_t amp = std::min(req.query.find('&', pos), req.query.size());
+        const std::string kv = req.query.substr(pos, amp - pos);
+        if (const size_t eq = kv.find('='); eq != std::string::npos)
+          p[kv.substr(0, eq)] = LedgerProm::decode(kv.substr(eq + 1));
+        pos = amp + 1;
+      }
+      const std::string q = p["query"];
+      const std::string host = q.find("Hostname=\"h2\"") != std::string::npos ? "h2" : "h1";
+      auto ms = [](const std::string& v) { return std::llround(std::stod(v) * 1000); };
+      nlohmann::json result = nlohmann::json::array();
+      const char* type = "vector";
+      if (q.rfind("count by (Hostname)", 0) == 0) {
+        for (const char* h : {"h1", "h2"})
+          result.push_back({{"metric", {{"Hostname", h}}}, {"value", {end / 1000.0, "1"}}});
+      } else if (q.rfind("count_over_time(DCGM_FI_DEV_POWER_USAGE", 0) == 0) {
+        result.push_back({{"metric", {{"Hostname", "h1"}}}, {"value", {end / 1000.0, "481"}}});
+      } else if (q.rfind("count_over_time({__name__", 0) == 0) {  // nothing lately: the count
+        result.push_back({{"metric", {{"Hostname", host}}},
+                          {"value", {end / 1000.0, host == "h1" ? "481" : "241"}}});
+      } else if (req.path == "/api/v1/query") {  // the scrape interval: raw samples
+        const int64_t t = ms(p["time"]);
+        result = series_of(host, t - 600'000, t, 15000);
+        type = "matrix";
+      } else {
+        std::lock_guard lock(mu);
+        ++ranges;
+        result = series_of(host, ms(p["start"]), ms(p["end"]), ms(p["step"]));
+        type = "matrix";
+      }
+      return LedgerProm::reply(result, type);
+    });
+    EXPECT_TRUE(s);
+    server = std::move(s.value());
+  }
+  std::string url() const { return fmt::format("http://127.0.0.1:{}", server->port()); }
+};
+
+TEST(Fleet, DiagnosisPathReadsHostsInPiecesAndCountsEachSample) {
+  DcgmProm prom;
+  FleetOptions o;
+  o.prom.url = prom.url();
+  o.prom.start_unix_ms = prom.start;
+  o.prom.end_unix_ms = prom.end;
+  o.workers = 2;
+  std::vector<std::pair<size_t, size_t>> progress;
+  auto r =
+      fleet_by_diagnosis(o, [&](size_t done, size_t total) { progress.emplace_back(done, total); });
+  ASSERT_TRUE(r) << r.error().message;
+  EXPECT_EQ(r->path, "diagnosis");
+  EXPECT_EQ(r->gpus, 2u);
+  EXPECT_EQ(r->hosts, (std::set<std::string>{"h1", "h2"}));
+  // 15 s samples: pieces of 5,000 samples would be longer than the span, so a day's: one a host.
+  ASSERT_EQ(progress.size(), 2u);
+  EXPECT_EQ(progress.back(), std::make_pair(size_t{2}, size_t{2}));
+  // Every sample counted once: 2 h of h1 and 1 h of h2, to within a sample each.
+  EXPECT_NEAR(r->total.total_s(), 3 * 3600, 31);
+  std::map<std::string, const FleetRow*> rows;
+  for (const auto& row : r->rows) rows[row.label] = &row;
+  ASSERT_TRUE(rows.count("job 5")) << fleet_text(r.value());
+  EXPECT_EQ(rows["job 5"]->hosts, std::set<std::string>{"h1"});
+  EXPECT_NEAR(rows["job 5"]->t.allocated_s(), 2 * 3600, 16);
+  ASSERT_TRUE(rows.count("(no owner)"));
+  const FleetRow& held = *rows["(no owner)"];  // held by memory, idle: allocated and lost
+  EXPECT_GT(held.t.idle_allocated_s, 0.8 * 3600) << fleet_text(r.value());
+  EXPECT_EQ(held.t.main_cause(), Cause::kIdle);
+  EXPECT_EQ(held.hosts, std::set<std::string>{"h2"});
+
+  // Hour pieces: h2's second hour has no series, and that is said.
+  o.chunk_s = 3600;
+  progress.clear();
+  r = fleet_by_diagnosis(o, [&](size_t done, size_t total) { progress.emplace_back(done, total); });
+  ASSERT_TRUE(r) << r.error().message;
+  EXPECT_EQ(progress.size(), 4u);
+  EXPECT_NEAR(r->total.total_s(), 3 * 3600, 61);
+  bool said = false;
+  for (const auto& n : r->notes)
+    said = said || n == "h2: no GPU series in 1 of the span's pieces (not reporting then)";
+  EXPECT_TRUE(said) << fleet_text(r.value());
+
+  // By host and by cause from the same samples.
+  o.by = FleetBy::kHost;
+  r = fleet_by_diagnosis(o, {});
+  ASSERT_TRUE(r);
+  ASSERT_EQ(r->rows.size(), 2u);
+  EXPECT_GE(r->rows[0].t.wasted_s(), r->rows[1].t.wasted_s());
+  std::set<std::string> hosts = {r->rows[0].label, r->rows[1].label};
+  EXPECT_EQ(hosts, (std::set<std::string>{"h1", "h2"}));
+}
+
 }  // namespace
 }  // namespace gpudoctor
