@@ -79,7 +79,7 @@ std::string socket_problem(const std::string& path, bool* missing) {
     if (errno == EACCES) return "permission";
     return fmt::format("cannot be read ({})", std::strerror(errno));
   }
-  if (!S_ISSOCK(st.st_mode)) return "is not a socket";
+  if (!S_ISSOCK(st.st_mode)) return "not a socket";
   // connect() on a unix socket needs write permission on it.
   if (::faccessat(AT_FDCWD, path.c_str(), W_OK, AT_EACCESS) != 0 && errno == EACCES)
     return "permission";
@@ -158,11 +158,11 @@ void PodResourcesWatcher::refresh_once() {
     impl_->channel.reset();
     if (problem == "permission")
       note_once("permission",
-                fmt::format("{}: permission denied (connecting needs root or the socket's group; "
-                            "docs/owners.md){}",
+                fmt::format("{}: permission denied (connecting needs write permission on it: "
+                            "root, or a group it is writable by; docs/owners.md){}",
                             subject(o_.socket), kConsequence));
     else if (!problem.empty())
-      note_once("socket", fmt::format("{} {}{}", subject(o_.socket), problem, kConsequence));
+      note_once("socket", fmt::format("{}: {}{}", subject(o_.socket), problem, kConsequence));
     publish({});  // no kubelet here (missing: said nowhere), or none that can be asked
     return;
   }
@@ -194,7 +194,7 @@ void PodResourcesWatcher::refresh_once() {
   impl_->stub.reset();
   impl_->channel.reset();
   const auto [kind, words] = describe(st, o_.deadline);
-  note_once(kind, fmt::format("{} {}{}", subject(o_.socket), words, kConsequence));
+  note_once(kind, fmt::format("{}: {}{}", subject(o_.socket), words, kConsequence));
   // The last answer stands in for a while (allocations change rarely), then nothing does.
   if (last_answer_ == std::chrono::steady_clock::time_point{} || now - last_answer_ > o_.keep_last)
     publish({});

@@ -2,7 +2,10 @@
 // OwnerResolver): a real gRPC server on a unix socket answering as a kubelet (tests/kubelet), one
 // that is not there, refuses, never answers, answers garbage or is no gRPC server; the device ids
 // NVIDIA's device plugin writes; and the merge with the owners the cgroups give.
+#include <grp.h>
 #include <stdlib.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <chrono>
 #include <filesystem>
@@ -377,6 +380,37 @@ TEST(PodResources, WatcherSaysAKubeletThatNeverAnswersOnceAndStopsAtOnce) {
     while (kubelet.calls() == before && seconds_since(t0) < 3) std::this_thread::sleep_for(5ms);
   }
   EXPECT_LT(seconds_since(t0), 2.0);
+}
+
+TEST(PodResources, NoPermissionIsSaidWithWhatItNeedsAndNoCallIsMade) {
+  TempDir t;
+  fake_kubelet::make_dead_socket(t.socket());
+  // The kubelet's socket is root's, srwxr-xr-x: others cannot connect. Here: writable by nobody
+  // (root excepted), and the test runs as nobody where it runs as root.
+  fs::permissions(t.dir, fs::perms::owner_all | fs::perms::group_read | fs::perms::group_exec |
+                             fs::perms::others_read | fs::perms::others_exec);
+  fs::permissions(t.socket(), fs::perms::owner_read | fs::perms::owner_exec |
+                                  fs::perms::group_read | fs::perms::others_read);
+  const pid_t child = ::fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    if (::geteuid() == 0 &&
+        (::setgroups(0, nullptr) != 0 || ::setresgid(65534, 65534, 65534) != 0 ||
+         ::setresuid(65534, 65534, 65534) != 0))
+      ::_exit(3);
+    PodResourcesWatcher w({t.socket(), 200ms, 1000ms});
+    const bool empty = w.latest()->devices.empty();
+    const auto notes = w.take_notes();
+    const bool said =
+        notes.size() == 1 && notes[0].find(
+                                 "permission denied (connecting needs write permission on "
+                                 "it: root, or a group it is writable by") != std::string::npos;
+    ::_exit(empty && said && w.calls() == 0 ? 0 : 1);
+  }
+  int status = 0;
+  ASSERT_EQ(::waitpid(child, &status, 0), child);
+  ASSERT_TRUE(WIFEXITED(status));
+  EXPECT_EQ(WEXITSTATUS(status), 0);
 }
 
 // OwnerResolver with a /proc fixture and the stand-in kubelet, as `status` runs it.
