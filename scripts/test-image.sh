@@ -17,7 +17,11 @@ case "$user" in ""|0|0:*|root|root:*) echo "test-image: $tag runs as root ($user
 args=(serve --source sim:healthy --listen "127.0.0.1:$port" --interval 200ms)
 
 # A unix socket file that refuses connections (bound, then closed), writable by the image's user.
-dead_socket() { python3 -c "import socket,sys; s=socket.socket(socket.AF_UNIX); s.bind(sys.argv[1]); s.close()" "$1" && chmod 0777 "$1"; }
+# Bound by its name in its directory: a unix socket's path is at most 107 bytes.
+dead_socket() {
+  (cd "$(dirname "$1")" && python3 -c "import socket,sys; s=socket.socket(socket.AF_UNIX); s.bind(sys.argv[1]); s.close()" "$(basename "$1")") &&
+    chmod 0777 "$1"
+}
 kubelet_args=(status --source sim:healthy --kubelet-socket /kubelet/kubelet.sock)
 
 cleanup() {
