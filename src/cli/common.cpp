@@ -59,6 +59,10 @@ void add_source_flags(CLI::App& cmd, SourceFlags& flags) {
   cmd.add_option("--job-mapping-dir", flags.job_mapping_dir,
                  "Directory of allocation files naming the job that holds each GPU "
                  "(dcgm-exporter's HPC job mapping, or jobstats' /run/gpustat); docs/owners.md");
+  cmd.add_option("--kubelet-socket", flags.kubelet_socket,
+                 "The kubelet's pod-resources socket, asked for the pods holding each GPU when it "
+                 "exists (default for nvml: /var/lib/kubelet/pod-resources/kubelet.sock; none: "
+                 "never asked); docs/owners.md");
 }
 
 Result<std::unique_ptr<Source>> open_source_from(const SourceFlags& flags,
@@ -69,6 +73,7 @@ Result<std::unique_ptr<Source>> open_source_from(const SourceFlags& flags,
   options.gpus = gpus.value();
   options.call_budget = call_budget;
   options.job_mapping_dir = flags.job_mapping_dir;
+  options.kubelet_socket = flags.kubelet_socket;
   return open_source(flags.source, options);
 }
 

@@ -32,6 +32,7 @@ struct SourceFlags {
   std::string source = "nvml";
   std::string gpus;
   std::string job_mapping_dir;
+  std::optional<std::string> kubelet_socket;  // nullopt: the default
 };
 void add_source_flags(CLI::App& cmd, SourceFlags& flags);
 // Opens the source the flags name, for the GPUs they select.

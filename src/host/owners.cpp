@@ -3,6 +3,7 @@
 #include <dirent.h>
 #include <fcntl.h>
 #include <pwd.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -391,17 +392,48 @@ std::vector<Owner> OwnerResolver::allocation_owners(const DeviceInfo& d) {
   return out;
 }
 
+void OwnerResolver::add_kubelet_owners(Frame& frame, const std::vector<DeviceInfo>& devices,
+                                       const std::vector<bool>& skip) {
+  if (o_.kubelet_socket.empty()) return;
+  if (!kubelet_) {
+    // No kubelet here (yet): one stat() every kubelet_refresh, and nothing said.
+    const auto now = std::chrono::steady_clock::now();
+    if (now < next_kubelet_look_) return;
+    next_kubelet_look_ = now + o_.kubelet_refresh;
+    struct stat st {};
+    if (::stat(o_.kubelet_socket.c_str(), &st) != 0 && errno != EACCES) return;
+    kubelet_ = std::make_unique<PodResourcesWatcher>(
+        PodResourcesWatcher::Options{o_.kubelet_socket, o_.kubelet_deadline, o_.kubelet_refresh});
+  }
+  const auto snap = kubelet_->latest();
+  for (const auto& n : kubelet_->take_notes()) note_once(n);
+  if (snap->generation != kubelet_generation_) {
+    kubelet_owners_.set_devices(snap->devices, devices, o_.mig_parent);
+    kubelet_generation_ = snap->generation;
+  }
+  kubelet_owners_.merge(frame, skip);
+}
+
 void OwnerResolver::annotate(Frame& frame, const std::vector<DeviceInfo>& devices) {
   for (auto& [pid, c] : cache_) c.seen = false;
+  std::vector<bool> skip(frame.devices.size(), false);
   for (size_t i = 0; i < frame.devices.size(); ++i) {
     DeviceSample& d = frame.devices[i];
-    if (!d.owners.empty()) continue;
+    if (!d.owners.empty()) {
+      skip[i] = true;
+      continue;
+    }
     std::set<std::string> keys;
     for (auto& p : d.processes) {
       if (!o_.resolve_processes) break;
       p.owner = resolve(p.pid);
       if (p.owner && keys.insert(owner_key(*p.owner)).second) d.owners.push_back(*p.owner);
     }
+  }
+  add_kubelet_owners(frame, devices, skip);
+  for (size_t i = 0; i < frame.devices.size(); ++i) {
+    DeviceSample& d = frame.devices[i];
+    if (skip[i]) continue;
     if (i < devices.size())
       for (auto& a : allocation_owners(devices[i])) {
         // A job already known from its processes' cgroups is not listed twice.

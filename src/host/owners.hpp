@@ -2,16 +2,20 @@
 // (Slurm cgroup v1 and v2, Kubernetes with the cgroupfs and systemd drivers, Docker, Podman,
 // systemd units and sessions, else the plain process) and /proc/PID/status (the user), cached by
 // PID and start time; and the owners of GPUs held with no process, from allocation files
-// (dcgm-exporter's HPC job mapping directory, jobstats' /run/gpustat). Every reader takes a root
-// so tests run on fixture trees. No call here fails: what cannot be read leaves the owner unknown.
+// (dcgm-exporter's HPC job mapping directory, jobstats' /run/gpustat), and the kubelet's
+// pod-resources API where its socket is there (host/pod_resources, host/kubelet_owners: pod names,
+// and pods holding a GPU with no process). Every reader takes a root so tests run on fixture
+// trees. No call here fails: what cannot be read leaves the owner unknown.
 // Thread-safety: an OwnerResolver is used by one thread (the sampling loop).
 #pragma once
 
 #include <sys/types.h>
 
+#include <chrono>
 #include <cstdint>
 #include <functional>
 #include <map>
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -19,6 +23,8 @@
 
 #include "core/device.hpp"
 #include "core/owner.hpp"
+#include "host/kubelet_owners.hpp"
+#include "host/pod_resources.hpp"
 
 namespace gpudoctor::host {
 
@@ -47,15 +53,22 @@ class OwnerResolver {
     std::string job_mapping_dir;    // "" none; else dcgm-exporter's or jobstats' directory
     bool resolve_processes = true;  // false: processes are not looked up (simulated pids)
     UserLookup users = system_user_name;
+    // The kubelet's pod-resources socket ("" none): asked while it exists, on a thread of its
+    // own (PodResourcesWatcher), every `kubelet_refresh`, each call at most `kubelet_deadline`.
+    std::string kubelet_socket;
+    std::chrono::milliseconds kubelet_deadline{1000};
+    std::chrono::milliseconds kubelet_refresh{5000};
+    // The GPU a MIG device UUID belongs to (the source's NVML lookup), for MIG allocations.
+    MigLookup mig_parent;
   };
   explicit OwnerResolver(Options o);
   OwnerResolver() : OwnerResolver(Options{}) {}
 
   // The owner of a process; nullopt when it exited between listing and reading.
   std::optional<Owner> resolve(uint32_t pid);
-  // Fills every process' owner and every device's owners (process owners, then allocation files
-  // for the device's index, "index.gi" or UUID). Devices that already carry owners are left
-  // alone (the simulator brings its own).
+  // Fills every process' owner and every device's owners (process owners, named and completed by
+  // the kubelet's allocations, then allocation files for the device's index, "index.gi" or
+  // UUID). Devices that already carry owners are left alone (the simulator brings its own).
   void annotate(Frame& frame, const std::vector<DeviceInfo>& devices);
   // Things said once (hidepid, SLUIDs): taken by the caller for its notes.
   std::vector<std::string> take_notes();
@@ -71,6 +84,8 @@ class OwnerResolver {
     bool seen = false;
   };
   std::vector<Owner> allocation_owners(const DeviceInfo& d);
+  void add_kubelet_owners(Frame& frame, const std::vector<DeviceInfo>& devices,
+                          const std::vector<bool>& skip);
   void note_once(const std::string& text);
 
   Options o_;
@@ -78,6 +93,11 @@ class OwnerResolver {
   std::vector<std::string> notes_, said_;
   size_t reads_ = 0;
   bool hidepid_ = false;
+  // Started once the socket is seen (looked for every kubelet_refresh until then).
+  std::unique_ptr<PodResourcesWatcher> kubelet_;
+  std::chrono::steady_clock::time_point next_kubelet_look_{};
+  uint64_t kubelet_generation_ = 0;
+  KubeletOwners kubelet_owners_;
 };
 
 }  // namespace gpudoctor::host

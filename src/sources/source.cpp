@@ -18,7 +18,7 @@ namespace {
 class OwnedSource final : public Source {
  public:
   OwnedSource(std::unique_ptr<Source> inner, host::OwnerResolver::Options o)
-      : inner_(std::move(inner)), resolver_(std::move(o)) {}
+      : inner_(std::move(inner)), resolver_(with_mig_lookup(std::move(o), inner_.get())) {}
   const SystemInfo& system() const override { return inner_->system(); }
   const std::vector<DeviceInfo>& devices() const override { return inner_->devices(); }
   Frame sample() override {
@@ -29,17 +29,34 @@ class OwnedSource final : public Source {
   std::string description() const override { return inner_->description(); }
   std::vector<std::string> take_notes() override { return resolver_.take_notes(); }
   Source* wrapped() override { return inner_.get(); }
+  std::optional<unsigned> parent_gpu(const std::string& mig_uuid) override {
+    return inner_->parent_gpu(mig_uuid);
+  }
 
  private:
+  static host::OwnerResolver::Options with_mig_lookup(host::OwnerResolver::Options o,
+                                                      Source* inner) {
+    o.mig_parent = [inner](const std::string& uuid) { return inner->parent_gpu(uuid); };
+    return o;
+  }
+
   std::unique_ptr<Source> inner_;
   host::OwnerResolver resolver_;
 };
+
+// The kubelet socket to ask: the default for NVML, only a named one for the simulator.
+std::string kubelet_socket(const SourceOptions& options, bool real) {
+  if (!options.kubelet_socket) return real ? host::kDefaultKubeletSocket : "";
+  if (*options.kubelet_socket == "none") return "";
+  return *options.kubelet_socket;
+}
 
 host::OwnerResolver::Options resolver_options(const SourceOptions& options, bool processes) {
   host::OwnerResolver::Options o;
   if (const char* root = std::getenv("GPUDOCTOR_PROC_ROOT"); root && *root) o.proc_root = root;
   o.resolve_processes = processes;
   o.job_mapping_dir = options.job_mapping_dir;
+  o.kubelet_socket = kubelet_socket(options, processes);
   return o;
 }
 
@@ -54,10 +71,10 @@ Result<std::unique_ptr<Source>> open_source(const std::string& spec, const Sourc
     return std::unique_ptr<Source>(new OwnedSource(std::move(s), resolver_options(options, true)));
   }
   if (spec.rfind("sim:", 0) == 0) {
-    // Simulated processes have no /proc: the scenario brings its owners; allocation files still
-    // apply.
+    // Simulated processes have no /proc: the scenario brings its owners; allocation files and a
+    // kubelet socket named on the command line still apply.
     auto s = sim::open_sim_source(spec.substr(4), options.gpus);
-    if (!s || options.job_mapping_dir.empty()) return s;
+    if (!s || (options.job_mapping_dir.empty() && kubelet_socket(options, false).empty())) return s;
     return std::unique_ptr<Source>(
         new OwnedSource(std::move(s.value()), resolver_options(options, false)));
   }

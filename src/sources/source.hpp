@@ -27,6 +27,10 @@ struct SourceOptions {
   // replaces /proc (tests).
   bool resolve_owners = true;
   std::string job_mapping_dir;
+  // The kubelet's pod-resources socket (pod names; pods holding GPUs with no process). nullopt:
+  // the default (/var/lib/kubelet/pod-resources/kubelet.sock) for NVML, none for the
+  // simulator; "" or "none": not asked. A socket that is not there is not used, silently.
+  std::optional<std::string> kubelet_socket;
 };
 
 class Source {
@@ -43,6 +47,10 @@ class Source {
   virtual std::vector<std::string> take_notes() { return {}; }
   // The source this one decorates (owners), or null: for what only the inner source can do.
   virtual Source* wrapped() { return nullptr; }
+  // The NVML index of the GPU a MIG device (by UUID) is part of; nullopt where unknown.
+  virtual std::optional<unsigned> parent_gpu(const std::string& /*mig_uuid*/) {
+    return std::nullopt;
+  }
 };
 
 // Opens the source named by spec: "nvml" (default). Errors name the spec and say what to do.

@@ -184,6 +184,16 @@ nvmlDevice_st read_device(const json& j, size_t position, const Replay& replay) 
     }
   }
   d.lost_at_s = opt_number(j, "lost_at_s", where);
+  if (const auto m = j.find("mig_devices"); m != j.end() && !m->is_null()) {
+    if (!m->is_array()) fail(where + ".mig_devices is not an array");
+    for (size_t k = 0; k < m->size(); ++k) {
+      const std::string at = where + ".mig_devices[" + std::to_string(k) + "]";
+      if (!(*m)[k].is_object()) fail(at + " is not an object");
+      auto uuid = opt_string((*m)[k], "uuid", at);
+      if (!uuid || uuid->rfind("MIG-", 0) != 0) fail(at + ".uuid is not a MIG UUID (\"MIG-...\")");
+      d.mig_uuids.push_back(*uuid);
+    }
+  }
   if (const auto h = j.find("health"); h != j.end() && !h->is_null()) {
     if (!h->is_object()) fail(where + ".health is not an object");
     for (const auto& [key, val] : h->items()) {
@@ -270,6 +280,14 @@ Capture load_capture(const std::string& path, const Replay& replay) {
     c.devices.reserve(devices.size());
     for (size_t i = 0; i < devices.size(); ++i)
       c.devices.push_back(read_device(devices[i], i, replay));
+    for (const auto& d : c.devices)
+      for (const auto& uuid : d.mig_uuids) {
+        nvmlDevice_st m;
+        m.index = d.index;
+        m.uuid = uuid;
+        m.mig_parent = d.index;
+        c.mig_devices.push_back(std::move(m));
+      }
     return c;
   } catch (const json::exception& e) {
     fail("capture " + path + ": " + e.what());

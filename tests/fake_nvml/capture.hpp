@@ -66,6 +66,10 @@ struct nvmlDevice_st {
   std::map<std::string, nvmlReturn_t, std::less<>> errors;
   std::map<std::string, double, std::less<>> delays_ms;
   std::optional<double> lost_at_s;
+  // "mig_devices": the UUIDs of the GPU's MIG devices (nvmlDeviceGetHandleByUUID finds them).
+  std::vector<std::string> mig_uuids;
+  // Set on a MIG device's handle (Capture::mig_devices): the index of its GPU.
+  std::optional<unsigned> mig_parent;
   std::map<std::string, fake_nvml::Series, std::less<>> values;
   // "health": what nvmlDeviceGetEccMode, ...TotalEccErrors, ...RetiredPages(PendingStatus),
   // ...RemappedRows and ...DefaultApplicationsClock answer (true/false stored as 1/0).
@@ -103,6 +107,9 @@ struct Capture {
   std::optional<std::string> nvml_version;
   std::optional<int> cuda_driver_version;
   std::vector<nvmlDevice_st> devices;  // never resized after loading: handles point into it
+  // One per MIG device of every GPU (uuid and mig_parent only); their handles answer no device
+  // call, only nvmlDeviceGetDeviceHandleFromMigDeviceHandle.
+  std::vector<nvmlDevice_st> mig_devices;
 };
 
 // Reads and checks a capture; throws std::runtime_error with a one-line reason.

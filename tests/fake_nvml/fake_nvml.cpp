@@ -335,4 +335,32 @@ nvmlReturn_t nvmlDeviceGetFanSpeed(nvmlDevice_t device, unsigned* pct) {
   return read_field(device, "fan_pct", pct);
 }
 
+// A GPU's or a MIG device's handle by its UUID (both since R450).
+nvmlReturn_t nvmlDeviceGetHandleByUUID(const char* uuid, nvmlDevice_t* device) {
+  const auto state = fake_nvml::current_state();
+  if (!state) return NVML_ERROR_UNINITIALIZED;
+  if (uuid == nullptr || device == nullptr) return NVML_ERROR_INVALID_ARGUMENT;
+  for (const auto* list : {&state->capture.devices, &state->capture.mig_devices})
+    for (const nvmlDevice_st& d : *list)
+      if (d.uuid && *d.uuid == uuid) {
+        if (d.lost_at_s && state->now() >= *d.lost_at_s) return NVML_ERROR_GPU_IS_LOST;
+        *device = const_cast<nvmlDevice_t>(&d);  // nothing writes through handles
+        return NVML_SUCCESS;
+      }
+  return NVML_ERROR_NOT_FOUND;
+}
+
+// The GPU of a MIG device's handle; a GPU's own handle is not a MIG handle.
+nvmlReturn_t nvmlDeviceGetDeviceHandleFromMigDeviceHandle(nvmlDevice_t mig, nvmlDevice_t* device) {
+  const auto state = fake_nvml::current_state();
+  if (!state) return NVML_ERROR_UNINITIALIZED;
+  if (device == nullptr) return NVML_ERROR_INVALID_ARGUMENT;
+  for (const nvmlDevice_st& m : state->capture.mig_devices)
+    if (&m == mig) {
+      *device = const_cast<nvmlDevice_t>(&state->capture.devices[*m.mig_parent]);
+      return NVML_SUCCESS;
+    }
+  return NVML_ERROR_INVALID_ARGUMENT;
+}
+
 }  // extern "C"

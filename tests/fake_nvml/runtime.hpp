@@ -71,6 +71,8 @@ FAKE_NVML_API fake_nvml::sig::retired_pages nvmlDeviceGetRetiredPages;
 FAKE_NVML_API fake_nvml::sig::retired_pages_pending nvmlDeviceGetRetiredPagesPendingStatus;
 FAKE_NVML_API fake_nvml::sig::remapped_rows nvmlDeviceGetRemappedRows;
 FAKE_NVML_API fake_nvml::sig::default_app_clock nvmlDeviceGetDefaultApplicationsClock;
+FAKE_NVML_API fake_nvml::sig::handle_by_uuid nvmlDeviceGetHandleByUUID;
+FAKE_NVML_API fake_nvml::sig::mig_parent nvmlDeviceGetDeviceHandleFromMigDeviceHandle;
 #ifndef FAKE_NVML_LEGACY
 // Entry points a pre-r520 driver did not have (see docs/capture-format.md).
 FAKE_NVML_API fake_nvml::sig::init nvmlInit_v2;

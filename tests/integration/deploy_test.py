@@ -2,7 +2,8 @@
 """The deploy files are usable as they are: the alert rules pass promtool (check and their unit
 tests); every metric name the rules and the Grafana dashboard query is one `gpudoctor serve`
 exports (or a recording rule defines); the systemd unit and the Kubernetes manifests parse, agree
-with each other, keep the agent unprivileged, and their command lines start `serve` for real.
+with each other, keep the agent unprivileged (the DaemonSet: UID 0 without capabilities, for the
+kubelet's socket; hostPID for other pods' processes), and their command lines start `serve`.
 
 usage: deploy_test.py GPUDOCTOR SOURCE_DIR WORK_DIR
 """
@@ -181,12 +182,31 @@ def body():
     check(listen and listen[0].endswith(f":{port['metrics']}"), "--listen matches the port")
     for probe in ("readinessProbe", "livenessProbe"):
         check(container[probe]["httpGet"]["path"] == "/healthz", f"{probe} path")
-    pod_sec = ds["spec"]["template"]["spec"]["securityContext"]
+    pod_spec = ds["spec"]["template"]["spec"]
+    pod_sec = pod_spec["securityContext"]
     sec = container["securityContext"]
-    check(pod_sec.get("runAsNonRoot") is True and pod_sec.get("runAsUser", 0) != 0, "non-root pod")
-    check(sec.get("allowPrivilegeEscalation") is False and sec.get("readOnlyRootFilesystem"),
-          "container security context")
-    check(sec["capabilities"]["drop"] == ["ALL"], "drops all capabilities")
+    # UID 0 only to reach the kubelet's socket (root's): every capability dropped, none added, no
+    # privilege escalation, not privileged, a read-only root.
+    check((pod_sec.get("runAsNonRoot") is True and pod_sec.get("runAsUser", 0) != 0)
+          or pod_sec.get("runAsUser") == 0, "the pod's user is chosen, not the image's")
+    check(sec.get("allowPrivilegeEscalation") is False and sec.get("readOnlyRootFilesystem")
+          and not sec.get("privileged"), "container security context")
+    check(sec["capabilities"]["drop"] == ["ALL"] and not sec["capabilities"].get("add"),
+          "drops all capabilities and adds none")
+    # Owners: other pods' processes visible (NVML names host PIDs), and the kubelet's
+    # pod-resources socket mounted read-only where --kubelet-socket looks.
+    check(pod_spec.get("hostPID") is True, "hostPID: true (other pods' /proc/PID)")
+    volumes = {v["name"]: v for v in pod_spec.get("volumes", [])}
+    mounts = {m["name"]: m for m in container.get("volumeMounts", [])}
+    kubelet_dir = "/var/lib/kubelet/pod-resources"
+    pr = [n for n, v in volumes.items() if v.get("hostPath", {}).get("path") == kubelet_dir]
+    check(len(pr) == 1, f"a hostPath volume of {kubelet_dir}")
+    check(pr[0] in mounts and mounts[pr[0]].get("readOnly") is True,
+          "the pod-resources directory is mounted read-only")
+    check(set(volumes) == set(mounts) == {pr[0]}, f"no other host paths: {sorted(volumes)}")
+    sockets = [a.split("=", 1)[1] for a in container["args"] if a.startswith("--kubelet-socket=")]
+    check(sockets and os.path.dirname(sockets[0]) == mounts[pr[0]]["mountPath"],
+          "--kubelet-socket names the socket in the mounted directory")
     env = {e["name"]: e for e in container["env"]}
     check(env["NODE_NAME"]["valueFrom"]["fieldRef"]["fieldPath"] == "spec.nodeName",
           "NODE_NAME from the node")

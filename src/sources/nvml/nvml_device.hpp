@@ -29,6 +29,7 @@ class NvmlDevice {
   // Reads identity and static fields and learns which calls work. Call once, before sample().
   void probe();
   const DeviceInfo& info() const { return info_; }
+  nvmlDevice_t handle() const { return handle_; }
   // For a GPU whose handle could not be obtained: every sample reports GPU_IS_LOST.
   void mark_lost() { lost_ = true; }
 

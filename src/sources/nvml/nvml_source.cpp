@@ -224,6 +224,17 @@ std::vector<DeviceHealth> NvmlSource::read_health() {
   return out;
 }
 
+std::optional<unsigned> NvmlSource::parent_gpu(const std::string& mig_uuid) {
+  const NvmlApi& a = lib_->api();
+  if (!a.handle_by_uuid || !a.mig_parent) return std::nullopt;
+  nvmlDevice_t mig = nullptr, gpu = nullptr;
+  if (a.handle_by_uuid(mig_uuid.c_str(), &mig) != NVML_SUCCESS || !mig) return std::nullopt;
+  if (a.mig_parent(mig, &gpu) != NVML_SUCCESS || !gpu) return std::nullopt;
+  for (const auto& w : workers_)
+    if (w->device->handle() == gpu) return w->device->info().index;
+  return std::nullopt;  // a GPU not sampled (--gpus)
+}
+
 std::string NvmlSource::description() const {
   return fmt::format("nvml ({})", lib_->path());
 }

@@ -30,6 +30,9 @@ class NvmlSource final : public Source {
   // devices()), read now on the calling thread (`check` reads them once). A GPU whose worker is
   // still inside an earlier NVML call is not asked: its readings say TIMEOUT.
   std::vector<DeviceHealth> read_health();
+  // The GPU a MIG device belongs to (nvmlDeviceGetHandleByUUID, then
+  // nvmlDeviceGetDeviceHandleFromMigDeviceHandle), on the calling thread.
+  std::optional<unsigned> parent_gpu(const std::string& mig_uuid) override;
 
  private:
   struct Worker;
