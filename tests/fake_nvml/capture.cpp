@@ -362,6 +362,7 @@ fake_nvml::EventCursor nvmlDevice_st::event_cursor(std::string_view field, doubl
   fake_nvml::EventCursor c;
   const auto it = values.find(field);
   if (it == values.end()) return c;
+  c.series = &it->second;
   const auto& t = it->second.t;
   const fake_nvml::Position p = locate(T);
   c.cycle = p.cycle;
@@ -369,19 +370,27 @@ fake_nvml::EventCursor nvmlDevice_st::event_cursor(std::string_view field, doubl
   return c;
 }
 
-std::optional<double> nvmlDevice_st::next_event(std::string_view field, fake_nvml::EventCursor& c,
-                                                double now) const {
-  const auto it = values.find(field);
-  if (it == values.end()) return std::nullopt;
-  const auto& t = it->second.t;
-  if (c.index >= t.size()) {
+std::optional<double> nvmlDevice_st::next_event(const fake_nvml::EventCursor& c, double now) const {
+  if (c.series == nullptr) return std::nullopt;
+  const auto& t = c.series->t;
+  size_t i = c.index;
+  long cycle = c.cycle;
+  if (i >= t.size()) {
     if (!replay.loop || loop_period <= 0) return std::nullopt;
+    i = 0;
+    ++cycle;
+  }
+  if (t[i] + static_cast<double>(cycle) * loop_period > now) return std::nullopt;
+  return c.series->v[i];
+}
+
+void nvmlDevice_st::advance(fake_nvml::EventCursor& c) const {
+  if (c.series == nullptr) return;
+  if (c.index >= c.series->t.size()) {
     c.index = 0;
     ++c.cycle;
   }
-  const double at = t[c.index] + static_cast<double>(c.cycle) * loop_period;
-  if (at > now) return std::nullopt;
-  return it->second.v[c.index++];
+  ++c.index;
 }
 
 const fake_nvml::ProcessSnapshot* nvmlDevice_st::processes_at(double T, double* sample_time) const {

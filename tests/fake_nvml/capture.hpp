@@ -49,8 +49,10 @@ struct Position {
   long cycle = 0;
 };
 
-// The next event of an event field: sample `index` of loop cycle `cycle`.
+// The next event of an event field: sample `index` of loop cycle `cycle` of `series` (nullptr:
+// the device has no such events).
 struct EventCursor {
+  const Series* series = nullptr;
   long cycle = 0;
   size_t index = 0;
 };
@@ -103,8 +105,9 @@ struct nvmlDevice_st {
   // (event_cursor: the first at or after replay time T); next_event returns its value and moves
   // the cursor on when it happened by replay time `now`, else nullopt.
   fake_nvml::EventCursor event_cursor(std::string_view field, double T) const;
-  std::optional<double> next_event(std::string_view field, fake_nvml::EventCursor& cursor,
-                                   double now) const;
+  std::optional<double> next_event(const fake_nvml::EventCursor& cursor, double now) const;
+  // Moves the cursor past the event next_event returned.
+  void advance(fake_nvml::EventCursor& cursor) const;
   // The process list held at T (nullptr when no sample has "processes") and the replay time of
   // the sample it came from.
   const fake_nvml::ProcessSnapshot* processes_at(double T, double* sample_time) const;

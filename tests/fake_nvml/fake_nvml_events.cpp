@@ -38,7 +38,10 @@ nvmlReturn_t wait(nvmlEventSet_t set, nvmlEventData_t* data, unsigned timeout_ms
   const auto state = fake_nvml::current_state();
   if (!state) return NVML_ERROR_UNINITIALIZED;
   if (set == nullptr || data == nullptr) return NVML_ERROR_INVALID_ARGUMENT;
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
+  // timeout 0 (gpudoctor's poll every sample): one look, no clock read beyond the replay's.
+  const auto deadline =
+      timeout_ms == 0 ? std::chrono::steady_clock::time_point{}
+                      : std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
   for (;;) {
     {
       const std::lock_guard lock(set->mu);
@@ -46,8 +49,9 @@ nvmlReturn_t wait(nvmlEventSet_t set, nvmlEventData_t* data, unsigned timeout_ms
       const double now = state->now();
       for (auto& w : set->watches) {
         if (w.dev->lost_at_s && now >= *w.dev->lost_at_s) return NVML_ERROR_GPU_IS_LOST;
-        const auto xid = w.dev->next_event(kXidField, w.next, now);
+        const auto xid = w.dev->next_event(w.next, now);
         if (!xid) continue;
+        w.dev->advance(w.next);
         nvmlEventData_t e{};
         e.device = const_cast<nvmlDevice_t>(w.dev);  // handles are non-const; nothing writes
         e.eventType = nvmlEventTypeXidCriticalError;
@@ -58,6 +62,7 @@ nvmlReturn_t wait(nvmlEventSet_t set, nvmlEventData_t* data, unsigned timeout_ms
         return NVML_SUCCESS;
       }
     }
+    if (timeout_ms == 0) return NVML_ERROR_TIMEOUT;
     const auto now = std::chrono::steady_clock::now();
     if (now >= deadline) return NVML_ERROR_TIMEOUT;
     std::this_thread::sleep_for(std::min<std::chrono::steady_clock::duration>(

@@ -67,6 +67,16 @@ constexpr double kMinRateSpanS = 0.1;
 // the worker in NVML); the rest wait for the next sample.
 constexpr int kMaxEventsPerSample = 64;
 
+// The catalogue's fields of one cadence (sample() copies the static and slow ones each time).
+const std::vector<Field>& fields_of(Cadence c) {
+  static const auto by_cadence = [] {
+    std::array<std::vector<Field>, 3> out;
+    for (const auto& fi : all_fields()) out[static_cast<size_t>(fi.cadence)].push_back(fi.field);
+    return out;
+  }();
+  return by_cadence[static_cast<size_t>(c)];
+}
+
 // A field value as a double, nullopt for a value type this code does not know.
 std::optional<double> field_value(const nvmlFieldValue_t& fv) {
   switch (fv.valueType) {
@@ -485,8 +495,7 @@ DeviceSample NvmlDevice::sample(double now_s) {
     if (readers_[i].cadence == Cadence::kStatic && !caps_[i].skip &&
         !static_live_[readers_[i].fields.front()].has_value())
       run_reader(i, static_live_);
-  for (const auto& fi : all_fields())
-    if (fi.cadence == Cadence::kStatic) s[fi.field] = static_live_[fi.field];
+  for (Field f : fields_of(Cadence::kStatic)) s[f] = static_live_[f];
   now_s_ = now_s;
   for (size_t i = 0; i < readers_.size() && !lost_; ++i)
     if (readers_[i].cadence == Cadence::kSample) run_reader(i, s);
@@ -496,8 +505,7 @@ DeviceSample NvmlDevice::sample(double now_s) {
       if (readers_[i].cadence == Cadence::kSlow) run_reader(i, slow_);
     slow_read_s_ = now_s;
   }
-  for (const auto& fi : all_fields())
-    if (fi.cadence == Cadence::kSlow) s[fi.field] = slow_[fi.field];
+  for (Field f : fields_of(Cadence::kSlow)) s[f] = slow_[f];
   if (!lost_ && read_xid(s) == NVML_ERROR_GPU_IS_LOST) lost_ = true;
   if (!lost_) read_processes(s);
   if (!lost_ && read_gpm(s, now_s) == NVML_ERROR_GPU_IS_LOST) lost_ = true;
