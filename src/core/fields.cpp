@@ -48,6 +48,21 @@ std::string_view unit_symbol(Unit u) {
       return "";
     case Unit::kLanes:
       return "lanes";
+    case Unit::kCount:
+    case Unit::kCode:
+      return "";
+  }
+  return "";
+}
+
+std::string_view cadence_name(Cadence c) {
+  switch (c) {
+    case Cadence::kSample:
+      return "sample";
+    case Cadence::kStatic:
+      return "static";
+    case Cadence::kSlow:
+      return "slow";
   }
   return "";
 }
@@ -76,6 +91,10 @@ std::string_view unit_name(Unit u) {
       return "generation";
     case Unit::kLanes:
       return "lanes";
+    case Unit::kCount:
+      return "count";
+    case Unit::kCode:
+      return "code";
   }
   return "";
 }

@@ -24,6 +24,8 @@ enum class Unit : uint8_t {
   kBitmask,
   kGeneration,
   kLanes,
+  kCount,  // events counted since the driver was loaded (PCIe replays, remapped rows): a counter
+  kCode,   // a number that names something, not a quantity: an XID, a 0/1 flag
 };
 
 // "%", "W", "mJ", "°C" ... as printed after a value; "" for dimensionless units.
@@ -32,7 +34,12 @@ std::string_view unit_symbol(Unit u);
 std::string_view unit_name(Unit u);
 
 // kStatic fields are read once when a device is probed and copied into every sample after.
-enum class Cadence : uint8_t { kSample, kStatic };
+// kSlow fields change rarely (error counters, license state): read at most every
+// kSlowCadenceSeconds and held in the samples between.
+enum class Cadence : uint8_t { kSample, kStatic, kSlow };
+inline constexpr double kSlowCadenceSeconds = 10.0;
+// "sample", "static", "slow" as written in docs.
+std::string_view cadence_name(Cadence c);
 
 enum class Field : uint16_t {
 #define GPUDOCTOR_FIELD(e, ...) e,
@@ -68,6 +75,11 @@ const FieldInfo& info(Field f);
 // energy, which it counts in joules where NVML gives millijoules.
 inline double prom_scale(const FieldInfo& fi) {
   return fi.unit == Unit::kMillijoule ? 1000.0 : 1.0;
+}
+// A field that only ever grows while the driver is loaded (energy, counted events): a Prometheus
+// counter under either name (gpudoctor's own names end in _total), a gauge otherwise.
+inline bool is_counter(const FieldInfo& fi) {
+  return fi.unit == Unit::kMillijoule || fi.unit == Unit::kCount;
 }
 inline size_t index_of(Field f) {
   return static_cast<size_t>(f);

@@ -7,8 +7,8 @@
 //   or product brief. Rows say "observed" for figures read from a real nvidia-smi output.
 //   mem_total_mib: "FB Memory Usage Total" / the nvidia-smi table as printed by recent (>= 525)
 //   drivers with the board's default ECC setting.
-//   nvlink_gb_s, dram_bandwidth_gb_s: NVIDIA data sheets (bidirectional NVLink total per GPU;
-//   for PCIe boards, the optional NVLink bridge).
+//   nvlink_gb_s, dram_bandwidth_gb_s, hbm (the memory type): NVIDIA data sheets (bidirectional
+//   NVLink total per GPU; for PCIe boards, the optional NVLink bridge).
 //   ESTIMATES (not published by NVIDIA): idle_w, sm_clock_min_mhz, thermal_resistance_c_per_w,
 //   thermal_time_constant_s, and any temperature or power limit a row marks "est".
 //     idle_w: P0 with a context and nothing running, from the few public nvidia-smi snapshots
@@ -48,7 +48,8 @@ constexpr std::array kModels{
              .slowdown_temp_c = 89, .shutdown_temp_c = 92,
              .thermal_resistance_c_per_w = 0.100, .thermal_time_constant_s = 40,
              .pcie_gen_max = 4, .pcie_width_max = 16,
-             .nvlink_gb_s = 600, .dram_bandwidth_gb_s = 1555, .passive_cooling = true},
+             .nvlink_gb_s = 600, .dram_bandwidth_gb_s = 1555, .passive_cooling = true,
+             .hbm = true},
     // A100 SXM4 80GB. Observed: 1410 MHz max, 1275 MHz default application clock, mem 1593 MHz,
     // 81920 MiB, slowdown 89 / shutdown 92 C. Data sheet TDP 400 W (some HGX boards ship with a
     // 500 W limit; the 400 W board is the common one).
@@ -60,7 +61,8 @@ constexpr std::array kModels{
              .slowdown_temp_c = 89, .shutdown_temp_c = 92,
              .thermal_resistance_c_per_w = 0.100, .thermal_time_constant_s = 40,
              .pcie_gen_max = 4, .pcie_width_max = 16,
-             .nvlink_gb_s = 600, .dram_bandwidth_gb_s = 2039, .passive_cooling = true},
+             .nvlink_gb_s = 600, .dram_bandwidth_gb_s = 2039, .passive_cooling = true,
+             .hbm = true},
     // A100 PCIe 40GB. Observed: 250 W cap, 40960 MiB. Data sheet: 765/1410 MHz, mem 1215 MHz,
     // 1555 GB/s, 600 GB/s with the NVLink bridge. Min power limit 150 W and temperatures: est
     // (same GA100 thresholds as the SXM4 board).
@@ -72,7 +74,8 @@ constexpr std::array kModels{
              .slowdown_temp_c = 89, .shutdown_temp_c = 92,
              .thermal_resistance_c_per_w = 0.192, .thermal_time_constant_s = 35,
              .pcie_gen_max = 4, .pcie_width_max = 16,
-             .nvlink_gb_s = 600, .dram_bandwidth_gb_s = 1555, .passive_cooling = true},
+             .nvlink_gb_s = 600, .dram_bandwidth_gb_s = 1555, .passive_cooling = true,
+             .hbm = true},
     // A100 PCIe 80GB. Data sheet: 300 W, 1065/1410 MHz, HBM2e 1512 MHz, 1935 GB/s. Min power
     // limit 150 W and temperatures: est.
     GpuModel{.key = "a100-pcie-80gb", .nvml_name = "NVIDIA A100 80GB PCIe",
@@ -83,7 +86,8 @@ constexpr std::array kModels{
              .slowdown_temp_c = 89, .shutdown_temp_c = 92,
              .thermal_resistance_c_per_w = 0.160, .thermal_time_constant_s = 35,
              .pcie_gen_max = 4, .pcie_width_max = 16,
-             .nvlink_gb_s = 600, .dram_bandwidth_gb_s = 1935, .passive_cooling = true},
+             .nvlink_gb_s = 600, .dram_bandwidth_gb_s = 1935, .passive_cooling = true,
+             .hbm = true},
     // A30. Data sheet: 165 W, 930/1440 MHz, HBM2 1215 MHz, 933 GB/s, 200 GB/s NVLink bridge.
     // Observed 24576 MiB. Min power limit and temperatures: est.
     GpuModel{.key = "a30", .nvml_name = "NVIDIA A30", .architecture = Architecture::kAmpere,
@@ -93,7 +97,8 @@ constexpr std::array kModels{
              .slowdown_temp_c = 89, .shutdown_temp_c = 92,
              .thermal_resistance_c_per_w = 0.291, .thermal_time_constant_s = 30,
              .pcie_gen_max = 4, .pcie_width_max = 16,
-             .nvlink_gb_s = 200, .dram_bandwidth_gb_s = 933, .passive_cooling = true},
+             .nvlink_gb_s = 200, .dram_bandwidth_gb_s = 933, .passive_cooling = true,
+             .hbm = true},
     // A10. Observed: 150 W cap, 23028 MiB (ECC on; 24564 MiB with ECC off). Data sheet:
     // 885/1695 MHz, 600 GB/s. Min power limit 100 W and temperatures as observed on the A10G
     // (same GA102 board family): est for this board. Passive; nvidia-smi prints a 0 % fan.
@@ -129,7 +134,8 @@ constexpr std::array kModels{
              .slowdown_temp_c = 89, .shutdown_temp_c = 92,
              .thermal_resistance_c_per_w = 0.057, .thermal_time_constant_s = 45,
              .pcie_gen_max = 5, .pcie_width_max = 16,
-             .nvlink_gb_s = 900, .dram_bandwidth_gb_s = 3350, .passive_cooling = true},
+             .nvlink_gb_s = 900, .dram_bandwidth_gb_s = 3350, .passive_cooling = true,
+             .hbm = true},
     // H100 PCIe 80GB. Observed: 350 W cap, 81559 MiB. Product brief: 350 W, PCIe Gen5, HBM2e
     // > 2 TB/s, 1755 MHz boost; base clock 1125 MHz; 600 GB/s with the NVLink bridge.
     // Min power limit 200 W and temperatures: est.
@@ -141,7 +147,8 @@ constexpr std::array kModels{
              .slowdown_temp_c = 89, .shutdown_temp_c = 92,
              .thermal_resistance_c_per_w = 0.137, .thermal_time_constant_s = 35,
              .pcie_gen_max = 5, .pcie_width_max = 16,
-             .nvlink_gb_s = 600, .dram_bandwidth_gb_s = 2000, .passive_cooling = true},
+             .nvlink_gb_s = 600, .dram_bandwidth_gb_s = 2000, .passive_cooling = true,
+             .hbm = true},
     // H100 NVL 94GB. Observed: 400 W cap, 95830 MiB, NVLink bridge NV12 at 26.6 GB/s per link
     // per direction (~600 GB/s total). Data sheet: 350-400 W configurable, 3.9 TB/s HBM3.
     // Clocks and min power limit: est from the data sheet (1785 MHz boost).
@@ -153,7 +160,8 @@ constexpr std::array kModels{
              .slowdown_temp_c = 89, .shutdown_temp_c = 92,
              .thermal_resistance_c_per_w = 0.120, .thermal_time_constant_s = 35,
              .pcie_gen_max = 5, .pcie_width_max = 16,
-             .nvlink_gb_s = 600, .dram_bandwidth_gb_s = 3900, .passive_cooling = true},
+             .nvlink_gb_s = 600, .dram_bandwidth_gb_s = 3900, .passive_cooling = true,
+             .hbm = true},
     // H200 SXM 141GB. Observed: 700 W cap, 143771 MiB. Data sheet: 4.8 TB/s HBM3e, 900 GB/s
     // NVLink. Clocks as the H100 SXM5 (same GH100 die); mem clock 3201 MHz; min power limit
     // and temperatures: est.
@@ -164,7 +172,8 @@ constexpr std::array kModels{
              .slowdown_temp_c = 89, .shutdown_temp_c = 92,
              .thermal_resistance_c_per_w = 0.057, .thermal_time_constant_s = 45,
              .pcie_gen_max = 5, .pcie_width_max = 16,
-             .nvlink_gb_s = 900, .dram_bandwidth_gb_s = 4800, .passive_cooling = true},
+             .nvlink_gb_s = 900, .dram_bandwidth_gb_s = 4800, .passive_cooling = true,
+             .hbm = true},
 
     // ---------------------------------------------------------------- Volta
     // V100 SXM2. Observed (32GB board): 300/150/300 W, 1530 MHz max, 1290 MHz default
@@ -177,7 +186,8 @@ constexpr std::array kModels{
              .slowdown_temp_c = 87, .shutdown_temp_c = 90,
              .thermal_resistance_c_per_w = 0.133, .thermal_time_constant_s = 35,
              .pcie_gen_max = 3, .pcie_width_max = 16,
-             .nvlink_gb_s = 300, .dram_bandwidth_gb_s = 900, .passive_cooling = true},
+             .nvlink_gb_s = 300, .dram_bandwidth_gb_s = 900, .passive_cooling = true,
+             .hbm = true},
     GpuModel{.key = "v100-sxm2-32gb", .nvml_name = "Tesla V100-SXM2-32GB",
              .architecture = Architecture::kVolta,
              .tdp_w = 300, .power_limit_min_w = 150, .power_limit_max_w = 300, .idle_w = 40,
@@ -186,7 +196,8 @@ constexpr std::array kModels{
              .slowdown_temp_c = 87, .shutdown_temp_c = 90,
              .thermal_resistance_c_per_w = 0.133, .thermal_time_constant_s = 35,
              .pcie_gen_max = 3, .pcie_width_max = 16,
-             .nvlink_gb_s = 300, .dram_bandwidth_gb_s = 900, .passive_cooling = true},
+             .nvlink_gb_s = 300, .dram_bandwidth_gb_s = 900, .passive_cooling = true,
+             .hbm = true},
     // V100 PCIe. Observed: 250 W cap, 16160 / 32510 MiB. Data sheet: 1230/1380 MHz, 900 GB/s.
     // Min power limit 100 W and temperatures (as the SXM2 board): est.
     GpuModel{.key = "v100-pcie-16gb", .nvml_name = "Tesla V100-PCIE-16GB",
@@ -197,7 +208,8 @@ constexpr std::array kModels{
              .slowdown_temp_c = 87, .shutdown_temp_c = 90,
              .thermal_resistance_c_per_w = 0.192, .thermal_time_constant_s = 35,
              .pcie_gen_max = 3, .pcie_width_max = 16,
-             .nvlink_gb_s = 0, .dram_bandwidth_gb_s = 900, .passive_cooling = true},
+             .nvlink_gb_s = 0, .dram_bandwidth_gb_s = 900, .passive_cooling = true,
+             .hbm = true},
     GpuModel{.key = "v100-pcie-32gb", .nvml_name = "Tesla V100-PCIE-32GB",
              .architecture = Architecture::kVolta,
              .tdp_w = 250, .power_limit_min_w = 100, .power_limit_max_w = 250, .idle_w = 35,
@@ -206,7 +218,8 @@ constexpr std::array kModels{
              .slowdown_temp_c = 87, .shutdown_temp_c = 90,
              .thermal_resistance_c_per_w = 0.192, .thermal_time_constant_s = 35,
              .pcie_gen_max = 3, .pcie_width_max = 16,
-             .nvlink_gb_s = 0, .dram_bandwidth_gb_s = 900, .passive_cooling = true},
+             .nvlink_gb_s = 0, .dram_bandwidth_gb_s = 900, .passive_cooling = true,
+             .hbm = true},
 
     // ---------------------------------------------------------------- Turing
     // T4. Observed: 70/60/70 W, 1590 MHz max, 585 MHz default application clock, mem 5001 MHz,

@@ -35,6 +35,7 @@ struct GpuModel {
   double nvlink_gb_s;  // total NVLink bandwidth per GPU in GB/s, 0 when none
   double dram_bandwidth_gb_s;
   bool passive_cooling;  // no fan reading (SXM and most data-centre boards)
+  bool hbm = false;      // HBM memory: NVML reports its temperature; Ampere+ remaps its rows
 };
 
 std::span<const GpuModel> gpu_models();

@@ -100,8 +100,10 @@ bool ends_with(std::string_view s, std::string_view suffix) {
 // What dcgm-exporter's value of a field is measured in, for its HELP text.
 std::string dcgm_unit_words(const FieldInfo& fi) {
   if (fi.dcgm_scale == 100) return "ratio 0-1";
-  if (fi.unit == Unit::kMebibytePerSecond)
+  if (fi.unit == Unit::kMebibytePerSecond) {
+    if (fi.dcgm_scale == 1000.0 / 1024) return "in MB/s";  // DCGM's NVLink rate: KiB/s / 1000
     return fi.dcgm_scale * 1024 > 0.5 ? "in KB/s" : "in bytes/s";
+  }
   switch (fi.unit) {
     case Unit::kPercent:
       return "in %";
@@ -123,6 +125,10 @@ std::string dcgm_unit_words(const FieldInfo& fi) {
       return "generation";
     case Unit::kLanes:
       return "lanes";
+    case Unit::kCount:
+      return "count";
+    case Unit::kCode:
+      return "code";
     case Unit::kMebibytePerSecond:
       break;
   }
@@ -146,25 +152,41 @@ std::optional<double> fb_free_mib(const DeviceSample& d) {
   return std::max(0.0, total.value() - used.value());
 }
 
+// Labels dcgm-exporter adds to one of its families from the value itself: the XID's number as
+// err_code (dcgm-exporter's gpu_collector.go; its err_msg, a text per XID from NVIDIA's XID
+// catalogue, is not exported: the number is the stable key).
+struct ValueLabel {
+  Field field;
+  const char* label;
+};
+constexpr ValueLabel kDcgmValueLabels[] = {{Field::kXid, "err_code"}};
+
+const char* dcgm_value_label(Field f) {
+  for (const auto& v : kDcgmValueLabels)
+    if (v.field == f) return v.label;
+  return nullptr;
+}
+
 struct FieldFamily {
   std::string name, type, help;
   double factor = 1;  // exported value = ours * factor
   bool dcgm = false;
+  const char* value_label = nullptr;  // a label carrying the value, as an integer
 };
 
 FieldFamily field_family(const FieldInfo& fi, bool dcgm_names) {
   FieldFamily f;
+  f.type = is_counter(fi) ? "counter" : "gauge";
   if (dcgm_names && !fi.dcgm_name.empty()) {
     f.name = fi.dcgm_name;
     f.dcgm = true;
     f.factor = 1.0 / fi.dcgm_scale;
-    f.type = fi.unit == Unit::kMillijoule ? "counter" : "gauge";
     f.help = fmt::format("{} ({}; DCGM field {}).", fi.meaning, dcgm_unit_words(fi), fi.dcgm_id);
+    f.value_label = dcgm_value_label(fi.field);
     return f;
   }
   f.name = fi.prom_name;
   f.factor = 1.0 / prom_scale(fi);
-  f.type = ends_with(f.name, "_total") ? "counter" : "gauge";
   f.help = fi.prom_help;
   return f;
 }
@@ -347,7 +369,10 @@ std::string render_metrics(const ExportSnapshot& s, const ExportOptions& o, Expo
       if (d.lost) continue;
       const Reading& r = d[fi.field];
       if (!r.has_value()) continue;
-      w.sample(fam.dcgm ? labels[i].dcgm : labels[i].own, "", r.value() * fam.factor);
+      const double v = r.value() * fam.factor;
+      const std::string extra =
+          fam.value_label ? label(fam.value_label, fmt::format("{}", std::llround(v))) : "";
+      w.sample(fam.dcgm ? labels[i].dcgm : labels[i].own, extra, v);
     }
   };
   for (const auto& fi : all_fields()) render_field(fi, o.dcgm_names);
@@ -527,7 +552,8 @@ std::vector<MetricFamilyDoc> metric_families(const ExportOptions& o) {
   std::vector<MetricFamilyDoc> out;
   auto add_field = [&](const FieldInfo& fi, bool dcgm_names) {
     const FieldFamily f = field_family(fi, dcgm_names);
-    out.push_back({f.name, f.type, f.help, "", true, f.dcgm, std::string(fi.id)});
+    out.push_back({f.name, f.type, f.help, f.value_label ? f.value_label : "", true, f.dcgm,
+                   std::string(fi.id)});
   };
   for (const auto& fi : all_fields()) add_field(fi, o.dcgm_names);
   if (o.dcgm_names) out.push_back({kFbFree.name, "gauge", kFbFree.help, "", true, true, ""});

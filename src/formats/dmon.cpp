@@ -26,7 +26,7 @@ using text::iequals;
 
 enum class Kind : uint8_t {
   kUnknown,    // not a dmon name gpudoctor knows: ignored, listed in a note
-  kIgnored,    // a dmon column with no gpudoctor field (mtemp, enc, pviol, ...): listed in a note
+  kIgnored,    // a dmon column with no gpudoctor field (jpg, pviol, bar1, ...): listed in a note
   kDuplicate,  // a second column for a quantity an earlier column already gives
   kGpu,
   kDate,
@@ -50,14 +50,14 @@ constexpr Name kNames[] = {
     {"pwr", Kind::kField, Field::kPower},
     {"gtemp", Kind::kField, Field::kTemp},
     {"temp", Kind::kField, Field::kTemp},
-    {"mtemp", Kind::kIgnored, Field{}},
+    {"mtemp", Kind::kField, Field::kTempMem},
     // -s u: utilization. dmon's "sm" column is NVML's utilization.gpu, i.e. nvidia-smi's GPU-Util:
     // the share of the sample period in which any kernel ran. It is not SM activity (how many SMs
     // were busy); that is GPM's smutil below.
     {"sm", Kind::kField, Field::kUtilGpu},
     {"mem", Kind::kField, Field::kUtilMem},
-    {"enc", Kind::kIgnored, Field{}},
-    {"dec", Kind::kIgnored, Field{}},
+    {"enc", Kind::kField, Field::kUtilEnc},
+    {"dec", Kind::kField, Field::kUtilDec},
     {"jpg", Kind::kIgnored, Field{}},
     {"ofa", Kind::kIgnored, Field{}},
     // -s c: clocks. pclk is the graphics/SM ("processor") clock.

@@ -288,6 +288,8 @@ std::optional<double> unit_factor(Unit u, std::string_view s) {
     case Unit::kPstateNumber:
     case Unit::kBitmask:
     case Unit::kGeneration:
+    case Unit::kCount:
+    case Unit::kCode:
       break;
   }
   return std::nullopt;

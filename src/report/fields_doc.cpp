@@ -34,7 +34,7 @@ std::string smi_list(std::string_view names) {
 }  // namespace
 
 std::string render_fields_markdown() {
-  std::string out =
+  std::string out = fmt::format(
       "# Metrics: the field catalogue\n\n"
       "<!-- Generated from src/core/fields.def by `gpudoctor fields --markdown`; a test fails "
       "when\n"
@@ -44,22 +44,27 @@ std::string render_fields_markdown() {
       "the id. A reading is a value, or *not supported* (with the NVML code that said so: "
       "`NOT_SUPPORTED`,\n`NO_PERMISSION`, `FUNCTION_NOT_FOUND` for an entry point the driver "
       "lacks), or an error with its code:\nnever a silent zero. *static* fields are read once per "
-      "GPU; *sample* fields at every sample.\n\n"
+      "GPU; *sample* fields at every sample; *slow* fields\n(counters and states that change "
+      "rarely) at most every {:g} s, held in the samples between.\n\n"
       "| id | unit | read | meaning | NVML source | nvidia-smi `--query-gpu` | DCGM (id, scale) | "
       "Prometheus |\n"
-      "|---|---|---|---|---|---|---|---|\n";
+      "|---|---|---|---|---|---|---|---|\n",
+      kSlowCadenceSeconds);
   for (const auto& f : all_fields()) {
     const std::string dcgm =
         f.dcgm_name.empty() ? "-"
                             : fmt::format("`{}` ({}, x{:g})", f.dcgm_name, f.dcgm_id, f.dcgm_scale);
-    out += fmt::format("| `{}` | {} | {} | {} | {} | {} | {} | `{}`: {} |\n", f.id,
-                       unit_name(f.unit), f.cadence == Cadence::kStatic ? "static" : "sample",
-                       md_escape(f.meaning), md_escape(f.nvml_source), smi_list(f.smi_names), dcgm,
-                       f.prom_name, md_escape(f.prom_help));
+    out +=
+        fmt::format("| `{}` | {} | {} | {} | {} | {} | {} | `{}`: {} |\n", f.id, unit_name(f.unit),
+                    cadence_name(f.cadence), md_escape(f.meaning), md_escape(f.nvml_source),
+                    smi_list(f.smi_names), dcgm, f.prom_name, md_escape(f.prom_help));
   }
   out +=
       "\nDCGM scale: gpudoctor's value = DCGM's value x scale (DCGM profiling ratios are 0-1, "
-      "gpudoctor's are percent;\nDCGM byte rates are bytes/s, gpudoctor's MiB/s).\n\n"
+      "gpudoctor's are percent;\nDCGM byte rates are bytes/s, gpudoctor's MiB/s; DCGM's NVLink "
+      "total "
+      "is KiB/s / 1000). Units *count* (counted\nevents: a Prometheus counter) and *code* (an XID, "
+      "a 0/1 state: a gauge) have no symbol.\n\n"
       "## Clock event reasons\n\n"
       "`clock_event_reasons` is NVML's bitmask; gpudoctor decodes it with this table.\n\n"
       "| bit | code | shown as | holds the GPU below what it could do |\n|---|---|---|---|\n";
@@ -78,8 +83,8 @@ std::string render_fields_markdown() {
 std::string render_fields_text() {
   std::string out = fmt::format("{:<26} {:<20} {:<7} {}\n", "ID", "UNIT", "READ", "MEANING");
   for (const auto& f : all_fields())
-    out += fmt::format("{:<26} {:<20} {:<7} {}\n", f.id, unit_name(f.unit),
-                       f.cadence == Cadence::kStatic ? "static" : "sample", f.meaning);
+    out += fmt::format("{:<26} {:<20} {:<7} {}\n", f.id, unit_name(f.unit), cadence_name(f.cadence),
+                       f.meaning);
   return out;
 }
 

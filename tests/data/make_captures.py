@@ -47,12 +47,14 @@ DGX_BUSES = [0x1B, 0x43, 0x52, 0x61, 0x9D, 0xC3, 0xD1, 0xDF]
 
 # Catalogue field order (core/fields.def), for tidy output.
 FIELD_ORDER = [
-    "util_gpu_pct", "util_mem_pct", "power_w", "power_instant_w", "energy_mj",
-    "power_limit_enforced_w", "power_limit_w", "power_limit_default_w", "power_limit_min_w",
-    "power_limit_max_w", "temp_c", "temp_slowdown_c", "clock_sm_mhz", "clock_mem_mhz",
-    "clock_sm_max_mhz", "clock_mem_max_mhz", "clock_app_sm_mhz", "clock_app_mem_mhz", "pstate",
-    "clock_event_reasons", "mem_used_mib", "mem_total_mib", "pcie_tx_mibs", "pcie_rx_mibs",
-    "pcie_link_gen", "pcie_link_gen_max", "pcie_link_width", "pcie_link_width_max", "fan_pct",
+    "util_gpu_pct", "util_mem_pct", "util_enc_pct", "util_dec_pct", "power_w", "power_instant_w",
+    "energy_mj", "power_limit_enforced_w", "power_limit_w", "power_limit_default_w",
+    "power_limit_min_w", "power_limit_max_w", "temp_c", "temp_mem_c", "temp_slowdown_c",
+    "clock_sm_mhz", "clock_mem_mhz", "clock_sm_max_mhz", "clock_mem_max_mhz", "clock_app_sm_mhz",
+    "clock_app_mem_mhz", "pstate", "clock_event_reasons", "mem_used_mib", "mem_total_mib",
+    "pcie_tx_mibs", "pcie_rx_mibs", "pcie_link_gen", "pcie_link_gen_max", "pcie_link_width",
+    "pcie_link_width_max", "pcie_replays", "nvlink_mibs", "fan_pct", "xid",
+    "remapped_rows_corrected", "remapped_rows_uncorrected", "remap_failure", "vgpu_licensed",
     "gpm_graphics_util_pct", "gpm_sm_util_pct", "gpm_sm_occupancy_pct", "gpm_tensor_util_pct",
     "gpm_dram_bw_util_pct", "gpm_fp64_util_pct", "gpm_fp32_util_pct", "gpm_fp16_util_pct",
     "gpm_pcie_tx_mibs", "gpm_pcie_rx_mibs", "gpm_nvlink_rx_mibs", "gpm_nvlink_tx_mibs",
@@ -295,6 +297,17 @@ def volta_training(rng, spec, dt, pid):
     return sample
 
 
+def with_counters(inner, extra):
+    """Any workload plus dcgm-exporter's other default counters: extra(i, values) returns the
+    fields to add to sample i (memory temperature, video engines, NVLink, PCIe replays, remapped
+    rows, XID events, vGPU license)."""
+    def sample(i):
+        v, procs = inner(i)
+        v.update(extra(i, v))
+        return v, procs
+    return sample
+
+
 # ---- Assembly ---------------------------------------------------------------------------------
 
 def power_capped(rng, spec, dt, pid, enforced_w):
@@ -479,6 +492,34 @@ def fixtures():
                        "retired_pages_dbe": 1, "retired_pages_pending": True,
                        "app_clock_default_sm_mhz": V100_32["app_sm"],
                        "app_clock_default_mem_mhz": V100_32["app_mem"]}),
+    ])
+    # dcgm-exporter's default counters beyond the basics, with its own seed as well. GPU 0: an
+    # H100 in training (HBM temperature, NVDEC idle and no NVENC, NVLink all-reduce, PCIe
+    # replays creeping up, two remapped rows, XID 31 at 4 s and XID 13 at 9 s). GPU 1: an L4
+    # inside a vGPU VM (GDDR: no memory temperature, no row remapping; NVENC busy; no NVLink;
+    # the license acquired at 6 s; XID events not available to the guest).
+    nrng = random.Random(SEED + 2)
+    h100 = training(nrng, H100, 1.0, pid=80001)
+    mem_t = Wander(nrng, 71, 1.2, 15, 1.0, lo=64, hi=80)
+
+    def h100_counters(i, v):
+        out = {"temp_mem_c": round(mem_t.next()), "util_dec_pct": 0,
+               "nvlink_mibs": r1(2 * v["gpm_nvlink_rx_mibs"]),
+               "pcie_replays": 12 + i // 5, "remapped_rows_corrected": 2,
+               "remapped_rows_uncorrected": 0, "remap_failure": 0}
+        if i in (4, 9):
+            out["xid"] = 31 if i == 4 else 13
+        return out
+
+    l4 = data_loader_bound(nrng, L4, 1.0, pid=80002)
+
+    def l4_counters(i, v):
+        return {"util_enc_pct": 38 + i % 5, "util_dec_pct": 12 + i % 3, "pcie_replays": 0,
+                "vgpu_licensed": 1 if i >= 6 else 0}
+    out["counters-2gpu.json"] = capture("node-counters-06", MODERN, [
+        device(nrng, 0, H100, with_counters(h100, h100_counters), 20, 1.0, DGX_BUSES[0]),
+        device(nrng, 1, L4, with_counters(l4, l4_counters), 20, 1.0, 0x41,
+               errors={"xid": "NOT_SUPPORTED"}),
     ])
     return out
 

@@ -132,6 +132,14 @@ void read_samples(const json& samples, nvmlDevice_st& d, const std::string& wher
   d.first_t = number(samples.front().value("t_s", json()), where);
   d.last_t = prev_t;
   d.loop_period = (d.last_t - d.first_t) + prev_interval;
+  for (const auto field : kIntegratedFields) {
+    const auto it = d.values.find(field);
+    if (it == d.values.end()) continue;
+    Series& s = it->second;
+    s.integral.assign(s.t.size(), 0.0);
+    for (size_t i = 1; i < s.t.size(); ++i)
+      s.integral[i] = s.integral[i - 1] + s.v[i - 1] * (s.t[i] - s.t[i - 1]);
+  }
 }
 
 nvmlDevice_st read_device(const json& j, size_t position, const Replay& replay) {
@@ -319,7 +327,8 @@ std::optional<double> nvmlDevice_st::value(std::string_view field, double T) con
 std::optional<double> nvmlDevice_st::energy_mj(double T) const {
   const auto it = values.find("energy_mj");
   if (it == values.end()) return std::nullopt;
-  const auto& [t, e] = it->second;
+  const auto& t = it->second.t;
+  const auto& e = it->second.v;
   const double t0 = t.front(), tn = t.back();
   // Power held at the last energy sample: the rate at which the counter keeps rising after it.
   double p_last = 0;
@@ -347,6 +356,59 @@ std::optional<double> nvmlDevice_st::energy_mj(double T) const {
     v = e[i] + f * (e[i + 1] - e[i]);
   }
   return v + cycles * per_cycle;
+}
+
+std::optional<double> nvmlDevice_st::integral(std::string_view field, double T) const {
+  const auto it = values.find(field);
+  if (it == values.end() || it->second.integral.empty()) return std::nullopt;
+  const auto& s = it->second;
+  const double t0 = s.t.front();
+  double cycles = 0, per_cycle = 0;
+  if (replay.loop && loop_period > 0 && T > t0) {
+    cycles = std::floor((T - t0) / loop_period);
+    T -= cycles * loop_period;
+    per_cycle = s.integral.back() + s.v.back() * (t0 + loop_period - s.t.back());
+  }
+  const long i = fake_nvml::held_index(s.t, T);
+  const double within = i < 0 ? 0.0
+                              : s.integral[static_cast<size_t>(i)] +
+                                    s.v[static_cast<size_t>(i)] * (T - s.t[static_cast<size_t>(i)]);
+  return within + cycles * per_cycle;
+}
+
+fake_nvml::EventCursor nvmlDevice_st::event_cursor(std::string_view field, double T) const {
+  fake_nvml::EventCursor c;
+  const auto it = values.find(field);
+  if (it == values.end()) return c;
+  c.series = &it->second;
+  const auto& t = it->second.t;
+  const fake_nvml::Position p = locate(T);
+  c.cycle = p.cycle;
+  c.index = static_cast<size_t>(std::lower_bound(t.begin(), t.end(), p.t) - t.begin());
+  return c;
+}
+
+std::optional<double> nvmlDevice_st::next_event(const fake_nvml::EventCursor& c, double now) const {
+  if (c.series == nullptr) return std::nullopt;
+  const auto& t = c.series->t;
+  size_t i = c.index;
+  long cycle = c.cycle;
+  if (i >= t.size()) {
+    if (!replay.loop || loop_period <= 0) return std::nullopt;
+    i = 0;
+    ++cycle;
+  }
+  if (t[i] + static_cast<double>(cycle) * loop_period > now) return std::nullopt;
+  return c.series->v[i];
+}
+
+void nvmlDevice_st::advance(fake_nvml::EventCursor& c) const {
+  if (c.series == nullptr) return;
+  if (c.index >= c.series->t.size()) {
+    c.index = 0;
+    ++c.cycle;
+  }
+  ++c.index;
 }
 
 const fake_nvml::ProcessSnapshot* nvmlDevice_st::processes_at(double T, double* sample_time) const {

@@ -17,7 +17,14 @@ namespace fake_nvml {
 struct Series {
   std::vector<double> t;
   std::vector<double> v;
+  // For the rates the stand-in answers as counters (nvlink_mibs): the integral of the held value
+  // from the first sample to t[i] (value * seconds).
+  std::vector<double> integral;
 };
+
+// Capture fields the stand-in turns into counters: NVML has the running total, the capture the
+// rate (nvlink_mibs: MiB/s, answered as the NVLink data counters in KiB).
+inline constexpr std::string_view kIntegratedFields[] = {"nvlink_mibs"};
 
 struct Process {
   unsigned pid = 0;
@@ -40,6 +47,14 @@ struct ProcessSnapshot {
 struct Position {
   double t = 0;
   long cycle = 0;
+};
+
+// The next event of an event field: sample `index` of loop cycle `cycle` of `series` (nullptr:
+// the device has no such events).
+struct EventCursor {
+  const Series* series = nullptr;
+  long cycle = 0;
+  size_t index = 0;
 };
 
 // Replay settings, fixed at nvmlInit.
@@ -87,6 +102,16 @@ struct nvmlDevice_st {
   std::optional<double> value(std::string_view field, double T) const;
   // energy_mj at T: interpolated between samples, extrapolated at the last power_w after them.
   std::optional<double> energy_mj(double T) const;
+  // The integral of a kIntegratedFields field's held value from its first sample to T (value *
+  // seconds; the last value is held to the end of a loop cycle), or nullopt when no sample has it.
+  std::optional<double> integral(std::string_view field, double T) const;
+  // Events: a field whose every sample is one event ("xid"). cursor is where the next one is
+  // (event_cursor: the first at or after replay time T); next_event returns its value and moves
+  // the cursor on when it happened by replay time `now`, else nullopt.
+  fake_nvml::EventCursor event_cursor(std::string_view field, double T) const;
+  std::optional<double> next_event(const fake_nvml::EventCursor& cursor, double now) const;
+  // Moves the cursor past the event next_event returned.
+  void advance(fake_nvml::EventCursor& cursor) const;
   // The process list held at T (nullptr when no sample has "processes") and the replay time of
   // the sample it came from.
   const fake_nvml::ProcessSnapshot* processes_at(double T, double* sample_time) const;

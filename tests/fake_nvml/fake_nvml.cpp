@@ -15,6 +15,8 @@ using fake_nvml::to_unsigned;
 namespace {
 
 constexpr double kMiB = 1024.0 * 1024.0;
+// The driver's sampling period for the video engines' utilization, as the stand-in states it.
+constexpr unsigned kEngineSamplingPeriodUs = 1000000;
 
 // A call that answers one field as an unsigned value: value * scale.
 template <class T>
@@ -361,6 +363,24 @@ nvmlReturn_t nvmlDeviceGetDeviceHandleFromMigDeviceHandle(nvmlDevice_t mig, nvml
       return NVML_SUCCESS;
     }
   return NVML_ERROR_INVALID_ARGUMENT;
+}
+
+nvmlReturn_t nvmlDeviceGetEncoderUtilization(nvmlDevice_t device, unsigned* pct,
+                                             unsigned* period_us) {
+  if (period_us == nullptr) pct = nullptr;  // both are required
+  const nvmlReturn_t r = read_field(device, "util_enc_pct", pct);
+  if (r == NVML_SUCCESS) *period_us = kEngineSamplingPeriodUs;
+  return r;
+}
+nvmlReturn_t nvmlDeviceGetDecoderUtilization(nvmlDevice_t device, unsigned* pct,
+                                             unsigned* period_us) {
+  if (period_us == nullptr) pct = nullptr;
+  const nvmlReturn_t r = read_field(device, "util_dec_pct", pct);
+  if (r == NVML_SUCCESS) *period_us = kEngineSamplingPeriodUs;
+  return r;
+}
+nvmlReturn_t nvmlDeviceGetPcieReplayCounter(nvmlDevice_t device, unsigned* count) {
+  return read_field(device, "pcie_replays", count);
 }
 
 }  // extern "C"

@@ -86,7 +86,8 @@ nvmlReturn_t nvmlDeviceGetRetiredPagesPendingStatus(nvmlDevice_t device, unsigne
   return NVML_SUCCESS;
 }
 
-// One call, four answers: supported when the capture has any of the four keys (the others 0).
+// One call, four answers: supported when the capture has any of the four keys (the others 0),
+// in the samples' values (what the sampler reads over time) or else in "health".
 nvmlReturn_t nvmlDeviceGetRemappedRows(nvmlDevice_t device, unsigned* corrected,
                                        unsigned* uncorrected, unsigned* pending,
                                        unsigned* failure) {
@@ -99,10 +100,14 @@ nvmlReturn_t nvmlDeviceGetRemappedRows(nvmlDevice_t device, unsigned* corrected,
                            c)) {
     return r;
   }
-  const auto corr = c.dev->health_value("remapped_rows_corrected");
-  const auto unc = c.dev->health_value("remapped_rows_uncorrected");
-  const auto pend = c.dev->health_value("remap_pending");
-  const auto fail = c.dev->health_value("remap_failure");
+  auto held = [&](std::string_view key) {
+    const auto v = c.get(key);
+    return v ? v : c.dev->health_value(key);
+  };
+  const auto corr = held("remapped_rows_corrected");
+  const auto unc = held("remapped_rows_uncorrected");
+  const auto pend = held("remap_pending");
+  const auto fail = held("remap_failure");
   if (!corr && !unc && !pend && !fail) return NVML_ERROR_NOT_SUPPORTED;
   *corrected = to_unsigned<unsigned>(corr.value_or(0));
   *uncorrected = to_unsigned<unsigned>(unc.value_or(0));

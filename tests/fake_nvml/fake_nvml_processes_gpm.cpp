@@ -2,6 +2,8 @@
 // nvmlDeviceGetFieldValues and the GPM calls.
 #include <algorithm>
 #include <chrono>
+#include <cstdio>
+#include <cstring>
 #include <limits>
 #include <new>
 #include <vector>
@@ -58,11 +60,27 @@ nvmlReturn_t compute_processes(nvmlDevice_t device, unsigned* count, nvmlProcess
 }
 
 #ifndef FAKE_NVML_LEGACY
-// Field-value ids this library answers, and the capture field each reads.
-std::string_view field_for_id(unsigned id) {
-  if (id == NVML_FI_DEV_POWER_AVERAGE) return "power_w";
-  if (id == NVML_FI_DEV_POWER_INSTANT) return "power_instant_w";
-  return {};
+// Field-value ids this library answers: the capture field each reads and how. A counter is the
+// integral of the capture's rate (nvlink_mibs, MiB/s) in NVML's unit (KiB), half of it each way.
+struct FieldValueSource {
+  unsigned id;
+  std::string_view field;
+  double scale;  // NVML value = capture value (or its integral) * scale
+  bool counter;
+};
+constexpr FieldValueSource kFieldValueSources[] = {
+    {NVML_FI_DEV_POWER_AVERAGE, "power_w", 1000, false},
+    {NVML_FI_DEV_POWER_INSTANT, "power_instant_w", 1000, false},
+    {NVML_FI_DEV_MEMORY_TEMP, "temp_mem_c", 1, false},
+    {NVML_FI_DEV_NVLINK_THROUGHPUT_DATA_TX, "nvlink_mibs", 1024 / 2.0, true},
+    {NVML_FI_DEV_NVLINK_THROUGHPUT_DATA_RX, "nvlink_mibs", 1024 / 2.0, true},
+};
+constexpr unsigned kAllLinks = 0xffffffffU;  // the NVLink counters' scopeId for every link
+
+const FieldValueSource* source_for_id(unsigned id) {
+  for (const auto& f : kFieldValueSources)
+    if (f.id == id) return &f;
+  return nullptr;
 }
 
 // GPM metric ids this library answers, and the capture field each reads.
@@ -179,8 +197,8 @@ nvmlReturn_t nvmlDeviceGetFieldValues(nvmlDevice_t device, int count, nvmlFieldV
   if (const auto state = fake_nvml::current_state(); state && values != nullptr) {
     if (const auto* d = state->device(device)) {
       for (int i = 0; i < count; ++i) {
-        const auto field = field_for_id(values[i].fieldId);
-        if (!field.empty()) delay = std::max(delay, d->delay_ms(field));
+        if (const auto* src = source_for_id(values[i].fieldId))
+          delay = std::max(delay, d->delay_ms(src->field));
       }
     }
   }
@@ -195,23 +213,51 @@ nvmlReturn_t nvmlDeviceGetFieldValues(nvmlDevice_t device, int count, nvmlFieldV
     v.latencyUsec = 0;
     v.valueType = NVML_VALUE_TYPE_UNSIGNED_INT;
     v.value.ullVal = 0;
-    const auto field = field_for_id(v.fieldId);
-    if (field.empty()) {
+    const FieldValueSource* src = source_for_id(v.fieldId);
+    // The capture has each counter over all links only: a single link is not supported.
+    if (src == nullptr || (src->counter && v.scopeId != kAllLinks)) {
       v.nvmlReturn = NVML_ERROR_NOT_SUPPORTED;
       continue;
     }
-    if (const auto e = c.dev->error(field)) {
+    if (const auto e = c.dev->error(src->field)) {
       v.nvmlReturn = *e;
       continue;
     }
-    const auto w = c.get(field);
+    const auto w = src->counter ? c.dev->integral(src->field, c.now) : c.get(src->field);
     if (!w) {
       v.nvmlReturn = NVML_ERROR_NOT_SUPPORTED;
       continue;
     }
     v.nvmlReturn = NVML_SUCCESS;
-    v.value.uiVal = to_unsigned<unsigned>(*w * 1000);
+    if (src->counter) {
+      v.valueType = NVML_VALUE_TYPE_UNSIGNED_LONG_LONG;
+      v.value.ullVal = to_unsigned<unsigned long long>(*w * src->scale);
+    } else {
+      v.value.uiVal = to_unsigned<unsigned>(*w * src->scale);
+    }
   }
+  return NVML_SUCCESS;
+}
+
+// ---- vGPU licensing ------------------------------------------------------------------------
+
+// A capture with "vgpu_licensed" is a vGPU guest: one enabled feature, licensed when the value is
+// non-zero. Without it the GPU is not a vGPU: success with isGridLicenseSupported 0, as on bare
+// metal.
+nvmlReturn_t nvmlDeviceGetGridLicensableFeatures_v4(nvmlDevice_t device,
+                                                    nvmlGridLicensableFeatures_t* features) {
+  Call c;
+  if (const auto r = begin(device, features != nullptr, {"vgpu_licensed"}, c)) return r;
+  std::memset(features, 0, sizeof(*features));
+  const auto licensed = c.get("vgpu_licensed");
+  if (!licensed) return NVML_SUCCESS;
+  features->isGridLicenseSupported = 1;
+  features->licensableFeaturesCount = 1;
+  nvmlGridLicensableFeature_t& f = features->gridLicensableFeatures[0];
+  f.featureCode = 4;  // NVML_GRID_LICENSE_FEATURE_CODE_COMPUTE
+  f.featureState = *licensed != 0 ? 1U : 0U;
+  f.featureEnabled = 1;
+  std::snprintf(f.productName, sizeof f.productName, "%s", "NVIDIA Virtual Compute Server");
   return NVML_SUCCESS;
 }
 

@@ -73,6 +73,13 @@ FAKE_NVML_API fake_nvml::sig::remapped_rows nvmlDeviceGetRemappedRows;
 FAKE_NVML_API fake_nvml::sig::default_app_clock nvmlDeviceGetDefaultApplicationsClock;
 FAKE_NVML_API fake_nvml::sig::handle_by_uuid nvmlDeviceGetHandleByUUID;
 FAKE_NVML_API fake_nvml::sig::mig_parent nvmlDeviceGetDeviceHandleFromMigDeviceHandle;
+FAKE_NVML_API fake_nvml::sig::encoder_util nvmlDeviceGetEncoderUtilization;
+FAKE_NVML_API fake_nvml::sig::decoder_util nvmlDeviceGetDecoderUtilization;
+FAKE_NVML_API fake_nvml::sig::pcie_replay_counter nvmlDeviceGetPcieReplayCounter;
+FAKE_NVML_API fake_nvml::sig::event_set_create nvmlEventSetCreate;
+FAKE_NVML_API fake_nvml::sig::register_events nvmlDeviceRegisterEvents;
+FAKE_NVML_API fake_nvml::sig::event_set_wait nvmlEventSetWait;
+FAKE_NVML_API fake_nvml::sig::event_set_free nvmlEventSetFree;
 #ifndef FAKE_NVML_LEGACY
 // Entry points a pre-r520 driver did not have (see docs/capture-format.md).
 FAKE_NVML_API fake_nvml::sig::init nvmlInit_v2;
@@ -89,6 +96,8 @@ FAKE_NVML_API fake_nvml::sig::gpm_sample_alloc nvmlGpmSampleAlloc;
 FAKE_NVML_API fake_nvml::sig::gpm_sample_free nvmlGpmSampleFree;
 FAKE_NVML_API fake_nvml::sig::gpm_sample_get nvmlGpmSampleGet;
 FAKE_NVML_API fake_nvml::sig::gpm_metrics_get nvmlGpmMetricsGet;
+FAKE_NVML_API fake_nvml::sig::event_set_wait nvmlEventSetWait_v2;
+FAKE_NVML_API fake_nvml::sig::grid_licensable_features nvmlDeviceGetGridLicensableFeatures_v4;
 #endif
 // clang-format on
 }  // extern "C"

@@ -27,9 +27,11 @@ from common import (Processes, check, http_get, main, need_tool, run, start_serv
 SCRAPE_HASH = "$2b$06$eVOB10AjDBoAopxip8QvYO4WOo3DJK4Ieqp7KxG960fq6lLD5N5JK"
 
 # What promtool says of dcgm-exporter's own naming, which serve keeps on purpose: the camelCase
-# label modelName, and an energy counter without _total.
+# label modelName, counters without _total (energy, PCIe replays, remapped rows), and the word
+# "counter" in DCGM_FI_DEV_PCIE_REPLAY_COUNTER.
 DCGM_LINT = re.compile(r"^DCGM_FI_\w+ (label names should be written in 'snake_case' not "
-                       r"'camelCase'|counter metrics should have \"_total\" suffix)$")
+                       r"'camelCase'|counter metrics should have \"_total\" suffix|"
+                       r"metric name should not include type 'counter')$")
 
 
 def promtool_problems(promtool, text):
@@ -186,6 +188,55 @@ def body():
             time.sleep(0.1)
         check(worst < 0.25, f"a scrape took {worst:.2f} s while NVML was slow")
         check(b'gpudoctor_scrape_success{source="nvml"}' in data, "the nvml source's health")
+
+        # dcgm-exporter's 21 default counters through the NVML path: an H100 in training and an
+        # L4 vGPU guest (tests/data/captures/counters-2gpu.json), from its sample at 4 s (XID 31).
+        capture = os.path.join(source, "tests/data/captures/counters-2gpu.json")
+        env = dict(os.environ, GPUDOCTOR_NVML_LIB=fake, GPUDOCTOR_FAKE_NVML_CAPTURE=capture,
+                   GPUDOCTOR_FAKE_NVML_START_S="4")
+        _, counters = start_serve(procs, binary, work, "counters", ["-i", "200ms"], env=env)
+        default_counters = {  # dcgm-exporter's etc/default-counters.csv, with serve's types
+            "DCGM_FI_DEV_SM_CLOCK": "gauge", "DCGM_FI_DEV_MEM_CLOCK": "gauge",
+            "DCGM_FI_DEV_MEMORY_TEMP": "gauge", "DCGM_FI_DEV_GPU_TEMP": "gauge",
+            "DCGM_FI_DEV_POWER_USAGE": "gauge", "DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION": "counter",
+            "DCGM_FI_DEV_PCIE_TX_THROUGHPUT": "gauge", "DCGM_FI_DEV_PCIE_RX_THROUGHPUT": "gauge",
+            "DCGM_FI_DEV_PCIE_REPLAY_COUNTER": "counter", "DCGM_FI_DEV_GPU_UTIL": "gauge",
+            "DCGM_FI_DEV_MEM_COPY_UTIL": "gauge", "DCGM_FI_DEV_ENC_UTIL": "gauge",
+            "DCGM_FI_DEV_DEC_UTIL": "gauge", "DCGM_FI_DEV_XID_ERRORS": "gauge",
+            "DCGM_FI_DEV_FB_FREE": "gauge", "DCGM_FI_DEV_FB_USED": "gauge",
+            "DCGM_FI_DEV_NVLINK_BANDWIDTH_TOTAL": "gauge",
+            "DCGM_FI_DEV_VGPU_LICENSE_STATUS": "gauge",
+            "DCGM_FI_DEV_UNCORRECTABLE_REMAPPED_ROWS": "counter",
+            "DCGM_FI_DEV_CORRECTABLE_REMAPPED_ROWS": "counter",
+            "DCGM_FI_DEV_ROW_REMAP_FAILURE": "gauge"}
+        deadline = time.time() + 10
+        while True:  # the NVLink rate needs two samples
+            text = http_get(f"http://{counters}/metrics")[2].decode()
+            if "DCGM_FI_DEV_NVLINK_BANDWIDTH_TOTAL{" in text or time.time() > deadline:
+                break
+            time.sleep(0.1)
+        for name, kind in default_counters.items():
+            check(f"# TYPE {name} {kind}\n" in text, f"stand-in /metrics lacks {name} ({kind})")
+        # XID 31 (4 s), or XID 13 (9 s) on a machine slow enough to scrape that late.
+        xid = re.search(r'\nDCGM_FI_DEV_XID_ERRORS\{gpu="0",UUID="[^"]+",pci_bus_id="[^"]+",'
+                        r'device="nvidia0",modelName="NVIDIA H100 80GB HBM3",Hostname="[^"]*",'
+                        r'err_code="(31|13)"\} (\S+)\n', text)
+        check(xid and xid.group(1) == xid.group(2), f"XID with its err_code label: {xid}")
+        check('DCGM_FI_DEV_XID_ERRORS{gpu="1"' not in text, "no XID series where events fail")
+        check(re.search(r'\nDCGM_FI_DEV_VGPU_LICENSE_STATUS\{gpu="1",[^}]*\} 0\n', text)
+              and 'DCGM_FI_DEV_VGPU_LICENSE_STATUS{gpu="0"' not in text, "vGPU license: guest only")
+        check('DCGM_FI_DEV_MEMORY_TEMP{gpu="1"' not in text, "no memory temperature on GDDR")
+        # The rate between two samples lies within the capture's rates around then (MiB/s),
+        # in DCGM's unit: KiB/s / 1000.
+        doc = json.load(open(capture))
+        nvl = [s["values"]["nvlink_mibs"] for s in doc["devices"][0]["samples"]
+               if 4 <= s["t_s"] <= 10]
+        m = re.search(r'\nDCGM_FI_DEV_NVLINK_BANDWIDTH_TOTAL\{gpu="0",[^}]*\} (\S+)\n', text)
+        check(m and 0.99 * min(nvl) * 1.024 <= float(m.group(1)) <= 1.01 * max(nvl) * 1.024,
+              f"NVLink total in DCGM's MB/s: {m and m.group(1)} for {nvl[:2]}... MiB/s")
+        rc, problems = promtool_problems(promtool, text)
+        unexpected = [l for l in problems if not DCGM_LINT.match(l)]
+        check(not unexpected, f"promtool check metrics (counters): {unexpected[:5]}")
 
         # SIGTERM stops it cleanly and at once.
         t0 = time.time()

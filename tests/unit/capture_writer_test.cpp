@@ -33,6 +33,30 @@ TEST(CaptureWriter, WritesValuesErrorsAndHoldsRepeats) {
   EXPECT_EQ(d["samples"][1]["t_s"], 0.5);
 }
 
+// The last XID is written when it changes: each sample that has "xid" replays as one event
+// (docs/capture-format.md), so a held value must not repeat.
+TEST(CaptureWriter, XidOnlyWhenANewOneArrives) {
+  CaptureWriter w({}, std::vector<DeviceInfo>(1));
+  Frame f;
+  f.devices.resize(1);
+  for (const auto& [t, xid] :
+       std::vector<std::pair<double, double>>{{0, -1}, {1, 31}, {2, 31}, {3, 13}, {4, 13}}) {
+    f.time_s = t;
+    f.devices[0][Field::kXid] = xid < 0 ? Reading::no_data() : Reading::of(xid);
+    f.devices[0][Field::kNvlink] = Reading::of(1000 + t);
+    w.add(f);
+  }
+  const auto j = w.to_json();
+  const auto& samples = j["devices"][0]["samples"];
+  ASSERT_EQ(samples.size(), 5u);
+  std::vector<double> events;
+  for (const auto& s : samples)
+    if (s["values"].contains("xid")) events.push_back(s["values"]["xid"].get<double>());
+  EXPECT_EQ(events, (std::vector<double>{31, 13}));
+  EXPECT_FALSE(samples[0]["values"].contains("xid"));  // none yet: nothing, not 0
+  EXPECT_EQ(samples[2]["values"]["nvlink_mibs"], 1002);
+}
+
 TEST(CaptureWriter, GpuLostFromTheStartStillHasASample) {
   CaptureWriter w({}, std::vector<DeviceInfo>(1));
   Frame f;

@@ -430,7 +430,10 @@ TEST(DcgmLong, ReadsNamesAndMergesTheFieldsOfOneRound) {
   EXPECT_EQ(col(g0, Field::kPowerLimit), std::vector<double>(4, 700));
   EXPECT_FALSE(g0.has(Field::kPowerLimitDefault));
   EXPECT_FALSE(has_note(rec, "power limit")) << all_notes(rec);
-  EXPECT_TRUE(has_note(rec, "does not read, ignored: DCGM_FI_DEV_MEMORY_TEMP")) << all_notes(rec);
+  // The memory temperature is a catalogue field too (DCGM_FI_DEV_MEMORY_TEMP: temp_mem_c).
+  EXPECT_EQ(col(g0, Field::kTempMem)[0], 63);
+  EXPECT_EQ(col(g1, Field::kTempMem)[0], 64);
+  EXPECT_FALSE(has_note(rec, "does not read")) << all_notes(rec);
   EXPECT_FALSE(has_note(rec, "skipped")) << all_notes(rec);
 }
 
@@ -458,8 +461,9 @@ TEST(DcgmLong, ReadsNumericIdsAndBlankSentinelsAsMissing) {
   ASSERT_EQ(g.unsupported.count(Field::kGpmNvlinkTx), 1u);
   EXPECT_EQ(g.unsupported.at(Field::kGpmNvlinkTx), nvml_code::kNotSupported);
   EXPECT_DOUBLE_EQ(col(g, Field::kEnergy)[5], 2147683000.0);
-  // Field 140 (memory temperature) has no gpudoctor field; the name gives the power limit.
-  EXPECT_TRUE(has_note(rec, "does not read, ignored: 140")) << all_notes(rec);
+  // Field 140 is the memory temperature (temp_mem_c); the name gives the power limit.
+  EXPECT_EQ(col(g, Field::kTempMem), (std::vector<double>{38, 39, 40, 41, 42, 43}));
+  EXPECT_FALSE(has_note(rec, "does not read")) << all_notes(rec);
   EXPECT_EQ(g.info.name, "NVIDIA L4");
   EXPECT_EQ(col(g, Field::kPowerLimitDefault), std::vector<double>(6, 72));
   EXPECT_TRUE(has_note(rec, "power limit 72 W from the model table for NVIDIA L4"))
@@ -577,8 +581,9 @@ TEST(DcgmLong, Errors) {
   EXPECT_NE(long_error(std::string(kLongHeader) + "0,1,155,1.0\n")
                 .find("no readable rows (dcgm.csv:2: not a time in microseconds"),
             std::string::npos);
-  EXPECT_NE(long_error(std::string(kLongHeader) + "0,1710000000000000,140,40\n")
-                .find("no values of fields gpudoctor reads (fields in the file: 140)"),
+  // 240: DCGM_FI_DEV_POWER_VIOLATION, which gpudoctor does not read.
+  EXPECT_NE(long_error(std::string(kLongHeader) + "0,1710000000000000,240,40\n")
+                .find("no values of fields gpudoctor reads (fields in the file: 240)"),
             std::string::npos);
   std::string bin("GPUId\0\0\0\0\0\0\0", 12);
   bin += std::string(100, '\x01');

@@ -5,12 +5,14 @@
 #include <fstream>
 #include <limits>
 #include <locale>
+#include <map>
 #include <set>
 #include <sstream>
 
 #include <gtest/gtest.h>
 
 #include "export/exposition.hpp"
+#include "formats/load.hpp"
 
 namespace gpudoctor {
 namespace {
@@ -288,6 +290,42 @@ TEST(Exposition, EveryRenderedFamilyIsDocumented) {
   EXPECT_NE(out.find("gpudoctor_compute_processes{"), std::string::npos);
 }
 
+// What serve exports under dcgm-exporter's names reads back, through the readers of saved
+// /metrics snapshots, as the catalogue fields it came from (the DCGM columns of one table).
+TEST(Exposition, NewDcgmFamiliesReadBackAsTheirFields) {
+  ExportSnapshot s = small_snapshot();
+  DeviceSample& d = s.frame.devices[0];
+  d[Field::kTemp] = Reading::of(60);
+  const std::pair<Field, double> values[] = {{Field::kTempMem, 71},
+                                             {Field::kUtilEnc, 7},
+                                             {Field::kUtilDec, 55},
+                                             {Field::kPcieReplays, 12},
+                                             {Field::kNvlink, 81920},
+                                             {Field::kXid, 79},
+                                             {Field::kRemappedRowsCorrected, 2},
+                                             {Field::kRemappedRowsUncorrected, 1},
+                                             {Field::kRemapFailure, 0},
+                                             {Field::kVgpuLicensed, 1}};
+  for (const auto& [f, v] : values) d[f] = Reading::of(v);
+  const std::string text = render_metrics(s, options(true), ExpositionFormat::kPrometheusText);
+  // DCGM's units and dcgm-exporter's XID label.
+  const size_t nvl = text.find("\nDCGM_FI_DEV_NVLINK_BANDWIDTH_TOTAL{gpu=\"0\"");
+  ASSERT_NE(nvl, std::string::npos) << text;
+  const size_t at = text.find("} ", nvl) + 2;
+  EXPECT_NEAR(std::stod(text.substr(at, text.find('\n', at) - at)), 81920 * 1024 / 1000.0,
+              1e-6);  // DCGM's MB/s: KiB/s / 1000
+  EXPECT_NE(text.find("Hostname=\"node7\",err_code=\"79\"} 79\n"), std::string::npos) << text;
+  EXPECT_NE(text.find("# TYPE DCGM_FI_DEV_PCIE_REPLAY_COUNTER counter\n"), std::string::npos);
+  const auto rec = load_text(text, "metrics.prom", {});
+  ASSERT_TRUE(rec.ok()) << rec.error().message;
+  ASSERT_EQ(rec->gpus.size(), 1u);
+  const GpuSeries& g = rec->gpus[0];
+  for (const auto& [f, v] : values) {
+    ASSERT_TRUE(g.has(f)) << info(f).id;
+    EXPECT_NEAR((*g.column(f))[0], v, 1e-9 * v) << info(f).id;
+  }
+}
+
 // docs/prometheus.md names every family serve can export, in both naming modes.
 TEST(Exposition, DocsListEveryFamily) {
   std::ifstream in(std::string(GPUDOCTOR_SOURCE_DIR) + "/docs/prometheus.md");
@@ -310,46 +348,61 @@ TEST(Exposition, DocsListEveryFamily) {
 namespace gpudoctor {
 namespace {
 
-// dcgm-exporter's default counter list (etc/default-counters.csv, uncommented lines), split into
-// what serve exports and what it does not yet. Adding a field moves its name from the second
-// list to the first; dcgm-exporter changing its list means updating both.
+// dcgm-exporter's default counter list (etc/default-counters.csv, its 21 uncommented lines), each
+// with the Prometheus type that list gives it. serve exports every one under that name: all of
+// them come from NVML, so none is left out. The NVLink total is a gauge in MB/s in the current
+// list (dcgm-exporter's internal/pkg/counters tests pin it); older lists called it a counter.
 TEST(Exposition, DcgmExporterDefaultCounters) {
-  const std::set<std::string> exported = {"DCGM_FI_DEV_SM_CLOCK",
-                                          "DCGM_FI_DEV_MEM_CLOCK",
-                                          "DCGM_FI_DEV_GPU_TEMP",
-                                          "DCGM_FI_DEV_POWER_USAGE",
-                                          "DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION",
-                                          "DCGM_FI_DEV_PCIE_TX_THROUGHPUT",
-                                          "DCGM_FI_DEV_PCIE_RX_THROUGHPUT",
-                                          "DCGM_FI_DEV_GPU_UTIL",
-                                          "DCGM_FI_DEV_MEM_COPY_UTIL",
-                                          "DCGM_FI_DEV_FB_FREE",
-                                          "DCGM_FI_DEV_FB_USED"};
-  const std::set<std::string> not_yet = {
-      "DCGM_FI_DEV_MEMORY_TEMP",          // NVML field NVML_FI_DEV_MEMORY_TEMP
-      "DCGM_FI_DEV_PCIE_REPLAY_COUNTER",  // nvmlDeviceGetPcieReplayCounter
-      "DCGM_FI_DEV_ENC_UTIL",             // nvmlDeviceGetEncoderUtilization
-      "DCGM_FI_DEV_DEC_UTIL",             // nvmlDeviceGetDecoderUtilization
-      "DCGM_FI_DEV_XID_ERRORS",           // NVML events, not a sampled value
-      "DCGM_FI_DEV_NVLINK_BANDWIDTH_TOTAL",
-      "DCGM_FI_DEV_VGPU_LICENSE_STATUS",          // vGPU only
-      "DCGM_FI_DEV_UNCORRECTABLE_REMAPPED_ROWS",  // nvmlDeviceGetRemappedRows (read by check)
-      "DCGM_FI_DEV_CORRECTABLE_REMAPPED_ROWS",
-      "DCGM_FI_DEV_ROW_REMAP_FAILURE"};
-  EXPECT_EQ(exported.size() + not_yet.size(), 21u);  // the list's 21 active lines
+  const std::map<std::string, std::string> list = {
+      {"DCGM_FI_DEV_SM_CLOCK", "gauge"},
+      {"DCGM_FI_DEV_MEM_CLOCK", "gauge"},
+      {"DCGM_FI_DEV_MEMORY_TEMP", "gauge"},
+      {"DCGM_FI_DEV_GPU_TEMP", "gauge"},
+      {"DCGM_FI_DEV_POWER_USAGE", "gauge"},
+      {"DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION", "counter"},
+      {"DCGM_FI_DEV_PCIE_TX_THROUGHPUT", "counter"},
+      {"DCGM_FI_DEV_PCIE_RX_THROUGHPUT", "counter"},
+      {"DCGM_FI_DEV_PCIE_REPLAY_COUNTER", "counter"},
+      {"DCGM_FI_DEV_GPU_UTIL", "gauge"},
+      {"DCGM_FI_DEV_MEM_COPY_UTIL", "gauge"},
+      {"DCGM_FI_DEV_ENC_UTIL", "gauge"},
+      {"DCGM_FI_DEV_DEC_UTIL", "gauge"},
+      {"DCGM_FI_DEV_XID_ERRORS", "gauge"},
+      {"DCGM_FI_DEV_FB_FREE", "gauge"},
+      {"DCGM_FI_DEV_FB_USED", "gauge"},
+      {"DCGM_FI_DEV_NVLINK_BANDWIDTH_TOTAL", "gauge"},
+      {"DCGM_FI_DEV_VGPU_LICENSE_STATUS", "gauge"},
+      {"DCGM_FI_DEV_UNCORRECTABLE_REMAPPED_ROWS", "counter"},
+      {"DCGM_FI_DEV_CORRECTABLE_REMAPPED_ROWS", "counter"},
+      {"DCGM_FI_DEV_ROW_REMAP_FAILURE", "gauge"}};
+  ASSERT_EQ(list.size(), 21u);
+  // Rates the list calls counters: DCGM fills PCIe throughput from nvmlDeviceGetPcieThroughput,
+  // KB/s over 20 ms, not a running total; rate() over it would be meaningless, so serve says
+  // gauge, as dcgm-exporter did for the NVLink total, the same kind of value.
+  const std::map<std::string, std::string> rates = {{"DCGM_FI_DEV_PCIE_TX_THROUGHPUT", "gauge"},
+                                                    {"DCGM_FI_DEV_PCIE_RX_THROUGHPUT", "gauge"}};
+  // Nothing of the list is left out; were NVML unable to give a field, it would be named here
+  // with the reason.
+  const std::set<std::string> not_from_nvml = {};
 
   ExportSnapshot s = small_snapshot();
   for (const auto& fi : all_fields()) s.frame.devices[0][fi.field] = Reading::of(1);
   s.frame.devices[0][Field::kMemTotal] = Reading::of(81559);
   s.frame.devices[0][Field::kMemUsed] = Reading::of(1559);
   const std::string out = render_metrics(s, options(true), ExpositionFormat::kPrometheusText);
-  std::set<std::string> names;
-  for (const auto& f : metric_families(options(true))) names.insert(f.name);
-  for (const auto& name : exported) {
-    EXPECT_TRUE(names.count(name)) << name;
+  std::map<std::string, std::string> types;
+  for (const auto& f : metric_families(options(true))) types[f.name] = f.type;
+  for (const auto& [name, type] : list) {
+    if (not_from_nvml.count(name)) {
+      EXPECT_FALSE(types.count(name)) << name;
+      continue;
+    }
+    ASSERT_TRUE(types.count(name)) << name;
+    const std::string want = rates.count(name) ? rates.at(name) : type;
+    EXPECT_EQ(types[name], want) << name;
+    EXPECT_NE(out.find("\n# TYPE " + name + " " + want + "\n"), std::string::npos) << name;
     EXPECT_NE(out.find("\n" + name + "{gpu=\"0\""), std::string::npos) << name;
   }
-  for (const auto& name : not_yet) EXPECT_FALSE(names.count(name)) << name;
   EXPECT_NE(out.find("\nDCGM_FI_DEV_FB_FREE{gpu=\"0\",UUID=\"GPU-0000\",pci_bus_id=\"00000000:01:"
                      "00.0\",device=\"nvidia0\",modelName=\"NVIDIA H100 80GB HBM3\",Hostname="
                      "\"node7\"} 80000\n"),

@@ -42,6 +42,19 @@ TEST(Fields, EveryEntryIsDocumented) {
   }
 }
 
+// A field that only grows (energy, counted events) is a Prometheus counter under either name:
+// gpudoctor's own name then ends in _total, and no gauge's does.
+TEST(Fields, CountersAndTheirNames) {
+  for (const auto& f : all_fields())
+    EXPECT_EQ(is_counter(f), f.prom_name.ends_with("_total")) << f.id;
+  EXPECT_TRUE(is_counter(info(Field::kEnergy)));
+  EXPECT_TRUE(is_counter(info(Field::kPcieReplays)));
+  EXPECT_TRUE(is_counter(info(Field::kRemappedRowsUncorrected)));
+  EXPECT_FALSE(is_counter(info(Field::kXid)));     // the last XID, a gauge as dcgm-exporter has it
+  EXPECT_FALSE(is_counter(info(Field::kNvlink)));  // a rate
+  EXPECT_EQ(cadence_name(info(Field::kPcieReplays).cadence), "slow");
+}
+
 TEST(Fields, LookupsByEveryName) {
   EXPECT_EQ(field_by_id("power_w"), Field::kPower);
   EXPECT_EQ(field_by_id("nope"), std::nullopt);

@@ -19,4 +19,9 @@ TEST(NvmlTypes, LayoutsMatchTheDriverAbi) {
   EXPECT_EQ(sizeof(nvmlGpmSupport_t), 8u);
   EXPECT_EQ(sizeof(nvmlGpmMetric_t), 40u);
   EXPECT_EQ(offsetof(nvmlGpmMetricsGet_t, metrics), 24u);
+  EXPECT_EQ(sizeof(nvmlEventData_t), 32u);
+  EXPECT_EQ(offsetof(nvmlEventData_t, gpuInstanceId), 24u);  // where nvmlEventSetWait (v1) stops
+  EXPECT_EQ(sizeof(nvmlGridLicenseExpiry_t), 16u);
+  EXPECT_EQ(sizeof(nvmlGridLicensableFeature_t), 284u);
+  EXPECT_EQ(sizeof(nvmlGridLicensableFeatures_t), 860u);
 }

@@ -145,6 +145,32 @@ TEST(Sim, EnergyCounterIntegratesPower) {
   }
 }
 
+// dcgm-exporter's default counters the hardware model has: HBM temperature a little above the
+// die's, NVLink traffic both ways on NVLink boards, a healthy board's zero error counters; none
+// of these on boards without the feature (not supported, never 0).
+TEST(Sim, MemoryTemperatureNvlinkAndHealthyCounters) {
+  const Series h100 = run("healthy", 40, 1);  // 4 x H100 SXM, NVLink all-reduce after 20 s
+  const auto& g = h100.gpu[0];
+  for (size_t i = 25; i < g.size(); ++i) {
+    EXPECT_GE(g[i][Field::kTempMem].value(), g[i][Field::kTemp].value() + 1);
+    EXPECT_LE(g[i][Field::kTempMem].value(), g[i][Field::kTemp].value() + 9);
+    EXPECT_EQ(g[i][Field::kPcieReplays].value(), 0);
+    EXPECT_EQ(g[i][Field::kRemappedRowsUncorrected].value(), 0);
+    EXPECT_EQ(g[i][Field::kRemapFailure].value(), 0);
+  }
+  EXPECT_GT(mean(g, Field::kNvlink, 25), 0);
+  // Both directions of the GPM NVLink counters, together.
+  EXPECT_NEAR(mean(g, Field::kNvlink, 25),
+              mean(g, Field::kGpmNvlinkRx, 25) + mean(g, Field::kGpmNvlinkTx, 25),
+              0.01 * mean(g, Field::kNvlink, 25) + 1);
+  const Series l40s = run("slow_interconnect", 5, 1);  // GDDR, PCIe only
+  const DeviceSample& l = l40s.gpu[0].back();
+  for (Field f : {Field::kTempMem, Field::kNvlink, Field::kRemappedRowsCorrected})
+    EXPECT_EQ(l[f].state(), Reading::State::kUnsupported) << info(f).id;
+  EXPECT_EQ(l[Field::kPcieReplays].value(), 0);
+  EXPECT_EQ(l[Field::kXid].state(), Reading::State::kNoData);  // not simulated
+}
+
 TEST(Sim, IdleAndFreeGpus) {
   const Series s = run("mixed", 10, 1);
   EXPECT_GE(mean(s.gpu[0], Field::kUtilGpu, 3), 90);

@@ -251,8 +251,9 @@ TEST(SmiCsv, InfersPowerLimitFromModelTableOrOption) {
   EXPECT_EQ(col(rec.gpus[0], Field::kPowerLimitDefault), (std::vector<double>(3, 400)));
   EXPECT_TRUE(has_note(rec, "power limit 400 W from the model table for NVIDIA A100-SXM4-40GB"))
       << all_notes(rec);
-  // Unknown columns are ignored and named in one note.
-  EXPECT_TRUE(has_note(rec, "temperature.memory, count")) << all_notes(rec);
+  // Unknown columns are ignored and named in one note; temperature.memory is temp_mem_c.
+  EXPECT_TRUE(has_note(rec, "gpudoctor does not read: count")) << all_notes(rec);
+  EXPECT_EQ(col(rec.gpus[0], Field::kTempMem), (std::vector<double>{71, 72, 70}));
   EXPECT_EQ(col(rec.gpus[0], Field::kPower), (std::vector<double>{312.54, 318.02, 204.77}));
 
   SmiCsvOptions opt;

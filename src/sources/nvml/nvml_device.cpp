@@ -1,7 +1,9 @@
 #include "sources/nvml/nvml_device.hpp"
 
+#include <algorithm>
 #include <cstring>
 #include <initializer_list>
+#include <iterator>
 #include <memory>
 #include <utility>
 
@@ -36,6 +38,44 @@ constexpr std::array<GpmMetricField, 12> kGpmMetrics{{
     {NVML_GPM_METRIC_NVLINK_TOTAL_RX_PER_SEC, Field::kGpmNvlinkRx},
     {NVML_GPM_METRIC_NVLINK_TOTAL_TX_PER_SEC, Field::kGpmNvlinkTx},
 }};
+
+// The field values read in one nvmlDeviceGetFieldValues call, in NvmlDevice::fv_caps_ order.
+constexpr unsigned kAllLinks = 0xffffffffU;  // scopeId: every NVLink of the GPU (as DCGM asks)
+struct FieldValueId {
+  unsigned id;
+  unsigned scope;
+};
+constexpr FieldValueId kFieldValueIds[] = {
+    {NVML_FI_DEV_POWER_AVERAGE, 0},
+    {NVML_FI_DEV_POWER_INSTANT, 0},
+    {NVML_FI_DEV_MEMORY_TEMP, 0},
+    {NVML_FI_DEV_NVLINK_THROUGHPUT_DATA_TX, kAllLinks},
+    {NVML_FI_DEV_NVLINK_THROUGHPUT_DATA_RX, kAllLinks},
+};
+enum FieldValueSlot : size_t {
+  kFvPowerAverage,
+  kFvPowerInstant,
+  kFvMemTemp,
+  kFvNvlinkTx,
+  kFvNvlinkRx
+};
+
+// Rates from counters need reads at least this far apart (seconds), as GPM metrics do.
+constexpr double kMinRateSpanS = 0.1;
+
+// At most this many events are taken from the event set per sample (an XID storm must not keep
+// the worker in NVML); the rest wait for the next sample.
+constexpr int kMaxEventsPerSample = 64;
+
+// The catalogue's fields of one cadence (sample() copies the static and slow ones each time).
+const std::vector<Field>& fields_of(Cadence c) {
+  static const auto by_cadence = [] {
+    std::array<std::vector<Field>, 3> out;
+    for (const auto& fi : all_fields()) out[static_cast<size_t>(fi.cadence)].push_back(fi.field);
+    return out;
+  }();
+  return by_cadence[static_cast<size_t>(c)];
+}
 
 // A field value as a double, nullopt for a value type this code does not know.
 std::optional<double> field_value(const nvmlFieldValue_t& fv) {
@@ -85,6 +125,7 @@ NvmlDevice::~NvmlDevice() {
     if (gpm_prev_) api_.gpm_sample_free(gpm_prev_);
     if (gpm_cur_) api_.gpm_sample_free(gpm_cur_);
   }
+  if (events_ && api_.event_set_free) api_.event_set_free(events_);
 }
 
 void NvmlDevice::build_readers() {
@@ -109,6 +150,16 @@ void NvmlDevice::build_readers() {
       return r;
     };
   };
+  // nvmlDeviceGetEncoderUtilization / ...DecoderUtilization: percent and the sampling period.
+  auto engine_util = [h](auto fn, Field f) {
+    return [fn, h, f](DeviceSample& s) -> nvmlReturn_t {
+      if (!fn) return NVML_ERROR_FUNCTION_NOT_FOUND;
+      unsigned pct = 0, period_us = 0;
+      const nvmlReturn_t r = fn(h, &pct, &period_us);
+      if (r == NVML_SUCCESS) s[f] = Reading::of(pct);
+      return r;
+    };
+  };
   using enum Field;
   using enum Cadence;
   readers_ = {
@@ -125,10 +176,10 @@ void NvmlDevice::build_readers() {
          }
          return r;
        }},
-      {"power",
-       {kPower, kPowerInstant},
+      {"field_values",
+       {kPower, kPowerInstant, kTempMem, kNvlink},
        kSample,
-       [this, &a, h](DeviceSample& s) -> nvmlReturn_t { return read_power(a, h, s); }},
+       [this, &a, h](DeviceSample& s) -> nvmlReturn_t { return read_field_values(a, h, s); }},
       {"energy",
        {kEnergy},
        kSample,
@@ -236,42 +287,119 @@ void NvmlDevice::build_readers() {
       {"pcie_width", {kPcieWidth}, kSample, scalar(a.pcie_width, kPcieWidth, 1)},
       {"pcie_width_max", {kPcieWidthMax}, kStatic, scalar(a.pcie_width_max, kPcieWidthMax, 1)},
       {"fan", {kFan}, kSample, scalar(a.fan, kFan, 1)},
+      {"encoder_util", {kUtilEnc}, kSample, engine_util(a.encoder_util, kUtilEnc)},
+      {"decoder_util", {kUtilDec}, kSample, engine_util(a.decoder_util, kUtilDec)},
+      {"pcie_replays", {kPcieReplays}, kSlow, scalar(a.pcie_replay_counter, kPcieReplays, 1)},
+      {"remapped_rows",
+       {kRemappedRowsCorrected, kRemappedRowsUncorrected, kRemapFailure},
+       kSlow,
+       [&a, h](DeviceSample& s) -> nvmlReturn_t {
+         if (!a.remapped_rows) return NVML_ERROR_FUNCTION_NOT_FOUND;
+         unsigned corr = 0, unc = 0, pending = 0, failure = 0;
+         const nvmlReturn_t r = a.remapped_rows(h, &corr, &unc, &pending, &failure);
+         if (r == NVML_SUCCESS) {
+           s[kRemappedRowsCorrected] = Reading::of(corr);
+           s[kRemappedRowsUncorrected] = Reading::of(unc);
+           s[kRemapFailure] = Reading::of(failure != 0 ? 1 : 0);
+         }
+         return r;
+       }},
+      // Licensing exists inside a vGPU guest only: elsewhere the call succeeds with
+      // isGridLicenseSupported 0, which is "not supported", not "unlicensed".
+      {"vgpu_license",
+       {kVgpuLicensed},
+       kSlow,
+       [&a, h](DeviceSample& s) -> nvmlReturn_t {
+         if (!a.grid_licensable_features) return NVML_ERROR_FUNCTION_NOT_FOUND;
+         auto lic = std::make_unique<nvmlGridLicensableFeatures_t>();
+         std::memset(lic.get(), 0, sizeof(*lic));
+         const nvmlReturn_t r = a.grid_licensable_features(h, lic.get());
+         if (r != NVML_SUCCESS) return r;
+         if (lic->isGridLicenseSupported == 0) return NVML_ERROR_NOT_SUPPORTED;
+         const unsigned n =
+             std::min(lic->licensableFeaturesCount, NVML_GRID_LICENSE_FEATURE_MAX_COUNT);
+         bool enabled = false, licensed = false;
+         for (unsigned k = 0; k < n; ++k) {
+           const nvmlGridLicensableFeature_t& f = lic->gridLicensableFeatures[k];
+           if (f.featureEnabled == 0) continue;
+           enabled = true;
+           licensed = licensed || f.featureState != 0;
+         }
+         if (!enabled) return NVML_ERROR_NOT_SUPPORTED;  // no feature of this GPU needs a license
+         s[kVgpuLicensed] = Reading::of(licensed ? 1 : 0);
+         return r;
+       }},
   };
 }
 
-// Power: the field values (1-second average and instant, r530+) when the driver has them, else
-// nvmlDeviceGetPowerUsage (itself the average on Ampere and newer). Each of the two fields learns
-// on its own that it is unsupported, so losing one never hides the other.
-nvmlReturn_t NvmlDevice::read_power(const NvmlApi& a, nvmlDevice_t h, DeviceSample& s) {
-  if (power_fields_.skip && instant_field_.skip) {
-    s[Field::kPowerInstant] = Reading::unsupported(instant_field_.code);
-  } else if (!a.field_values) {
-    power_fields_ = instant_field_ = {true, NVML_ERROR_FUNCTION_NOT_FOUND};
-    s[Field::kPowerInstant] = Reading::unsupported(NVML_ERROR_FUNCTION_NOT_FOUND);
-  } else {
-    nvmlFieldValue_t fv[2]{};
-    fv[0].fieldId = NVML_FI_DEV_POWER_AVERAGE;
-    fv[1].fieldId = NVML_FI_DEV_POWER_INSTANT;
-    const nvmlReturn_t r = a.field_values(h, 2, fv);
+// The field values: power (1-second average and instant, r530+), memory temperature and the
+// NVLink data counters, in one call. Each field value learns on its own that it is unsupported,
+// so losing one never hides another. The average power falls back to nvmlDeviceGetPowerUsage
+// (itself the average on Ampere and newer). NVLink: the rate of the transmit plus receive
+// counters between this sample and the previous one (none on the first, none when they went back).
+nvmlReturn_t NvmlDevice::read_field_values(const NvmlApi& a, nvmlDevice_t h, DeviceSample& s) {
+  static_assert(std::size(kFieldValueIds) == kFieldValueCount);
+  std::array<std::optional<double>, kFieldValueCount> got{};
+  std::array<nvmlReturn_t, kFieldValueCount> code{};
+  if (!a.field_values) {
+    for (auto& c : fv_caps_)
+      if (!c.skip) c = {true, NVML_ERROR_FUNCTION_NOT_FOUND};
+  }
+  std::array<nvmlFieldValue_t, kFieldValueCount> fv{};
+  std::array<size_t, kFieldValueCount> slot{};
+  int n = 0;
+  for (size_t k = 0; k < kFieldValueCount; ++k) {
+    code[k] = fv_caps_[k].code;
+    if (fv_caps_[k].skip) continue;
+    fv[n].fieldId = kFieldValueIds[k].id;
+    fv[n].scopeId = kFieldValueIds[k].scope;
+    slot[n++] = k;
+  }
+  if (n > 0) {
+    const nvmlReturn_t r = a.field_values(h, n, fv.data());
     if (r == NVML_ERROR_GPU_IS_LOST) return r;
-    Capability* caps[2] = {&power_fields_, &instant_field_};
-    for (int k = 0; k < 2; ++k) {
-      const Field f = k == 0 ? Field::kPower : Field::kPowerInstant;
-      const nvmlReturn_t code = r != NVML_SUCCESS ? r : fv[k].nvmlReturn;
-      const auto mw = code == NVML_SUCCESS ? field_value(fv[k]) : std::nullopt;
-      if (mw) {
-        s[f] = Reading::of(*mw / 1000.0);
-      } else {
-        const nvmlReturn_t why = code == NVML_SUCCESS ? NVML_ERROR_NOT_SUPPORTED : code;
-        if (is_permanent(why)) *caps[k] = {true, why};
-        s[f] = failed(why);
-      }
+    for (int i = 0; i < n; ++i) {
+      const size_t k = slot[i];
+      code[k] = r != NVML_SUCCESS ? r : fv[i].nvmlReturn;
+      if (code[k] == NVML_SUCCESS) got[k] = field_value(fv[i]);
+      if (!got[k] && code[k] == NVML_SUCCESS) code[k] = NVML_ERROR_NOT_SUPPORTED;  // unknown type
+      if (!got[k] && is_permanent(code[k])) fv_caps_[k] = {true, code[k]};
     }
   }
-  if (s[Field::kPower].has_value()) return NVML_SUCCESS;
+  auto put = [&](size_t k, Field f, double scale) {
+    s[f] = got[k] ? Reading::of(*got[k] * scale)
+                  : (fv_caps_[k].skip ? Reading::unsupported(fv_caps_[k].code) : failed(code[k]));
+  };
+  put(kFvPowerInstant, Field::kPowerInstant, 1e-3);
+  put(kFvMemTemp, Field::kTempMem, 1);
+  if (got[kFvNvlinkTx] && got[kFvNvlinkRx]) {
+    // As for GPM: counters closer than kMinRateSpanS give the last rate again (whole KiB over a
+    // few microseconds would be noise), and keep the older counters for the next rate.
+    const double kib = *got[kFvNvlinkTx] + *got[kFvNvlinkRx];
+    if (nvlink_prev_s_ >= 0 && now_s_ >= nvlink_prev_s_ &&
+        now_s_ - nvlink_prev_s_ < kMinRateSpanS) {
+      s[Field::kNvlink] = nvlink_last_;
+    } else {
+      nvlink_last_ = Reading::no_data();
+      if (nvlink_prev_s_ >= 0 && now_s_ > nvlink_prev_s_ && kib >= nvlink_prev_kib_)
+        nvlink_last_ = Reading::of((kib - nvlink_prev_kib_) / 1024.0 / (now_s_ - nvlink_prev_s_));
+      s[Field::kNvlink] = nvlink_last_;
+      nvlink_prev_kib_ = kib;
+      nvlink_prev_s_ = now_s_;
+    }
+  } else {
+    const size_t k = got[kFvNvlinkTx] ? kFvNvlinkRx : kFvNvlinkTx;
+    put(k, Field::kNvlink, 1);
+    nvlink_prev_s_ = -1;
+  }
+
+  if (got[kFvPowerAverage]) {
+    s[Field::kPower] = Reading::of(*got[kFvPowerAverage] / 1000.0);
+    return NVML_SUCCESS;
+  }
   if (!a.power_usage) {
     s[Field::kPower] = Reading::unsupported(NVML_ERROR_FUNCTION_NOT_FOUND);
-    return NVML_SUCCESS;  // the reader itself stays: the instant field may still answer
+    return NVML_SUCCESS;  // the reader itself stays: the other field values may still answer
   }
   if (power_usage_.skip) {
     s[Field::kPower] = Reading::unsupported(power_usage_.code);
@@ -326,6 +454,7 @@ void NvmlDevice::probe() {
   }
   if (!info_.gpm_supported)
     gpm_cap_ = {true, a.gpm_metrics_get ? NVML_ERROR_NOT_SUPPORTED : NVML_ERROR_FUNCTION_NOT_FOUND};
+  register_xid_events();  // before the first sample: XIDs from now on are seen
 
   // Static fields: read now and keep. Dynamic ones are probed by their first sample().
   for (size_t i = 0; i < readers_.size(); ++i)
@@ -351,7 +480,7 @@ void NvmlDevice::run_reader(size_t i, DeviceSample& out) {
 DeviceSample NvmlDevice::placeholder(int32_t code) const {
   DeviceSample s = static_;
   for (const auto& fi : all_fields())
-    if (fi.cadence == Cadence::kSample) s[fi.field] = Reading::error(code);
+    if (fi.cadence != Cadence::kStatic) s[fi.field] = Reading::error(code);
   s.lost = lost_ || code == NVML_ERROR_GPU_IS_LOST;
   return s;
 }
@@ -366,10 +495,18 @@ DeviceSample NvmlDevice::sample(double now_s) {
     if (readers_[i].cadence == Cadence::kStatic && !caps_[i].skip &&
         !static_live_[readers_[i].fields.front()].has_value())
       run_reader(i, static_live_);
-  for (const auto& fi : all_fields())
-    if (fi.cadence == Cadence::kStatic) s[fi.field] = static_live_[fi.field];
+  for (Field f : fields_of(Cadence::kStatic)) s[f] = static_live_[f];
+  now_s_ = now_s;
   for (size_t i = 0; i < readers_.size() && !lost_; ++i)
     if (readers_[i].cadence == Cadence::kSample) run_reader(i, s);
+  // Slow fields: read when kSlowCadenceSeconds have passed, held in the samples between.
+  if (slow_read_s_ < 0 || now_s - slow_read_s_ >= kSlowCadenceSeconds || now_s < slow_read_s_) {
+    for (size_t i = 0; i < readers_.size() && !lost_; ++i)
+      if (readers_[i].cadence == Cadence::kSlow) run_reader(i, slow_);
+    slow_read_s_ = now_s;
+  }
+  for (Field f : fields_of(Cadence::kSlow)) s[f] = slow_[f];
+  if (!lost_ && read_xid(s) == NVML_ERROR_GPU_IS_LOST) lost_ = true;
   if (!lost_) read_processes(s);
   if (!lost_ && read_gpm(s, now_s) == NVML_ERROR_GPU_IS_LOST) lost_ = true;
   if (lost_) return placeholder(NVML_ERROR_GPU_IS_LOST);
@@ -461,6 +598,59 @@ DeviceHealth NvmlDevice::read_health() {
     settle(r, {{reading, static_cast<double>(mhz)}});
   }
   return out;
+}
+
+void NvmlDevice::register_xid_events() {
+  const auto& a = api_;
+  if (xid_cap_.skip || events_) return;
+  if (!a.event_set_create || !a.register_events || !a.event_set_wait || !a.event_set_free) {
+    xid_cap_ = {true, NVML_ERROR_FUNCTION_NOT_FOUND};
+    return;
+  }
+  nvmlEventSet_t set = nullptr;
+  nvmlReturn_t r = a.event_set_create(&set);
+  if (r == NVML_SUCCESS) {
+    r = a.register_events(handle_, nvmlEventTypeXidCriticalError, set);
+    if (r != NVML_SUCCESS) a.event_set_free(set);
+  }
+  if (r == NVML_SUCCESS) {
+    events_ = set;
+  } else if (r == NVML_ERROR_GPU_IS_LOST) {
+    lost_ = true;
+  } else if (is_permanent(r)) {
+    xid_cap_ = {true, r};
+  } else {
+    xid_cap_.code = r;  // transient: tried again by the next sample
+  }
+}
+
+// The events that arrived since the last sample, without waiting (timeout 0); the reading is
+// the last XID seen since gpudoctor started, and no value while there has been none.
+nvmlReturn_t NvmlDevice::read_xid(DeviceSample& out) {
+  register_xid_events();
+  if (lost_) return NVML_ERROR_GPU_IS_LOST;
+  if (xid_cap_.skip) {
+    out[Field::kXid] = Reading::unsupported(xid_cap_.code);
+    return NVML_SUCCESS;
+  }
+  nvmlReturn_t r = events_ ? NVML_ERROR_TIMEOUT : xid_cap_.code;
+  for (int k = 0; events_ && k < kMaxEventsPerSample; ++k) {
+    nvmlEventData_t e{};
+    r = api_.event_set_wait(events_, &e, 0);
+    if (r != NVML_SUCCESS) break;
+    if ((e.eventType & nvmlEventTypeXidCriticalError) != 0)
+      last_xid_ = static_cast<double>(e.eventData);
+  }
+  if (r == NVML_ERROR_GPU_IS_LOST) return r;
+  if (is_permanent(r)) {
+    xid_cap_ = {true, r};
+    out[Field::kXid] = Reading::unsupported(r);
+  } else if (last_xid_) {
+    out[Field::kXid] = Reading::of(*last_xid_);
+  } else if (r != NVML_SUCCESS && r != NVML_ERROR_TIMEOUT) {
+    out[Field::kXid] = Reading::error(r);  // no value is not "no XID": the wait itself failed
+  }
+  return NVML_SUCCESS;
 }
 
 void NvmlDevice::read_processes(DeviceSample& out) {

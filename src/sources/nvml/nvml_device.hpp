@@ -1,7 +1,9 @@
 // NvmlDevice: everything gpudoctor reads from one GPU through NVML. Probes once which calls the
 // device supports (a call that answers NOT_SUPPORTED, NO_PERMISSION or is missing from the driver
 // is skipped afterwards, its fields reported as unsupported with that code), reads static fields
-// once, and samples the rest. Keeps the previous GPM sample to compute GPM metrics from a pair.
+// once, slow ones every kSlowCadenceSeconds, and samples the rest. Keeps the previous GPM sample
+// to compute GPM metrics from a pair, the previous NVLink counters for their rate, and an event
+// set of its own for XID events (drained with timeout 0 each sample).
 // Thread-safety: one thread at a time per device (the source gives each device its own worker).
 #pragma once
 
@@ -10,6 +12,7 @@
 #include <chrono>
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <unordered_map>
 #include <vector>
 
@@ -61,6 +64,9 @@ class NvmlDevice {
   void run_reader(size_t i, DeviceSample& out);
   void read_processes(DeviceSample& out);
   nvmlReturn_t read_gpm(DeviceSample& out, double now_s);
+  // XID events: registers this device's event set (at probe; again after a transient failure).
+  void register_xid_events();
+  nvmlReturn_t read_xid(DeviceSample& out);
 
   const NvmlApi& api_;
   nvmlDevice_t handle_;
@@ -71,10 +77,23 @@ class NvmlDevice {
   std::vector<Capability> caps_;
   DeviceSample static_;       // static fields as probed; written only by probe()
   DeviceSample static_live_;  // the same, retried by the worker after transient errors
+  DeviceSample slow_;         // slow fields as last read
+  double slow_read_s_ = -1;   // when they were (caller's clock); < 0: never
+  double now_s_ = 0;          // the caller's clock for the sample being read
 
-  nvmlReturn_t read_power(const NvmlApi& a, nvmlDevice_t h, DeviceSample& s);
-  // Power: what the field values learned (NVML_FI_DEV_POWER_AVERAGE, NVML_FI_DEV_POWER_INSTANT).
-  Capability power_fields_, instant_field_, power_usage_;
+  // One nvmlDeviceGetFieldValues call per sample: power (average, instant), memory temperature,
+  // the NVLink data counters. Each field value learns on its own that it is unsupported.
+  static constexpr size_t kFieldValueCount = 5;
+  nvmlReturn_t read_field_values(const NvmlApi& a, nvmlDevice_t h, DeviceSample& s);
+  std::array<Capability, kFieldValueCount> fv_caps_{};
+  Capability power_usage_;                            // the fallback for the average power
+  double nvlink_prev_kib_ = -1, nvlink_prev_s_ = -1;  // the counters of the last rate (< 0: none)
+  Reading nvlink_last_;                               // the last rate
+
+  // XID events
+  nvmlEventSet_t events_ = nullptr;
+  Capability xid_cap_;
+  std::optional<double> last_xid_;
 
   // Processes
   Capability proc_cap_, proc_util_cap_;

@@ -12,6 +12,7 @@ extern "C" {
 using nvmlReturn_t = int;
 using nvmlDevice_t = struct nvmlDevice_st*;
 using nvmlGpmSample_t = struct nvmlGpmSample_st*;
+using nvmlEventSet_t = struct nvmlEventSet_st*;
 
 enum : int {
   NVML_SUCCESS = 0,
@@ -59,8 +60,15 @@ enum : unsigned {
   NVML_PAGE_RETIREMENT_CAUSE_DOUBLE_BIT_ECC_ERROR = 1
 };
 
-// Field ids for nvmlDeviceGetFieldValues.
-enum : unsigned { NVML_FI_DEV_POWER_AVERAGE = 185, NVML_FI_DEV_POWER_INSTANT = 186 };
+// Field ids for nvmlDeviceGetFieldValues. The NVLink throughput counters are KiB since the driver
+// was loaded, per link (scopeId = link) or over all links (scopeId = UINT_MAX, as DCGM asks).
+enum : unsigned {
+  NVML_FI_DEV_MEMORY_TEMP = 82,
+  NVML_FI_DEV_NVLINK_THROUGHPUT_DATA_TX = 138,
+  NVML_FI_DEV_NVLINK_THROUGHPUT_DATA_RX = 139,
+  NVML_FI_DEV_POWER_AVERAGE = 185,
+  NVML_FI_DEV_POWER_INSTANT = 186,
+};
 
 // nvmlValueType_t
 enum : int {
@@ -188,5 +196,42 @@ struct nvmlGpmMetricsGet_t {
   nvmlGpmMetric_t metrics[kGpmMetricCapacity];
 };
 inline constexpr unsigned NVML_GPM_METRICS_GET_VERSION = 1;
+
+// Events (nvmlDeviceRegisterEvents, nvmlEventSetWait_v2). nvmlEventSetWait (v1) writes the same
+// struct without its last two members.
+inline constexpr unsigned long long nvmlEventTypeXidCriticalError = 0x0000000000000008ULL;
+struct nvmlEventData_t {
+  nvmlDevice_t device;
+  unsigned long long eventType;
+  unsigned long long eventData;  // the XID for nvmlEventTypeXidCriticalError (999: unknown XID)
+  unsigned int gpuInstanceId;
+  unsigned int computeInstanceId;
+};
+
+// vGPU software licensing as a vGPU guest sees it (nvmlDeviceGetGridLicensableFeatures_v4).
+inline constexpr unsigned NVML_GRID_LICENSE_BUFFER_SIZE = 128;
+inline constexpr unsigned NVML_GRID_LICENSE_FEATURE_MAX_COUNT = 3;
+struct nvmlGridLicenseExpiry_t {
+  unsigned int year;
+  unsigned short month;
+  unsigned short day;
+  unsigned short hour;
+  unsigned short min;
+  unsigned short sec;
+  unsigned char status;
+};
+struct nvmlGridLicensableFeature_t {
+  unsigned int featureCode;   // nvmlGridLicenseFeatureCode_t
+  unsigned int featureState;  // non-zero: licensed now
+  char licenseInfo[NVML_GRID_LICENSE_BUFFER_SIZE];
+  char productName[NVML_GRID_LICENSE_BUFFER_SIZE];
+  unsigned int featureEnabled;  // non-zero: the feature is enabled on this vGPU
+  nvmlGridLicenseExpiry_t licenseExpiry;
+};
+struct nvmlGridLicensableFeatures_t {
+  int isGridLicenseSupported;  // zero outside a vGPU guest
+  unsigned int licensableFeaturesCount;
+  nvmlGridLicensableFeature_t gridLicensableFeatures[NVML_GRID_LICENSE_FEATURE_MAX_COUNT];
+};
 
 }  // extern "C"

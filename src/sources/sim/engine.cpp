@@ -452,6 +452,9 @@ DeviceSample Simulation::read(size_t i) {
   s[kPowerLimitMin] = Reading::of(model_.power_limit_min_w);
   s[kPowerLimitMax] = Reading::of(model_.power_limit_max_w);
   s[kTemp] = Reading::of(std::round(g.temp_c));
+  // HBM sits beside the die on the same package: a little warmer, more so when it is busy.
+  s[kTempMem] = model_.hbm ? Reading::of(std::round(g.temp_c + 2 + 6 * pct(a.dram) / 100))
+                           : Reading::unsupported();
   s[kTempSlowdown] = Reading::of(model_.slowdown_temp_c);
   s[kClockSm] = Reading::of(std::round(g.clock_mhz / 15) * 15);
   s[kClockMem] = Reading::of(free_gpu ? 405 : model_.mem_clock_mhz);
@@ -469,6 +472,13 @@ DeviceSample Simulation::read(size_t i) {
   s[kPcieGenMax] = Reading::of(model_.pcie_gen_max);
   s[kPcieWidth] = Reading::of(model_.pcie_width_max);
   s[kPcieWidthMax] = Reading::of(model_.pcie_width_max);
+  // A healthy board: no replays, no remapped rows (row remapping: Ampere and newer HBM parts).
+  s[kPcieReplays] = Reading::of(0);
+  const bool remaps = model_.hbm && model_.architecture >= Architecture::kAmpere;
+  for (Field f : {kRemappedRowsCorrected, kRemappedRowsUncorrected, kRemapFailure})
+    s[f] = remaps ? Reading::of(0) : Reading::unsupported();
+  s[kNvlink] = model_.nvlink_gb_s > 0 ? Reading::of(std::round(2 * a.nvlink / span))
+                                      : Reading::unsupported();
   s[kFan] = model_.passive_cooling ? Reading::unsupported()
                                    : Reading::of(std::round(std::clamp(g.temp_c - 5, 30.0, 100.0)));
   if (infos_[i].gpm_supported) {
