@@ -76,9 +76,11 @@ bool is_blank(std::string_view s) {
 
 bool looks_binary(std::string_view head) {
   size_t control = 0;
-  for (const char ch : head) {
-    const auto c = static_cast<unsigned char>(ch);
+  for (size_t i = 0; i < head.size(); ++i) {
+    const auto c = static_cast<unsigned char>(head[i]);
     if (c == 0) return true;
+    // (An ANSI colour code, "\x1b[32m", is text a terminal prints: nvitop, gpustat in colour.)
+    if (c == 0x1b && i + 1 < head.size() && head[i + 1] == '[') continue;
     if (c < 0x20 && c != '\n' && c != '\r' && c != '\t' && c != '\f') ++control;
   }
   return control > 0 && control * 100 > head.size();  // over 1% control bytes
