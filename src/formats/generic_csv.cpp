@@ -49,6 +49,8 @@ bool contains_ci(std::string_view s, std::string_view needle) {
 // Markers of "no value" that loggers, pandas and nvidia-smi write.
 Cell classify_marker(std::string_view v) {
   if (v.empty()) return Cell::kMissing;
+  // No marker starts with a digit, and "not supported" needs 12 bytes: "93%", "21234MB" are none.
+  if (v.front() >= '0' && v.front() <= '9' && v.size() < 12) return Cell::kBad;
   if (contains_ci(v, "not supported") || contains_ci(v, "notsupported")) return Cell::kNotSupported;
   if (v.front() == '[') return Cell::kMissing;
   static constexpr std::string_view kMarkers[] = {"nan",   "-nan",    "na",  "n/a", "none", "null",
@@ -180,6 +182,7 @@ struct FieldCol {
   size_t col;
   Field field;
   int wide;  // -1, or the position of the column's GPU number in wide_numbers_
+  Unit unit = info(field).unit;
 };
 
 struct InfoCol {
@@ -192,37 +195,46 @@ class Reader {
  public:
   Reader(std::string_view text, const std::string& origin, const GenericCsvOptions& opt)
       : text_(text), origin_(origin), opt_(opt) {}
+  // A table already split into cells (flattened JSON, W&B run files, the framing variants): read
+  // as its CSV text would be, without the text.
+  Reader(const log_reader::CellRows& table, const std::string& origin, const GenericCsvOptions& opt)
+      : origin_(origin), opt_(opt), table_(&table) {}
 
   Result<Recording> run();
 
  private:
+  Result<Recording> finish_reading();
   std::optional<Error> find_header();
+  void table_header();
+  bool skipped_as_in_csv(const std::vector<std::string_view>& cells) const;
+  bool is_header_again(const std::vector<std::string_view>& cells) const;
   std::optional<Error> make_layout();
   void find_footer();
   void split_side_by_side();
   void read_rows();
   void reset_rows();
   bool row_time(const std::vector<std::string_view>& cells, size_t line_no, double& ms);
+  bool row_time_of(const std::vector<std::string_view>& cells, std::string_view v, size_t line_no,
+                   double& ms);
   void decide_time(const std::vector<std::string_view>& cells);
   size_t slot_for(std::string_view host, std::string_view id, int wide);
   void read_cells(GpuState& g, size_t row, int wide, const std::vector<std::string_view>& cells,
                   size_t line_no);
-  Cell parse_cell(const Column& c, std::string_view v, double& out, bool& cell_unit);
-  std::optional<double> parse_num(std::string_view v);
+  Cell parse_cell(size_t col, Unit u, std::string_view v, double& out, bool& cell_unit);
+  bool parse_num(std::string_view v, double& out);
   void finish();
   void note(std::string n) { log_reader::add_note(rec_, std::move(n)); }
   template <class... Args>
   void problem(Problem& p, size_t line_no, fmt::format_string<Args...> f, Args&&... args) {
     log_reader::count_problem(p, origin_, file_line(line_no), f, std::forward<Args>(args)...);
   }
-  // The file's line of a line of the text (the two differ for flattened framing variants).
-  size_t file_line(size_t n) const {
-    return n == 0 || n > opt_.line_map.size() ? n : opt_.line_map[n - 1];
-  }
+  // The file's line of a record (a table's rows carry the file's own lines already).
+  static size_t file_line(size_t n) { return n; }
 
   std::string_view text_;
   const std::string& origin_;
   const GenericCsvOptions& opt_;
+  const log_reader::CellRows* table_ = nullptr;  // set: the rows come from it, not from text_
 
   // Header and layout.
   std::string_view body_;
@@ -246,6 +258,7 @@ class Reader {
   // The footer line naming each column's group (HWiNFO's sensor groups), and the names of the
   // GPUs read from side-by-side columns of the same name (by GPU number).
   std::string footer_raw_;
+  size_t footer_row_ = SIZE_MAX;  // a table's footer row
   std::vector<std::string> groups_;
   std::map<int, std::string> group_names_;
 
@@ -259,6 +272,9 @@ class Reader {
   std::vector<size_t> wide_slots_;
   bool wide_slots_valid_ = false;
   TimeMode mode_ = TimeMode::kUndecided;
+  bool have_last_time_ = false;  // the last row's time, and the text it was read from
+  std::string last_time_text_, last_date_text_;
+  double last_time_ms_ = 0;
   double ms_per_unit_ = 1000;
   bool have_first_ = false;
   double first_ms_ = 0;
@@ -270,6 +286,7 @@ class Reader {
   Problem wrong_count_, malformed_, bad_time_, bad_gpu_, not_increasing_, bad_cell_, too_many_gpus_,
       truncated_;
   std::array<Stats, kFieldCount> stats_{};
+  std::vector<std::pair<std::string, const UnitToken*>> cell_units_;  // per column: the last unit
   std::array<bool, kFieldCount> field_in_log_{};
   Recording rec_;
 };
@@ -346,6 +363,7 @@ std::optional<Error> Reader::make_layout() {
   cols_.clear();
   cols_.reserve(header_.size());
   for (const auto& h : header_) cols_.push_back(resolve(h));
+  cell_units_.assign(cols_.size(), {});
 
   // --map COLUMN=FIELD: the last entry that names a column wins.
   for (const auto& [pattern, target] : opt_.map) {
@@ -579,19 +597,26 @@ bool is_quantity(Role r) {
 // it has the header's number of cells, nothing under the time and date and, under every quantity,
 // text that is neither a number nor a no-value marker.
 void Reader::find_footer() {
-  const std::string_view rest = body_.substr(std::min(rows_offset_, body_.size()));
-  size_t end = rest.size();
-  while (end > 0 && (rest[end - 1] == '\n' || rest[end - 1] == '\r' || rest[end - 1] == ' ' ||
-                     rest[end - 1] == '\t'))
-    --end;
-  if (end == 0) return;
-  const size_t nl = rest.rfind('\n', end - 1);
-  const size_t begin = nl == std::string_view::npos ? 0 : nl + 1;
-  Records r(rest.substr(begin, end - begin), sep_, 0);
   std::vector<std::string_view> cells;
-  size_t ln = 0;
   std::string_view raw;
-  if (r.next(cells, ln, raw) != Records::Next::kRecord || raw == header_raw_) return;
+  Records r({}, sep_, 0);
+  if (table_) {
+    if (table_->rows() == 0) return;
+    table_->row(table_->rows() - 1, cells);
+    if (skipped_as_in_csv(cells) || is_header_again(cells)) return;
+  } else {
+    const std::string_view rest = body_.substr(std::min(rows_offset_, body_.size()));
+    size_t end = rest.size();
+    while (end > 0 && (rest[end - 1] == '\n' || rest[end - 1] == '\r' || rest[end - 1] == ' ' ||
+                       rest[end - 1] == '\t'))
+      --end;
+    if (end == 0) return;
+    const size_t nl = rest.rfind('\n', end - 1);
+    const size_t begin = nl == std::string_view::npos ? 0 : nl + 1;
+    r = Records(rest.substr(begin, end - begin), sep_, 0);
+    size_t ln = 0;
+    if (r.next(cells, ln, raw) != Records::Next::kRecord || raw == header_raw_) return;
+  }
   const size_t ncols = cols_.size();
   if (cells.size() == ncols + 1 && cells.back().empty()) cells.pop_back();
   if (cells.size() + 1 == ncols && !header_.empty() && header_.back().empty()) cells.push_back({});
@@ -610,7 +635,10 @@ void Reader::find_footer() {
     }
   }
   if (!any) return;
-  footer_raw_ = std::string(raw);
+  if (table_)
+    footer_row_ = table_->rows() - 1;
+  else
+    footer_raw_ = std::string(raw);
   groups_.assign(cells.begin(), cells.end());
 }
 
@@ -621,27 +649,27 @@ void Reader::split_side_by_side() {
   for (auto& n : split.ignored) ignored_notes_.push_back(std::move(n));
 }
 
-std::optional<double> Reader::parse_num(std::string_view v) {
-  if (const auto x = text::parse_double(v)) return x;
+bool Reader::parse_num(std::string_view v, double& out) {
+  if (text::parse_double(v, out)) return true;
   // "152,3" in a ';' or tab separated file: a decimal comma.
-  if (sep_ == ',' || v.size() > 60) return std::nullopt;
+  if (sep_ == ',' || v.size() > 60) return false;
   const size_t comma = v.find(',');
   if (comma == std::string_view::npos || v.find(',', comma + 1) != std::string_view::npos ||
       v.find('.') != std::string_view::npos)
-    return std::nullopt;
+    return false;
   char buf[64];
   std::memcpy(buf, v.data(), v.size());
   buf[comma] = '.';
-  const auto x = text::parse_double(std::string_view(buf, v.size()));
-  if (x) decimal_comma_ = true;
-  return x;
+  if (!text::parse_double(std::string_view(buf, v.size()), out)) return false;
+  decimal_comma_ = true;
+  return true;
 }
 
-Cell Reader::parse_cell(const Column& c, std::string_view v, double& out, bool& cell_unit) {
+Cell Reader::parse_cell(size_t col, Unit u, std::string_view v, double& out, bool& cell_unit) {
+  const Column& c = cols_[col];
   cell_unit = false;
   if (v.empty()) return Cell::kMissing;
   if (c.m.role == Role::kReason) return parse_reason(c.m, v, out);
-  const Unit u = info(c.m.field).unit;
   if (u == Unit::kBitmask) {
     if (v.size() > 2 && v[0] == '0' && (v[1] == 'x' || v[1] == 'X')) {
       if (const auto h = text::parse_hex(v)) {
@@ -657,8 +685,8 @@ Cell Reader::parse_cell(const Column& c, std::string_view v, double& out, bool& 
     }
     return classify_marker(v);
   }
-  if (const auto x = parse_num(v)) {
-    out = text::scaled(*x, c.m.factor);
+  if (parse_num(v, out)) {
+    if (c.m.factor != 1) out = text::scaled(out, c.m.factor);
     return Cell::kValue;
   }
   if (u == Unit::kPstateNumber && (v.front() == 'P' || v.front() == 'p')) {
@@ -671,7 +699,13 @@ Cell Reader::parse_cell(const Column& c, std::string_view v, double& out, bool& 
   if (marker != Cell::kBad) return marker;
   // A value with its unit: "152.3 W", "45 %", "30512 MiB".
   if (const auto nu = text::parse_number_with_unit(v); nu && !nu->unit.empty()) {
-    const UnitToken* t = unit_of(normalise(nu->unit));
+    // A column's cells say their unit the same way row after row: looked up once.
+    auto& [unit_text, token] = cell_units_[col];
+    if (unit_text != nu->unit) {
+      unit_text.assign(nu->unit);
+      token = unit_of(normalise(nu->unit));
+    }
+    const UnitToken* t = token;
     if (t != nullptr && t->kind == 0 && t->unit == u) {
       out = text::scaled(nu->value, t->factor);
       cell_unit = true;
@@ -693,8 +727,8 @@ void Reader::decide_time(const std::vector<std::string_view>& cells) {
     mode_ = TimeMode::kDateAndTod;
   } else if (parse_time_of_day(v)) {
     mode_ = TimeMode::kTimeOfDay;
-  } else if (const auto x = parse_num(v)) {
-    const double a = std::fabs(*x);
+  } else if (double x = 0; parse_num(v, x)) {
+    const double a = std::fabs(x);
     if (tc.m.time_unit_s > 0) {
       ms_per_unit_ = tc.m.time_unit_s * 1000;
       mode_ = a * tc.m.time_unit_s >= 1e8 ? TimeMode::kEpoch : TimeMode::kElapsed;
@@ -711,6 +745,25 @@ void Reader::decide_time(const std::vector<std::string_view>& cells) {
 bool Reader::row_time(const std::vector<std::string_view>& cells, size_t line_no, double& ms) {
   if (mode_ == TimeMode::kUndecided) decide_time(cells);
   const std::string_view v = cells[static_cast<size_t>(time_col_)];
+  // The rows of one sample of several GPUs carry the same time: read once.
+  const std::string_view date =
+      mode_ == TimeMode::kDateAndTod ? cells[static_cast<size_t>(date_col_)] : std::string_view();
+  if (have_last_time_ && v == last_time_text_ && date == last_date_text_) {
+    ms = last_time_ms_;
+    return true;
+  }
+  const bool read = row_time_of(cells, v, line_no, ms);
+  have_last_time_ = read;
+  if (read) {
+    last_time_text_.assign(v);
+    last_date_text_.assign(date);
+    last_time_ms_ = ms;
+  }
+  return read;
+}
+
+bool Reader::row_time_of(const std::vector<std::string_view>& cells, std::string_view v,
+                         size_t line_no, double& ms) {
   bool ok = false;
   switch (mode_) {
     case TimeMode::kUndecided:
@@ -747,14 +800,14 @@ bool Reader::row_time(const std::vector<std::string_view>& cells, size_t line_no
       }
       break;
     case TimeMode::kEpoch:
-      if (const auto x = parse_num(v)) {
-        ms = std::round(*x * ms_per_unit_);
+      if (double x = 0; parse_num(v, x)) {
+        ms = std::round(x * ms_per_unit_);
         ok = std::fabs(ms) < 1e16;
       }
       break;
     case TimeMode::kElapsed:
-      if (const auto x = parse_num(v)) {
-        ms = *x * ms_per_unit_;
+      if (double x = 0; parse_num(v, x)) {
+        ms = x * ms_per_unit_;
         ok = std::fabs(ms) < 1e16;
       }
       break;
@@ -814,9 +867,11 @@ void Reader::read_cells(GpuState& g, size_t row, int wide,
     double x = 0;
     bool cell_unit = false;
     const size_t fi = index_of(fc.field);
-    switch (parse_cell(c, v, x, cell_unit)) {
+    switch (parse_cell(fc.col, fc.unit, v, x, cell_unit)) {
       case Cell::kValue: {
-        double& cell = g.series.column_for_write(fc.field)[row];
+        std::vector<double>* column = g.series.columns[fi].get();
+        if (column == nullptr) column = &g.series.column_for_write(fc.field);
+        double& cell = (*column)[row];
         if (c.m.role == Role::kReason && !is_missing(cell))
           cell = static_cast<double>(static_cast<uint64_t>(cell) | static_cast<uint64_t>(x));
         else
@@ -829,7 +884,9 @@ void Reader::read_cells(GpuState& g, size_t row, int wide,
           } else {
             ++s.n;
             s.max = std::max(s.max, x);
-            s.fraction = s.fraction || x != std::floor(x);
+            // (A conversion, not floor(): a call per value otherwise. Beyond 2^53 all are whole.)
+            s.fraction = s.fraction ||
+                         (std::fabs(x) < 9e15 && x != static_cast<double>(static_cast<int64_t>(x)));
             s.over_3000 += x > 3000;
           }
         }
@@ -866,6 +923,7 @@ void Reader::reset_rows() {
   wide_slots_.clear();
   wide_slots_valid_ = false;
   mode_ = TimeMode::kUndecided;
+  have_last_time_ = false;
   have_first_ = have_tod_ = any_unzoned_ = decimal_comma_ = false;
   first_ms_ = tod_offset_ms_ = tod_last_ms_ = 0;
   round_ = 0;
@@ -876,17 +934,32 @@ void Reader::reset_rows() {
 }
 
 void Reader::read_rows() {
-  Records records(body_.substr(rows_offset_), sep_, rows_line_before_);
+  Records records(table_ ? std::string_view() : body_.substr(rows_offset_), sep_,
+                  rows_line_before_);
   const size_t ncols = cols_.size();
   const bool empty_last_name = !header_.empty() && header_.back().empty();
   const bool cut_at_end = text::ends_inside_a_line(body_);
-  size_t line_no = 0;
+  size_t line_no = 0, table_row = 0;
   std::string_view raw;
   while (true) {
-    const auto next = records.next(cells_, line_no, raw);
-    if (next == Records::Next::kEnd) break;
+    Records::Next next = Records::Next::kRecord;
+    bool footer = false, header_again = false;
+    if (table_) {
+      if (table_row >= table_->rows()) break;
+      const size_t r = table_row++;
+      table_->row(r, cells_);
+      line_no = table_->line(r);
+      if (skipped_as_in_csv(cells_)) continue;
+      footer = r == footer_row_;
+      header_again = is_header_again(cells_);
+    } else {
+      next = records.next(cells_, line_no, raw);
+      if (next == Records::Next::kEnd) break;
+      footer = !footer_raw_.empty() && raw == footer_raw_;
+      header_again = raw == header_raw_;
+    }
     ++data_lines_;
-    if (!footer_raw_.empty() && raw == footer_raw_) {  // the groups' names, read in make_layout
+    if (footer) {  // the groups' names, read in make_layout
       --data_lines_;
       continue;
     }
@@ -900,7 +973,7 @@ void Reader::read_rows() {
               cells_.size(), ncols);
       continue;
     }
-    if (raw == header_raw_) {  // the header again (a logger restarted, files concatenated)
+    if (header_again) {  // the header again (a logger restarted, files concatenated)
       ++header_repeats_;
       --data_lines_;
       continue;
@@ -1031,13 +1104,50 @@ void Reader::read_rows() {
   }
 }
 
+// A table's header: its names, as a CSV reader would take them (trimmed).
+void Reader::table_header() {
+  header_.clear();
+  for (size_t i = 0; i < table_->columns(); ++i) header_.emplace_back(text::trim(table_->name(i)));
+  header_line_no_ = table_->header_line();
+}
+
+// The rows a CSV reader of the table's text would not see: a blank line, a '#' comment.
+bool Reader::skipped_as_in_csv(const std::vector<std::string_view>& cells) const {
+  if (cells.empty() || (cells.size() == 1 && cells.front().empty())) return true;
+  const std::string_view first = cells.front();
+  if (first.empty() || first.front() != '#') return false;
+  for (const char c : first)  // (a cell with a separator or quote would be quoted: no comment)
+    if (c == ',' || c == '"' || c == '\r' || c == '\n') return false;
+  return true;
+}
+
+bool Reader::is_header_again(const std::vector<std::string_view>& cells) const {
+  if (cells.size() != header_.size()) return false;
+  for (size_t i = 0; i < cells.size(); ++i)
+    if (cells[i] != header_[i]) return false;
+  return true;
+}
+
 Result<Recording> Reader::run() {
+  if (table_) {
+    if (opt_.power_limit_w && !(std::isfinite(*opt_.power_limit_w) && *opt_.power_limit_w > 0))
+      return usage_error(
+          fmt::format("--power-limit: expected watts above 0, got {}", *opt_.power_limit_w));
+    table_header();
+    if (auto e = make_layout()) return std::move(*e);
+    read_rows();
+    return finish_reading();
+  }
   body_ = text::strip_bom(text_);
   if (auto e = text::check_input(body_, origin_, "a CSV log", opt_.power_limit_w))
     return std::move(*e);
   if (auto e = find_header()) return std::move(*e);
   if (auto e = make_layout()) return std::move(*e);
   read_rows();
+  return finish_reading();
+}
+
+Result<Recording> Reader::finish_reading() {
   // "epoch" may be a Unix time or a training epoch (Lightning's CSV logs): a time only when its
   // values are Unix times.
   if (time_col_ >= 0) {
@@ -1359,6 +1469,14 @@ Result<Recording> read_generic_csv(std::string_view text, const std::string& ori
                                    const GenericCsvOptions& opt) {
   return log_reader::guarded_read(origin, "CSV log", [&] {
     Reader reader(text, origin, opt);
+    return reader.run();
+  });
+}
+
+Result<Recording> read_generic_csv(const log_reader::CellRows& rows, const std::string& origin,
+                                   const GenericCsvOptions& opt) {
+  return log_reader::guarded_read(origin, "CSV log", [&] {
+    Reader reader(rows, origin, opt);
     return reader.run();
   });
 }
