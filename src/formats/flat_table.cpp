@@ -83,25 +83,19 @@ void CellTable::set_header(const std::vector<std::string_view>& names, size_t fi
 }
 
 void CellTable::add_row(const std::vector<std::string_view>& cells, size_t file_line) {
-  rows_.push_back({spans_.size(), cells.size(), file_line});
-  for (const auto c : cells) {
-    spans_.emplace_back(text_.size(), c.size());
-    text_.append(c);
-  }
+  rows_.push_back({cells_.size(), cells.size(), file_line});
+  cells_.insert(cells_.end(), cells.begin(), cells.end());
 }
 
 void CellTable::clear_rows() {
   rows_.clear();
-  spans_.clear();
-  text_.clear();
+  cells_.clear();
 }
 
 void CellTable::row(size_t r, std::vector<std::string_view>& cells) const {
   const Row& row = rows_[r];
   cells.clear();
-  const std::string_view all(text_);
-  for (size_t i = row.first; i < row.first + row.count; ++i)
-    cells.push_back(text::trim(all.substr(spans_[i].first, spans_[i].second)));
+  for (size_t i = row.first; i < row.first + row.count; ++i) cells.push_back(text::trim(cells_[i]));
 }
 
 void append_csv_cell(std::string& out, std::string_view cell) {

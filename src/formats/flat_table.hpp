@@ -77,9 +77,11 @@ class FlatTable : public CellRows {
 
 class CellTable : public CellRows {
  public:
-  // The header, then the rows; each cell is copied, each row carries the file's line.
+  // The header (copied), then the rows, each with the file's line. A row's cells are kept as
+  // views: of the input text, which outlives the table, or of a copy own() made.
   void set_header(const std::vector<std::string_view>& names, size_t file_line);
   void add_row(const std::vector<std::string_view>& cells, size_t file_line);
+  std::string_view own(std::string_view cell) { return owned_.emplace_back(cell); }
   // Drops every row (the header stays).
   void clear_rows();
   size_t columns() const override { return header_.size(); }
@@ -93,13 +95,13 @@ class CellTable : public CellRows {
 
  private:
   struct Row {
-    size_t first, count, line;  // spans_[first, first + count)
+    size_t first, count, line;  // cells_[first, first + count)
   };
   std::vector<std::string> header_;
   size_t header_line_ = 0;
-  std::string text_;                              // every cell, one after another
-  std::vector<std::pair<size_t, size_t>> spans_;  // (offset, size) in text_
+  std::vector<std::string_view> cells_;  // every row's cells, row after row
   std::vector<Row> rows_;
+  std::deque<std::string> owned_;
 };
 
 // A CSV cell: as is, or quoted with doubled quotes when it holds a separator, quote or newline.

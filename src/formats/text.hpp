@@ -16,7 +16,8 @@ namespace gpudoctor::text {
 
 // Space, tab, CR, LF, form feed, vertical tab. (Inline, as trim: every reader calls them per cell.)
 inline bool is_space(char c) {
-  return c == ' ' || c == '\t' || c == '\r' || c == '\n' || c == '\f' || c == '\v';
+  return static_cast<unsigned char>(c) <= ' ' &&
+         (c == ' ' || c == '\t' || c == '\r' || c == '\n' || c == '\f' || c == '\v');
 }
 // Spaces, tabs, CR and LF removed from both ends.
 inline std::string_view trim(std::string_view s) {

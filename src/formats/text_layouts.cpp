@@ -123,11 +123,22 @@ Result<Recording> key_value_blocks(std::string_view text, const std::string& ori
                                    const GenericCsvOptions& opt) {
   struct Gpu {
     std::string_view time, gpu, name;
-    std::vector<std::pair<std::string_view, std::string_view>> values;
-    size_t line = 0;  // the file's line of its first value
+    size_t first = 0;  // its values: values[first, next GPU's first)
+    size_t line = 0;   // the file's line of its first value
   };
   std::vector<Gpu> rows;
   std::vector<std::string_view> keys;
+  std::vector<std::pair<size_t, std::string_view>> values;  // (key, value), GPU after GPU
+  size_t hint = 0;  // the key expected next: blocks list their keys in the same order
+  auto key_index = [&](std::string_view key) {
+    size_t k = hint;
+    if (k >= keys.size() || keys[k] != key) {
+      k = static_cast<size_t>(std::find(keys.begin(), keys.end(), key) - keys.begin());
+      if (k == keys.size()) keys.push_back(key);
+    }
+    hint = k + 1;
+    return k;
+  };
   text::LineReader lines(text);
   std::string_view line, time;
   bool in_block = false;
@@ -147,17 +158,16 @@ Result<Recording> key_value_blocks(std::string_view text, const std::string& ori
     // "GPU 0: NVIDIA ...": another GPU of the block.
     if (key.size() > 3 && text::istarts_with(key, "gpu") &&
         text::parse_int(text::trim(key.substr(3)))) {
-      rows.push_back({time, text::trim(key.substr(3)), value, {}, lines.line_number()});
+      rows.push_back({time, text::trim(key.substr(3)), value, values.size(), lines.line_number()});
       continue;
     }
     if (rows.empty() || rows.back().time.data() != time.data())
-      rows.push_back({time, "", "", {}, lines.line_number()});
+      rows.push_back({time, "", "", values.size(), lines.line_number()});
     // "1234MB / 24576MB": the first of the pair.
     std::string_view v = value;
     if (const size_t slash = v.find(" / "); slash != std::string_view::npos)
       v = text::trim(v.substr(0, slash));
-    rows.back().values.emplace_back(key, v);
-    if (std::find(keys.begin(), keys.end(), key) == keys.end()) keys.push_back(key);
+    values.emplace_back(key_index(key), v);
   }
   if (rows.empty())
     return usage_error(fmt::format("{}: no \"=== time ===\" block with values", origin));
@@ -165,13 +175,14 @@ Result<Recording> key_value_blocks(std::string_view text, const std::string& ori
   std::vector<std::string_view> cells{"time", "gpu", "name"};
   for (const auto k : keys) cells.push_back(k);
   flat.set_header(cells, rows.front().line);  // (no header line in the file: the first value's)
-  for (const auto& r : rows) {
+  for (size_t i = 0; i < rows.size(); ++i) {
+    const Gpu& r = rows[i];
     cells.assign(3 + keys.size(), {});
     cells[0] = r.time;
     cells[1] = r.gpu;
     cells[2] = r.name;
-    for (const auto& [k, v] : r.values)
-      cells[3 + static_cast<size_t>(std::find(keys.begin(), keys.end(), k) - keys.begin())] = v;
+    const size_t end = i + 1 < rows.size() ? rows[i + 1].first : values.size();
+    for (size_t j = r.first; j < end; ++j) cells[3 + values[j].first] = values[j].second;
     flat.add_row(cells, r.line);
   }
   return read_flat(flat, origin, opt, "key-value blocks");
@@ -241,12 +252,16 @@ Result<Recording> gpustat(std::string_view raw, const std::string& origin,
   text::LineReader lines(text);
   std::string_view line;
   std::optional<std::string> time;
+  std::string_view owned_time;  // the table's copy of *time
   size_t rows = 0;
   std::vector<std::string_view> parts, fields;
   while (lines.next(line)) {
     if (text::is_blank(line)) continue;
     if (!gpustat_gpu_line(line)) {
-      if (auto t = gpustat_time(line)) time = std::move(t);
+      if (auto t = gpustat_time(line)) {
+        time = std::move(t);
+        owned_time = {};
+      }
       continue;
     }
     if (!time) continue;
@@ -276,7 +291,8 @@ Result<Recording> gpustat(std::string_view raw, const std::string& origin,
       if (total.ends_with("MB")) total = text::trim(total.substr(0, total.size() - 2));
     }
     if (rows == 0) flat.set_header_line(lines.line_number());
-    flat.add_row({*time, gpu, parts[0], temp, util, power, limit, used, total},
+    if (owned_time.data() == nullptr) owned_time = flat.own(*time);  // (one copy a snapshot)
+    flat.add_row({owned_time, gpu, parts[0], temp, util, power, limit, used, total},
                  lines.line_number());
     ++rows;
   }
@@ -325,7 +341,8 @@ void split_header(std::string_view l, std::vector<std::string_view>& out) {
 void split_row(std::string_view l, std::vector<std::string_view>& out, std::string& last_date) {
   text::split_ws(l, out);
   for (size_t i = 0; i + 1 < out.size(); ++i) {
-    const bool date = (!last_date.empty() && out[i] == last_date) || csv::parse_date(out[i]);
+    const bool date = (!last_date.empty() && out[i] == last_date) ||
+                      (out[i].size() >= 8 && csv::parse_date(out[i]));  // (D.M.YYYY at least)
     if (date && out[i] != last_date) last_date.assign(out[i]);
     if (date && csv::parse_time_of_day(out[i + 1])) {
       const char* b = out[i].data();

@@ -321,6 +321,33 @@ TEST(JsonSamples, ReadInPlaceAsTheDomReadsIt) {
   }
 }
 
+// Cut anywhere, or with a byte changed anywhere, a JSON log (read in place or by the DOM, as the
+// damage falls) reads or is refused, and never crashes (run under ASan in CI).
+TEST(JsonSamples, CutOrDamagedAnywhereReadsOrIsRefused) {
+  for (const char* f : {"json/gpustat-loop.json", "json/samples-array.json", "json/columnar.json",
+                        "wandb/wandb-events.jsonl"}) {
+    SCOPED_TRACE(f);
+    const std::string text = slurp(logs(f));
+    const size_t step = text.size() / 47 + 1;  // (about 50 places in each)
+    for (size_t cut = 1; cut < text.size(); cut += step) {
+      const auto r = load_text(text.substr(0, cut), "x.json", {});
+      if (r.ok()) {
+        EXPECT_FALSE(r->gpus.empty());
+      }
+    }
+    for (size_t at = 0; at < text.size(); at += step) {
+      for (const char c : {'{', '}', '"', ',', '\n', '0', '\\'}) {
+        std::string damaged = text;
+        damaged[at] = c;
+        const auto r = load_text(damaged, "x.json", {});
+        if (r.ok()) {
+          EXPECT_FALSE(r->gpus.empty());
+        }
+      }
+    }
+  }
+}
+
 TEST(JsonSamples, NoSamplesIsAnError) {
   for (const std::string text : {"[]", "{}", "[1, 2, 3]", "{\"a\": \"b\"}\n{\"c\": null}\n"}) {
     auto r = load_text(text, "x.json", {});
