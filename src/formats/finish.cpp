@@ -92,13 +92,16 @@ void note_unreadable(Recording& rec, const Problem& p) {
 ModelMatch match_model(std::string_view name) {
   ModelMatch m;
   name = text::trim(name);
-  if (name.ends_with("...")) {
+  const bool left = name.starts_with("..") && !name.ends_with("...");
+  if (name.ends_with("...") || left) {
     m.truncated = true;
-    const std::string prefix = normalised(name.substr(0, name.size() - 3));
+    const std::string part = normalised(left ? name.substr(2) : name.substr(0, name.size() - 3));
     // "NVIDIA GeForce ..." says nothing about the board: a model number must be left.
-    if (!has_digit(prefix)) return m;
-    for (const auto& model : gpu_models())
-      if (normalised(model.nvml_name).starts_with(prefix)) m.candidates.push_back(model.nvml_name);
+    if (!has_digit(part)) return m;
+    for (const auto& model : gpu_models()) {
+      const std::string n = normalised(model.nvml_name);
+      if (left ? n.ends_with(part) : n.starts_with(part)) m.candidates.push_back(model.nvml_name);
+    }
     if (m.candidates.empty()) return m;
     const auto first = gpu_model_by_name(m.candidates.front());
     if (!first) return m;

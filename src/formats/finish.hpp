@@ -82,11 +82,12 @@ void note_unreadable(Recording& rec, const Problem& p);
 
 // A GPU name as a log wrote it, matched against the model table. Names that end in "..." were cut
 // short by the tool that wrote them (nvidia-smi's table, dcgmi dmon): they match the boards whose
-// name starts with what is left, and count only when those boards agree.
+// name starts with what is left, and count only when those boards agree. Names that start with
+// ".." were cut on the left (nvitop: "..000 Ada Generation"): the boards whose name ends so.
 struct ModelMatch {
   std::optional<GpuModel> model;  // the board, or one of the boards that agree
   bool truncated = false;
-  std::vector<std::string_view> candidates;  // truncated names: every board the prefix fits
+  std::vector<std::string_view> candidates;  // truncated names: every board what is left fits
 };
 ModelMatch match_model(std::string_view name);
 

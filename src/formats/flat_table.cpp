@@ -3,36 +3,110 @@
 #include <algorithm>
 #include <cstdint>
 
+#include "formats/text.hpp"
+
 namespace gpudoctor::log_reader {
 
 void FlatTable::begin_row() {
-  rows_.emplace_back();
+  row_begin_.push_back(cells_.size());
 }
 
-void FlatTable::set(std::string_view column, std::string_view cell) {
-  if (rows_.empty()) begin_row();
+size_t FlatTable::find(std::string_view column) const {
+  const auto it = index_.find(column);
+  return it == index_.end() ? std::string_view::npos : it->second;
+}
+
+size_t FlatTable::find(std::string_view column, size_t hint) const {
+  if (row_begin_.size() > 1) {
+    const size_t prev = row_begin_[row_begin_.size() - 2] + hint;
+    if (prev < row_begin_.back()) {
+      const size_t c = cells_[prev].first;
+      if (names_[c] == column) return c;
+    }
+  }
+  return find(column);
+}
+
+size_t FlatTable::column_of(std::string_view column) {
+  // Rows of one log name their columns in the same order: the cell the previous row set at this
+  // place is tried before the index.
+  if (row_begin_.size() > 1) {
+    const size_t prev = row_begin_[row_begin_.size() - 2] + (cells_.size() - row_begin_.back());
+    if (prev < row_begin_.back()) {
+      const size_t c = cells_[prev].first;
+      if (names_[c] == column) return c;
+    }
+  }
   auto it = index_.find(column);
   if (it == index_.end()) {
     it = index_.emplace(std::string(column), names_.size()).first;
     names_.emplace_back(column);
     last_set_.emplace_back(SIZE_MAX, 0);
   }
-  const size_t col = it->second, row = rows_.size() - 1;
-  auto& cells = rows_.back();
+  return it->second;
+}
+
+void FlatTable::set_view(std::string_view column, std::string_view cell) {
+  if (row_begin_.empty()) begin_row();
+  set_at(column_of(column), cell);
+}
+
+bool FlatTable::set_at(size_t col, std::string_view cell) {
+  const size_t row = row_begin_.size() - 1;
   if (last_set_[col].first == row) {
-    cells[last_set_[col].second].second.assign(cell);
-    return;
+    cells_[last_set_[col].second].second = cell;
+    return false;
   }
-  last_set_[col] = {row, cells.size()};
-  cells.emplace_back(col, std::string(cell));
+  last_set_[col] = {row, cells_.size()};
+  cells_.emplace_back(col, cell);
+  return true;
+}
+
+void FlatTable::set(std::string_view column, std::string_view cell) {
+  set_view(column, owned_.emplace_back(cell));
 }
 
 void FlatTable::drop_empty_row() {
-  if (!rows_.empty() && rows_.back().empty()) rows_.pop_back();
+  if (!row_begin_.empty() && row_begin_.back() == cells_.size()) row_begin_.pop_back();
+}
+
+void FlatTable::row(size_t r, std::vector<std::string_view>& cells) const {
+  cells.assign(names_.size(), {});
+  const size_t end = r + 1 < row_begin_.size() ? row_begin_[r + 1] : cells_.size();
+  for (size_t i = row_begin_[r]; i < end; ++i)
+    cells[cells_[i].first] = text::trim(cells_[i].second);
+}
+
+void CellTable::set_header(const std::vector<std::string_view>& names, size_t file_line) {
+  header_.assign(names.begin(), names.end());
+  header_line_ = file_line;
+}
+
+void CellTable::add_row(const std::vector<std::string_view>& cells, size_t file_line) {
+  rows_.push_back({cells_.size(), cells.size(), file_line});
+  cells_.insert(cells_.end(), cells.begin(), cells.end());
+}
+
+void CellTable::clear_rows() {
+  rows_.clear();
+  cells_.clear();
+}
+
+void CellTable::row(size_t r, std::vector<std::string_view>& cells) const {
+  const Row& row = rows_[r];
+  cells.clear();
+  for (size_t i = row.first; i < row.first + row.count; ++i) cells.push_back(text::trim(cells_[i]));
 }
 
 void append_csv_cell(std::string& out, std::string_view cell) {
-  if (cell.find_first_of(",\"\r\n") == std::string_view::npos) {
+  // (A loop, not find_first_of: that looks each byte up in the set with a call to memchr.)
+  bool plain = true;
+  for (const char c : cell)
+    if (c == ',' || c == '"' || c == '\r' || c == '\n') {
+      plain = false;
+      break;
+    }
+  if (plain) {
     out.append(cell);
     return;
   }
@@ -51,13 +125,14 @@ std::string FlatTable::csv() const {
     append_csv_cell(out, names_[i]);
   }
   out.push_back('\n');
-  std::vector<const std::string*> cells(names_.size());
-  for (const auto& row : rows_) {
-    std::fill(cells.begin(), cells.end(), nullptr);
-    for (const auto& [c, v] : row) cells[c] = &v;
+  std::vector<std::string_view> cells;
+  for (size_t r = 0; r < rows(); ++r) {
+    cells.assign(names_.size(), {});
+    const size_t end = r + 1 < row_begin_.size() ? row_begin_[r + 1] : cells_.size();
+    for (size_t i = row_begin_[r]; i < end; ++i) cells[cells_[i].first] = cells_[i].second;
     for (size_t i = 0; i < cells.size(); ++i) {
       if (i) out.push_back(',');
-      if (cells[i]) append_csv_cell(out, *cells[i]);
+      append_csv_cell(out, cells[i]);
     }
     out.push_back('\n');
   }

@@ -21,6 +21,7 @@
 
 #include "core/recording.hpp"
 #include "core/result.hpp"
+#include "formats/flat_table.hpp"
 
 namespace gpudoctor {
 
@@ -31,10 +32,6 @@ struct GenericCsvOptions {
   std::vector<std::pair<std::string, std::string>> map;
   // --power-limit: the limit in W for GPUs whose log has no power limit column.
   std::optional<double> power_limit_w;
-  // Framing variants (formats/text_layouts) that flatten a file into CSV text: the file's line of
-  // each line of the text (entry i for line i + 1), so that messages name the file's own lines.
-  // Empty: the text is the file.
-  std::vector<size_t> line_map;
 };
 
 // True when the text looks like a CSV whose header names columns gpudoctor recognises through the
@@ -43,6 +40,10 @@ bool looks_like_generic_csv(std::string_view head);
 
 // Parses a whole file. origin names the input in messages and notes ("run.csv").
 Result<Recording> read_generic_csv(std::string_view text, const std::string& origin,
+                                   const GenericCsvOptions& opt);
+// Reads a table a reader has split already (formats/flat_table) as its CSV text would be read,
+// without writing the text: flattened JSON samples, W&B run files, the framing variants.
+Result<Recording> read_generic_csv(const log_reader::CellRows& rows, const std::string& origin,
                                    const GenericCsvOptions& opt);
 
 }  // namespace gpudoctor

@@ -78,9 +78,9 @@ class MappedFile {
 }  // namespace
 
 std::vector<std::string> input_formats() {
-  return {"auto",       "recording", "capture",     "smi-csv", "smi-table", "dmon",
-          "dcgmi-dmon", "dcgm-dump", "prom-text",   "json",    "wandb",     "afterburner",
-          "kv-blocks",  "gpustat",   "generic-csv", "ws-table"};
+  return {"auto",        "recording",  "capture",   "smi-csv",     "smi-table", "nvitop",
+          "dmon",        "dcgmi-dmon", "dcgm-dump", "prom-text",   "json",      "wandb",
+          "afterburner", "kv-blocks",  "gpustat",   "generic-csv", "ws-table"};
 }
 
 namespace {
@@ -170,7 +170,7 @@ Result<Recording> read_text(std::string_view text, const std::string& origin,
     o.power_limit_w = options.power_limit_w;
     return read_smi_csv(text, origin, o);
   }
-  if (format == "smi-table") {
+  if (format == "smi-table" || format == "nvitop") {  // one reader: the banner tells which
     SmiTableOptions o;
     o.power_limit_w = options.power_limit_w;
     return read_smi_table(text, origin, o);

@@ -16,27 +16,15 @@
 
 #include "core/reading.hpp"
 #include "formats/finish.hpp"
+#include "formats/smi_table_rows.hpp"
 #include "formats/text.hpp"
 
 namespace gpudoctor {
 namespace {
 
 using log_reader::Problem;
+using namespace smi_table;  // NOLINT: the rows of this reader's tables
 using text::iequals;
-
-// ---------------------------------------------------------------------------------------------
-// What the GPU table shows, in the order the finishing note lists it.
-
-constexpr size_t kFan = 0, kTemp = 1, kPerf = 2, kPwr = 3, kCap = 4, kMemUsed = 5, kMemTotal = 6,
-                 kUtil = 7, kSlots = 8;
-constexpr std::array<Field, kSlots> kSlotField{
-    Field::kFan,     Field::kTemp,     Field::kPstate, Field::kPower, Field::kPowerLimitEnforced,
-    Field::kMemUsed, Field::kMemTotal, Field::kUtilGpu};
-constexpr std::array<std::string_view, kSlots> kSlotLabel{
-    "Fan",     "Temp", "Perf", "Pwr:Usage", "Cap", "Memory-Usage (used)", "Memory-Usage (total)",
-    "GPU-Util"};
-
-enum class Cell : uint8_t { kNone, kValue, kNa, kNotSupported, kErr, kBad };
 
 struct SnapGpu {
   unsigned index = 0;
@@ -47,18 +35,12 @@ struct SnapGpu {
   size_t line = 0;
 };
 
-struct SnapProcess {
-  unsigned gpu = 0;
-  uint32_t pid = 0;
-  bool compute = false;
-  std::string name;
-  std::optional<double> memory_mib;
-  size_t line = 0;
-};
-
 struct Snapshot {
   size_t line = 0;                 // where it starts (its date line or banner)
   std::optional<int64_t> time_ms;  // from the date line, whole seconds
+  Tool tool = Tool::kNvidiaSmi;    // the banner's
+  bool mig_in_row1 = false;        // nvitop: "MIG M." heads the first row's third cell
+  size_t numeric_columns = 4;      // nvitop: columns between GPU-MEM and TIME (%SM %GMBW %CPU %MEM)
   std::vector<SnapGpu> gpus;
   std::vector<SnapProcess> processes;
   std::vector<unsigned> processes_unsupported;  // GPUs whose process list says "Not Supported"
@@ -74,139 +56,6 @@ struct GpuState {
   std::vector<size_t> open_spans;  // indexes into series.processes seen in the last snapshot
   bool processes_known = true;
 };
-
-// ---------------------------------------------------------------------------------------------
-// Cells
-
-bool contains_ci(std::string_view s, std::string_view needle) {
-  if (needle.size() > s.size()) return false;
-  for (size_t i = 0; i + needle.size() <= s.size(); ++i)
-    if (iequals(s.substr(i, needle.size()), needle)) return true;
-  return false;
-}
-
-std::optional<double> unit_factor(size_t slot, std::string_view u) {
-  auto is = [&](std::string_view a) { return iequals(u, a); };
-  switch (slot) {
-    case kFan:
-    case kUtil:
-      if (is("%")) return 1.0;
-      break;
-    case kTemp:
-      if (is("C") || is("\xC2\xB0"
-                        "C"))
-        return 1.0;
-      break;
-    case kPwr:
-    case kCap:
-      if (is("W")) return 1.0;
-      if (is("mW")) return 1e-3;
-      break;
-    case kMemUsed:
-    case kMemTotal:
-      if (is("MiB") || is("MB")) return 1.0;
-      if (is("GiB") || is("GB")) return 1024.0;
-      if (is("KiB") || is("KB")) return 1.0 / 1024;
-      break;
-    default:
-      break;
-  }
-  return std::nullopt;
-}
-
-// One value as the table prints it: "37%", "44C", "P0", "231W", "4MiB", or a marker.
-Cell parse_cell(size_t slot, std::string_view v, double& out) {
-  v = text::trim(v);
-  if (v.empty() || iequals(v, "N/A") || iequals(v, "[N/A]")) return Cell::kNa;
-  if (text::istarts_with(v, "ERR!") || contains_ci(v, "Unknown Error") ||
-      contains_ci(v, "GPU is lost"))
-    return Cell::kErr;
-  if (contains_ci(v, "Not Supported")) return Cell::kNotSupported;
-  if (slot == kPerf) {
-    if (v.size() < 2 || (v[0] != 'P' && v[0] != 'p')) return Cell::kBad;
-    const auto n = text::parse_int(v.substr(1));
-    if (!n || *n < 0 || *n > 32) return Cell::kBad;
-    out = static_cast<double>(*n);
-    return Cell::kValue;
-  }
-  const auto nu = text::parse_number_with_unit(v);
-  if (!nu) return Cell::kBad;
-  const auto k = unit_factor(slot, nu->unit);
-  if (!k) return Cell::kBad;
-  out = text::scaled(nu->value, *k);
-  return Cell::kValue;
-}
-
-std::optional<bool> parse_on_off(std::string_view v) {
-  if (iequals(v, "On") || iequals(v, "Enabled")) return true;
-  if (iequals(v, "Off") || iequals(v, "Disabled")) return false;
-  return std::nullopt;
-}
-
-// "C", "G", "C+G", "M", "M+C": the process table's Type column.
-bool is_process_type(std::string_view t) {
-  if (t.empty() || t.size() > 5) return false;
-  bool letter = false;
-  for (const char c : t) {
-    if (c == 'C' || c == 'G' || c == 'M') {
-      if (letter) return false;
-      letter = true;
-    } else if (c == '+') {
-      if (!letter) return false;
-      letter = false;
-    } else {
-      return false;
-    }
-  }
-  return letter;
-}
-
-// "Tue Nov 26 10:21:07 2024": the wall-clock time in ms (read as UTC), or nullopt.
-std::optional<int64_t> parse_date_line(std::string_view t) {
-  if (t.size() < 20 || t.size() > 40 || t[0] < 'A' || t[0] > 'Z') return std::nullopt;
-  std::vector<std::string_view> tok;
-  text::split_ws(t, tok);
-  if (tok.size() != 5) return std::nullopt;
-  static constexpr std::array<std::string_view, 7> kDays{"Mon", "Tue", "Wed", "Thu",
-                                                         "Fri", "Sat", "Sun"};
-  static constexpr std::array<std::string_view, 12> kMonths{
-      "Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"};
-  if (std::find(kDays.begin(), kDays.end(), tok[0]) == kDays.end()) return std::nullopt;
-  const auto m = std::find(kMonths.begin(), kMonths.end(), tok[1]);
-  if (m == kMonths.end()) return std::nullopt;
-  const auto day = text::parse_int(tok[2]);
-  const auto year = text::parse_int(tok[4]);
-  const std::string_view hms = tok[3];
-  if (!day || *day < 1 || *day > 31 || !year || *year < 1970 || *year > 9999 || hms.size() != 8 ||
-      hms[2] != ':' || hms[5] != ':')
-    return std::nullopt;
-  const auto h = text::parse_int(hms.substr(0, 2));
-  const auto mi = text::parse_int(hms.substr(3, 2));
-  const auto s = text::parse_int(hms.substr(6, 2));
-  if (!h || !mi || !s || *h > 23 || *mi > 59 || *s > 60) return std::nullopt;
-  const int64_t days = text::days_from_civil(*year, static_cast<unsigned>(m - kMonths.begin() + 1),
-                                             static_cast<unsigned>(*day));
-  return ((days * 24 + *h) * 60 + *mi) * 60000 + *s * 1000;
-}
-
-// The text after "KEY:" up to the next run of spaces ("Driver Version: 535.104.05   CUDA ...").
-std::string_view value_after(std::string_view line, std::string_view key) {
-  const size_t at = line.find(key);
-  if (at == std::string_view::npos) return {};
-  std::string_view rest = text::trim_left(line.substr(at + key.size()));
-  size_t e = 0;
-  while (e < rest.size() && !text::is_space(rest[e]) && rest[e] != '|') ++e;
-  return rest.substr(0, e);
-}
-
-// The cells of a table row "| a | b | c |" (without the outer bars; kept untrimmed).
-void row_cells(std::string_view t, std::vector<std::string_view>& out) {
-  out.clear();
-  if (t.empty() || t.front() != '|') return;
-  t.remove_prefix(1);
-  if (!t.empty() && t.back() == '|') t.remove_suffix(1);
-  text::split(t, '|', out);
-}
 
 // The GPU a process or GPU index stands for (equal_range compares both).
 unsigned gpu_of(const SnapProcess* p) {
@@ -273,6 +122,8 @@ class Reader {
   bool open_ = false;
   Snapshot snap_;
   std::vector<std::string_view> cells_, tokens_;
+  std::string ascii_;         // a line of box drawing, as ASCII
+  std::optional<Tool> tool_;  // the first snapshot's: names the recording and its notes
 
   // Timing: snapshots of one date second wait in pending_ and are spread over that second.
   enum class Mode : uint8_t { kUndecided, kDated, kRelative } mode_ = Mode::kUndecided;
@@ -500,8 +351,12 @@ void Reader::banner(std::string_view t, size_t line_no) {
   if (!open_ || state_ != State::kOutside || !snap_.gpus.empty() || snap_.table_done)
     begin_snapshot(line_no, std::nullopt);
   ++banners_;
+  // "| NVITOP 1.3.2   Driver Version: 550.54.14   CUDA Driver Version: 12.4 |"
+  snap_.tool = t.find("NVITOP") != std::string_view::npos ? Tool::kNvitop : Tool::kNvidiaSmi;
+  if (!tool_) tool_ = snap_.tool;
   const std::string_view driver = value_after(t, "Driver Version:");
-  const std::string_view cuda = value_after(t, "CUDA Version:");
+  const std::string_view cuda =
+      value_after(t, snap_.tool == Tool::kNvitop ? "CUDA Driver Version:" : "CUDA Version:");
   if (!driver.empty() && !iequals(driver, "N/A")) {
     if (rec_.system.driver_version.empty()) rec_.system.driver_version = std::string(driver);
     if (std::find(drivers_.begin(), drivers_.end(), driver) == drivers_.end())
@@ -520,6 +375,13 @@ void Reader::gpu_row(std::string_view t, size_t line_no) {
   }
   text::split_ws(cells_[0], tokens_);
   const bool blank = tokens_.empty();
+  // nvitop: "| 1:0      3g.40gb @ GI/CI: 1/0 | ..." a MIG device of the GPU above (skipped, as
+  // nvidia-smi's MIG devices table is).
+  if (snap_.tool == Tool::kNvitop && !blank && is_mig_device_index(tokens_[0]) &&
+      expect_ != Expect::kRow2) {
+    expect_ = Expect::kRow1;
+    return;
+  }
   const bool index_first = !blank && text::parse_int(tokens_[0]).has_value() &&
                            tokens_[0].find_first_not_of("0123456789") == std::string_view::npos;
   if (expect_ == Expect::kRow3 && blank) {
@@ -549,6 +411,10 @@ void Reader::gpu_row(std::string_view t, size_t line_no) {
     g.name = std::string(rest);
     text::split_ws(cells_[1], tokens_);
     if (!tokens_.empty() && !iequals(tokens_[0], "N/A")) g.bus_id = std::string(tokens_[0]);
+    if (snap_.mig_in_row1) {  // nvitop: "| Disabled           0 |" (MIG M., Uncorr. ECC)
+      text::split_ws(cells_[2], tokens_);
+      if (!tokens_.empty()) g.mig = parse_on_off(tokens_[0]);
+    }
     snap_.gpus.push_back(std::move(g));
     expect_ = Expect::kRow2;
     return;
@@ -597,46 +463,30 @@ void Reader::gpu_row(std::string_view t, size_t line_no) {
 }
 
 void Reader::process_row(std::string_view t, size_t line_no) {
-  row_cells(t, cells_);
-  const std::string_view inner = cells_.empty() ? std::string_view() : text::trim(cells_[0]);
-  if (inner.empty() || text::istarts_with(inner, "No running processes")) return;
-  text::split_ws(inner, tokens_);
-  // "0   N/A  N/A   3375095      C   /usr/bin/python   18430MiB" (GI/CI) or
-  // "0      4910      C   /usr/bin/xmr-stak      2203MiB" (R440 and older).
-  size_t type_at = 0;
-  if (tokens_.size() >= 6 && is_process_type(tokens_[4]))
-    type_at = 4;
-  else if (tokens_.size() >= 4 && is_process_type(tokens_[2]))
-    type_at = 2;
-  const auto gpu = text::parse_int(tokens_[0]);
-  if (contains_ci(inner, "Not Supported") && type_at == 0) {
-    if (gpu && *gpu >= 0) snap_.processes_unsupported.push_back(static_cast<unsigned>(*gpu));
-    return;
-  }
-  int64_t pid = 0;
-  if (type_at > 0)
-    if (const auto v = text::parse_int(tokens_[type_at - 1])) pid = *v;
-  if (!gpu || *gpu < 0 || pid <= 0 || pid > std::numeric_limits<uint32_t>::max()) {
-    broken(line_no, fmt::format("cannot read the process table row \"{}\"", t));
-    return;
+  std::string_view inner;
+  if (snap_.tool == Tool::kNvitop) {
+    // The whole row between its outer bars (a command line may hold a '|').
+    inner = t.substr(1);
+    if (!inner.empty() && inner.back() == '|') inner.remove_suffix(1);
+  } else {
+    row_cells(t, cells_);
+    inner = cells_.empty() ? std::string_view() : cells_[0];
   }
   SnapProcess p;
-  p.line = line_no;
-  p.gpu = static_cast<unsigned>(*gpu);
-  p.pid = static_cast<uint32_t>(pid);
-  p.compute = tokens_[type_at].find_first_of("C") != std::string_view::npos;
-  const std::string_view mem = tokens_.back();
-  if (tokens_.size() > type_at + 2) {
-    const char* b = tokens_[type_at + 1].data();
-    const char* e = tokens_[tokens_.size() - 2].data() + tokens_[tokens_.size() - 2].size();
-    p.name = std::string(b, static_cast<size_t>(e - b));
+  switch (parse_process_row(snap_.tool, inner, snap_.numeric_columns, p, tokens_)) {
+    case ProcessRow::kNone:
+      return;
+    case ProcessRow::kNotSupported:
+      snap_.processes_unsupported.push_back(p.gpu);
+      return;
+    case ProcessRow::kBad:
+      broken(line_no, fmt::format("cannot read the process table row \"{}\"", t));
+      return;
+    case ProcessRow::kProcess:
+      p.line = line_no;
+      snap_.processes.push_back(std::move(p));
+      return;
   }
-  if (const auto nu = text::parse_number_with_unit(mem)) {
-    if (const auto k = unit_factor(kMemUsed, nu->unit)) p.memory_mib = text::scaled(nu->value, *k);
-  } else if (tokens_.size() == type_at + 2 && !iequals(mem, "N/A")) {
-    p.name = std::string(mem);  // a name and no memory column
-  }
-  snap_.processes.push_back(std::move(p));
 }
 
 void Reader::end_gpu_table() {
@@ -660,12 +510,15 @@ void Reader::line(std::string_view t, size_t line_no) {
     return;
   }
   const char c = t.front();
-  if (c == '|' && t.find("NVIDIA-SMI") != std::string_view::npos &&
+  if (c == '|' &&
+      (t.find("NVIDIA-SMI") != std::string_view::npos ||
+       t.find("NVITOP") != std::string_view::npos) &&
       t.find("Driver Version") != std::string_view::npos) {
     if (state_ == State::kGpuBody) end_gpu_table();
     banner(t, line_no);
     return;
   }
+  const bool nvitop = snap_.tool == Tool::kNvitop;
   const bool table_line = c == '|' || c == '+';
   const bool processes = c == '|' && text::istarts_with(text::trim(t.substr(1)), "Processes:");
   const bool mig = c == '|' && text::istarts_with(text::trim(t.substr(1)), "MIG devices:");
@@ -678,6 +531,8 @@ void Reader::line(std::string_view t, size_t line_no) {
       if (t.starts_with("|=")) {
         state_ = State::kGpuBody;
         expect_ = Expect::kRow1;
+      } else if (nvitop && table_line && t.find("MIG M.") != std::string_view::npos) {
+        snap_.mig_in_row1 = true;  // "| GPU  Name ... | Bus-Id  Disp.A | MIG M.   Uncorr. ECC |"
       } else if (!table_line) {
         broken(line_no, "the GPU table's header is cut short");
         state_ = State::kOutside;
@@ -688,7 +543,11 @@ void Reader::line(std::string_view t, size_t line_no) {
         end_gpu_table();
         break;  // read below as the next table
       }
-      if (c == '+') {
+      if (nvitop && c == '+') {  // "╘═══╧═══╧═══╛": the end of nvitop's GPU table
+        end_gpu_table();
+        return;
+      }
+      if (c == '+' || (nvitop && is_inner_rule(t))) {  // between GPUs ("├───┼───┤" in nvitop)
         if (expect_ == Expect::kRow2) broken(line_no, "a GPU of the table has only its first row");
         expect_ = Expect::kRow1;
         return;
@@ -711,6 +570,8 @@ void Reader::line(std::string_view t, size_t line_no) {
     case State::kMig:
       if (processes) {
         state_ = State::kProcHeader;
+      } else if (nvitop && c == '[' && state_ == State::kAfterGpu) {
+        // nvitop's host bars between the tables: "[ CPU: ███▍ 12.3% ... ]  ( Load Average: ... )"
       } else if (mig) {
         state_ = State::kMig;
       } else if (!table_line) {
@@ -723,6 +584,9 @@ void Reader::line(std::string_view t, size_t line_no) {
     case State::kProcHeader:
       if (t.starts_with("|=")) {
         state_ = State::kProcBody;
+      } else if (nvitop && c == '|') {
+        // "| GPU     PID      USER  GPU-MEM %SM %GMBW  %CPU  %MEM  TIME  COMMAND |"
+        if (const auto n = nvitop_numeric_columns(t.substr(1), tokens_)) snap_.numeric_columns = *n;
       } else if (!table_line) {
         broken(line_no, "the process table's header is cut short");
         state_ = State::kOutside;
@@ -732,6 +596,8 @@ void Reader::line(std::string_view t, size_t line_no) {
       if (c == '+') {
         snap_.processes_done = true;
         state_ = State::kOutside;
+      } else if (nvitop && is_inner_rule(t)) {
+        // "├──────┤": the next GPU's processes
       } else if (c == '|') {
         process_row(t, line_no);
       } else {
@@ -756,7 +622,7 @@ Result<Recording> Reader::run() {
     // nvidia-smi ends every line: a last line without an end was cut (a row half there would
     // read as garbled), so the snapshot it belongs to is cut short.
     if (cut && lines.rest().empty()) break;
-    line(text::trim(l), lines.line_number());
+    line(text::trim(as_ascii(l, ascii_)), lines.line_number());
   }
   close_snapshot(true);  // a GPU table still open at the end is cut short, not garbled
   flush_pending();
@@ -767,11 +633,12 @@ Result<Recording> Reader::run() {
         "below it); is this the output of plain nvidia-smi?",
         origin_));
   if (snapshots_read_ == 0) {
+    const std::string_view tool = tool_name(tool_.value_or(Tool::kNvidiaSmi));
     for (const Problem* p : {&cut_short_, &garbled_, &other_gpus_, &no_date_, &not_advancing_})
       if (p->count > 0)
         return usage_error(
-            fmt::format("{}: no complete nvidia-smi snapshot ({})", origin_, p->first));
-    return usage_error(fmt::format("{}: no complete nvidia-smi snapshot", origin_));
+            fmt::format("{}: no complete {} snapshot ({})", origin_, tool, p->first));
+    return usage_error(fmt::format("{}: no complete {} snapshot", origin_, tool));
   }
   finish();
   return std::move(rec_);
@@ -779,34 +646,40 @@ Result<Recording> Reader::run() {
 
 void Reader::finish() {
   Recording& rec = rec_;
-  rec.source = "nvidia-smi table: " + origin_;
+  const Tool tool = tool_.value_or(Tool::kNvidiaSmi);
+  const std::string_view name_of_tool = tool_name(tool);
+  rec.source = fmt::format("{} table: {}", name_of_tool, origin_);
   rec.start_unix_ms = mode_ == Mode::kDated ? start_ms_ : 0;
   if (mode_ == Mode::kDated)
-    note(
-        "the date line above each table is the local time of the machine that ran nvidia-smi, "
-        "read as UTC (the log does not say its time zone), to the whole second");
+    note(fmt::format(
+        "the date line above each table is the local time of the machine that ran {}, read as UTC "
+        "(the log does not say its time zone), to the whole second",
+        name_of_tool));
   else
     note(
         "no date line above the first table: snapshots taken as 1 s apart; the start time is "
         "unknown");
   if (shared_second_ > 0)
     note(fmt::format(
-        "{} snapshots share their date second with another (nvidia-smi -lms, or a late sample): "
-        "spread evenly over that second",
-        shared_second_));
+        "{} snapshots share their date second with another ({}, or a late sample): spread evenly "
+        "over that second",
+        shared_second_,
+        tool == Tool::kNvitop ? "a loop faster than once a second" : "nvidia-smi -lms"));
   if (drivers_.size() > 1)
     note(fmt::format("the driver version changes mid-file ({}): each table read by its own layout",
                      fmt::join(drivers_, ", then ")));
 
-  // GPU names nvidia-smi cut short: which boards of the model table they fit.
+  // GPU names cut short (nvidia-smi: "NVIDIA A100-SXM...", nvitop: "..000 Ada Generation"):
+  // which boards of the model table they fit.
   for (const auto& g : gpus_) {
     const std::string& name = g.series.info.name;
-    if (!name.ends_with("...")) continue;
+    const bool left = name.starts_with("..") && !name.ends_with("...");
+    if (!name.ends_with("...") && !left) continue;
     const log_reader::ModelMatch m = log_reader::match_model(name);
     note(fmt::format(
-        "GPU name \"{}\" is cut short in nvidia-smi's table: {}", name,
+        "GPU name \"{}\" is cut short in {}'s table: {}", name, name_of_tool,
         m.candidates.empty()
-            ? std::string("no board of the model table starts so")
+            ? fmt::format("no board of the model table {} so", left ? "ends" : "starts")
             : fmt::format("it fits {}{}", fmt::join(m.candidates, ", "),
                           m.model ? "" : " (which differ: no architecture or power limit taken)")));
   }
@@ -836,15 +709,16 @@ void Reader::finish() {
         fmt::join(graphics_only_, ", ")));
   if (err_values_.count > 0)
     note(fmt::format(
-        "{} value(s) nvidia-smi showed as ERR! (its reading failed) taken as missing (first: {})",
-        err_values_.count, err_values_.first));
+        "{} value(s) {} showed as ERR! (its reading failed) taken as missing (first: {})",
+        err_values_.count, name_of_tool, err_values_.first));
   log_reader::note_skipped(rec, cut_short_, "cut short", "snapshot(s)");
   log_reader::note_skipped(rec, garbled_, "with a table gpudoctor cannot read", "snapshot(s)");
   log_reader::note_skipped(rec, other_gpus_, "with other GPUs than the first snapshot",
                            "snapshot(s)");
   log_reader::note_skipped(rec, no_date_, "without a date line", "snapshot(s)");
   log_reader::note_skipped(rec, not_advancing_, "whose time did not advance", "snapshot(s)");
-  log_reader::note_skipped(rec, garbage_, "that are not part of an nvidia-smi table");
+  log_reader::note_skipped(rec, garbage_,
+                           fmt::format("that are not part of an {} table", name_of_tool));
   log_reader::note_skipped(rec, stray_process_, "of processes on a GPU not in the table",
                            "process row(s)");
   log_reader::note_unreadable(rec, bad_value_);
@@ -861,10 +735,13 @@ bool looks_like_smi_table(std::string_view head) {
     if (text::looks_binary(head.substr(0, 4096))) return false;
     text::LineReader lines(head);
     std::string_view l;
+    std::string ascii;
     while (lines.next(l)) {
-      const std::string_view t = text::trim(l);
+      const std::string_view t = text::trim(as_ascii(l, ascii));
       if (t.empty()) continue;
-      if (t.front() == '|' && t.find("NVIDIA-SMI") != std::string_view::npos &&
+      if (t.front() == '|' &&
+          (t.find("NVIDIA-SMI") != std::string_view::npos ||
+           t.find("NVITOP") != std::string_view::npos) &&
           t.find("Driver Version") != std::string_view::npos)
         return true;
       if (t.front() == '|' && t.find("Pwr:Usage/Cap") != std::string_view::npos) return true;

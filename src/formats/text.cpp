@@ -31,19 +31,6 @@ bool read_digits(std::string_view s, size_t& pos, size_t n, int64_t& out) {
 
 }  // namespace
 
-std::string_view trim_left(std::string_view s) {
-  size_t b = 0;
-  while (b < s.size() && is_space(s[b])) ++b;
-  return s.substr(b);
-}
-
-std::string_view trim(std::string_view s) {
-  size_t b = 0, e = s.size();
-  while (b < e && is_space(s[b])) ++b;
-  while (e > b && is_space(s[e - 1])) --e;
-  return s.substr(b, e - b);
-}
-
 std::string_view strip_bom(std::string_view s) {
   if (s.size() >= 3 && static_cast<unsigned char>(s[0]) == 0xEF &&
       static_cast<unsigned char>(s[1]) == 0xBB && static_cast<unsigned char>(s[2]) == 0xBF)
@@ -76,9 +63,11 @@ bool is_blank(std::string_view s) {
 
 bool looks_binary(std::string_view head) {
   size_t control = 0;
-  for (const char ch : head) {
-    const auto c = static_cast<unsigned char>(ch);
+  for (size_t i = 0; i < head.size(); ++i) {
+    const auto c = static_cast<unsigned char>(head[i]);
     if (c == 0) return true;
+    // (An ANSI colour code, "\x1b[32m", is text a terminal prints: nvitop, gpustat in colour.)
+    if (c == 0x1b && i + 1 < head.size() && head[i + 1] == '[') continue;
     if (c < 0x20 && c != '\n' && c != '\r' && c != '\t' && c != '\f') ++control;
   }
   return control > 0 && control * 100 > head.size();  // over 1% control bytes
@@ -104,18 +93,16 @@ bool LineReader::next(std::string_view& line) {
 
 void split(std::string_view line, char sep, std::vector<std::string_view>& out) {
   out.clear();
+  // A byte loop: log cells are a few bytes, shorter than a call to memchr is worth.
+  const char* const b = line.data();
+  const size_t n = line.size();
   size_t start = 0;
-  while (true) {
-    const void* p =
-        line.size() > start ? std::memchr(line.data() + start, sep, line.size() - start) : nullptr;
-    if (p == nullptr) {
-      out.push_back(line.substr(start));
-      return;
-    }
-    const size_t at = static_cast<size_t>(static_cast<const char*>(p) - line.data());
-    out.push_back(line.substr(start, at - start));
-    start = at + 1;
+  for (size_t i = 0; i < n; ++i) {
+    if (b[i] != sep) continue;
+    out.push_back(line.substr(start, i - start));
+    start = i + 1;
   }
+  out.push_back(line.substr(start));
 }
 
 void split_trimmed(std::string_view line, char sep, std::vector<std::string_view>& out) {
@@ -124,46 +111,24 @@ void split_trimmed(std::string_view line, char sep, std::vector<std::string_view
 }
 
 std::optional<double> parse_double(std::string_view s) {
-  s = trim(s);
-  if (s.empty()) return std::nullopt;
-  // Fast path, what logs write nearly always: [-+]digits[.digits] with at most 15 digits. The
-  // digits are an exact integer and 10^k is exact, so one division is correctly rounded: the
-  // same double from_chars gives (Clinger's fast path).
-  {
-    static constexpr double kPow10[] = {1e0, 1e1, 1e2,  1e3,  1e4,  1e5,  1e6,  1e7,
-                                        1e8, 1e9, 1e10, 1e11, 1e12, 1e13, 1e14, 1e15};
-    size_t i = s.front() == '-' || s.front() == '+' ? 1 : 0;
-    uint64_t m = 0;
-    int digits = 0, frac = -1;
-    bool ok = true;
-    for (; i < s.size(); ++i) {
-      const char c = s[i];
-      if (c >= '0' && c <= '9') {
-        if (++digits > 15) {
-          ok = false;
-          break;
-        }
-        m = m * 10 + static_cast<uint64_t>(c - '0');
-        if (frac >= 0) ++frac;
-      } else if (c == '.' && frac < 0) {
-        frac = 0;
-      } else {
-        ok = false;
-        break;
-      }
-    }
-    if (ok && digits > 0) {
-      double v = static_cast<double>(m);
-      if (frac > 0) v /= kPow10[frac];
-      return s.front() == '-' ? -v : v;
-    }
-  }
+  double v = 0;
+  if (!parse_double(s, v)) return std::nullopt;
+  return v;
+}
+
+namespace detail {
+
+// Anything the fast path does not take: more digits, exponents, or not a number at all.
+bool parse_double_slow(std::string_view s, double& out) {
   if (s.front() == '+') s.remove_prefix(1);
   double v = 0;
   const auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
-  if (ec != std::errc() || p != s.data() + s.size() || !std::isfinite(v)) return std::nullopt;
-  return v;
+  if (ec != std::errc() || p != s.data() + s.size() || !std::isfinite(v)) return false;
+  out = v;
+  return true;
 }
+
+}  // namespace detail
 
 std::optional<int64_t> parse_int(std::string_view s) {
   s = trim(s);
@@ -193,7 +158,27 @@ std::optional<NumberWithUnit> parse_number_with_unit(std::string_view s) {
   // sign or a point.
   const char c0 = s.front();
   if (!((c0 >= '0' && c0 <= '9') || c0 == '-' || c0 == '.')) return std::nullopt;
+  // Plain decimals ("21234MB", "45.0 C") take parse_double's fast path; from_chars, the rest
+  // (exponents, more digits), with the same result.
+  size_t j = c0 == '-' ? 1 : 0, digits = 0;
+  bool point = false;
+  for (; j < s.size(); ++j) {
+    const char c = s[j];
+    if (c >= '0' && c <= '9')
+      ++digits;
+    else if (c == '.' && !point)
+      point = true;
+    else
+      break;
+  }
   double v = 0;
+  if (digits > 0 && digits <= 15 && (j == s.size() || (s[j] != 'e' && s[j] != 'E')) &&
+      parse_double(s.substr(0, j), v)) {
+    NumberWithUnit out;
+    out.value = v;
+    out.unit = trim_left(s.substr(j));
+    return out;
+  }
   const auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
   if (ec != std::errc() || !std::isfinite(v)) return std::nullopt;
   NumberWithUnit out;
@@ -286,10 +271,6 @@ std::string format_timestamp_ms(int64_t unix_ms, char date_sep) {
   ms_of_day %= 60000;
   return fmt::format("{:04}{}{:02}{}{:02} {:02}:{:02}:{:02}.{:03}", y, date_sep, m, date_sep, d, hh,
                      mm, ms_of_day / 1000, ms_of_day % 1000);
-}
-
-bool is_space(char c) {
-  return c == ' ' || c == '\t' || c == '\r' || c == '\n' || c == '\f' || c == '\v';
 }
 
 // Whitespace-separated tokens of s into out (cleared first).

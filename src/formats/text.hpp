@@ -14,9 +14,23 @@
 
 namespace gpudoctor::text {
 
+// Space, tab, CR, LF, form feed, vertical tab. (Inline, as trim: every reader calls them per cell.)
+inline bool is_space(char c) {
+  return static_cast<unsigned char>(c) <= ' ' &&
+         (c == ' ' || c == '\t' || c == '\r' || c == '\n' || c == '\f' || c == '\v');
+}
 // Spaces, tabs, CR and LF removed from both ends.
-std::string_view trim(std::string_view s);
-std::string_view trim_left(std::string_view s);
+inline std::string_view trim(std::string_view s) {
+  size_t b = 0, e = s.size();
+  while (b < e && is_space(s[b])) ++b;
+  while (e > b && is_space(s[e - 1])) --e;
+  return s.substr(b, e - b);
+}
+inline std::string_view trim_left(std::string_view s) {
+  size_t b = 0;
+  while (b < s.size() && is_space(s[b])) ++b;
+  return s.substr(b);
+}
 // The text without a leading UTF-8 byte order mark.
 std::string_view strip_bom(std::string_view s);
 bool iequals(std::string_view a, std::string_view b);
@@ -59,6 +73,43 @@ void split_trimmed(std::string_view line, char sep, std::vector<std::string_view
 
 // The whole of s (trimmed) as a finite number; nullopt for anything else ("", "12x", "nan").
 std::optional<double> parse_double(std::string_view s);
+// The same into out, false for anything else: what the readers call per cell (inline, and no
+// optional returned through memory on the way).
+bool parse_double(std::string_view s, double& out);
+namespace detail {
+bool parse_double_slow(std::string_view s, double& out);
+}
+inline bool parse_double(std::string_view s, double& out) {
+  s = trim(s);
+  if (s.empty()) return false;
+  // Fast path, what logs write nearly always: [-+]digits[.digits] with at most 15 digits. The
+  // digits are an exact integer and 10^k is exact, so one division is correctly rounded: the
+  // same double from_chars gives (Clinger's fast path).
+  static constexpr double kPow10[] = {1e0, 1e1, 1e2,  1e3,  1e4,  1e5,  1e6,  1e7,
+                                      1e8, 1e9, 1e10, 1e11, 1e12, 1e13, 1e14, 1e15};
+  size_t i = s.front() == '-' || s.front() == '+' ? 1 : 0;
+  uint64_t m = 0;
+  int digits = 0, frac = -1;
+  for (; i < s.size(); ++i) {
+    const char c = s[i];
+    if (c >= '0' && c <= '9') {
+      if (++digits > 15) return detail::parse_double_slow(s, out);
+      m = m * 10 + static_cast<uint64_t>(c - '0');
+      if (frac >= 0) ++frac;
+    } else if (c == '.' && frac < 0) {
+      frac = 0;
+    } else if (c == 'e' || c == 'E' || c == '+' || c == '-') {
+      return detail::parse_double_slow(s, out);
+    } else {
+      return false;  // ("45 C", "93%": from_chars would not take the whole text either)
+    }
+  }
+  if (digits == 0) return detail::parse_double_slow(s, out);
+  double v = static_cast<double>(m);
+  if (frac > 0) v /= kPow10[frac];
+  out = s.front() == '-' ? -v : v;
+  return true;
+}
 std::optional<int64_t> parse_int(std::string_view s);
 // "0x1f", "0X1F" or "1f" as hexadecimal.
 std::optional<uint64_t> parse_hex(std::string_view s);
@@ -84,7 +135,6 @@ std::optional<int64_t> parse_timestamp_ms(std::string_view s);
 // "2024/03/14 10:15:02.123" (date_sep '/') of a Unix time in ms, as UTC.
 std::string format_timestamp_ms(int64_t unix_ms, char date_sep = '/');
 
-bool is_space(char c);
 // Whitespace-separated tokens of s into out (cleared first): dmon-style columns.
 void split_ws(std::string_view s, std::vector<std::string_view>& out);
 

@@ -11,6 +11,7 @@
 
 #include "formats/column_catalogue.hpp"
 #include "formats/finish.hpp"
+#include "formats/flat_table.hpp"
 #include "formats/log_time.hpp"
 #include "formats/text.hpp"
 
@@ -20,35 +21,7 @@ namespace {
 
 using text::iequals;
 
-// One CSV cell (RFC 4180 quotes where needed).
-void put_cell(std::string& out, std::string_view v, bool first) {
-  if (!first) out += ',';
-  if (v.find_first_of(",\"\r\n") == std::string_view::npos) {
-    out.append(v);
-    return;
-  }
-  out += '"';
-  for (const char c : v) {
-    if (c == '"') out += '"';
-    out += c;
-  }
-  out += '"';
-}
-
-// The flattened text and, per line of it, the file's line it comes from (messages name that).
-struct Flat {
-  std::string csv;
-  std::vector<size_t> lines;
-  void put_row(const std::vector<std::string_view>& cells, size_t file_line) {
-    for (size_t i = 0; i < cells.size(); ++i) put_cell(csv, cells[i], i == 0);
-    csv += '\n';  // (cells come from one line each: no line break inside)
-    lines.push_back(file_line);
-  }
-  void clear() {
-    csv.clear();
-    lines.clear();
-  }
-};
+using log_reader::CellTable;
 
 // The first line that is not blank.
 std::string_view first_line(std::string_view head) {
@@ -59,12 +32,10 @@ std::string_view first_line(std::string_view head) {
   return {};
 }
 
-// Reads the flattened text, naming the layout in the recording's source.
-Result<Recording> read_flat(Flat& flat, const std::string& origin, const GenericCsvOptions& opt,
-                            std::string_view layout) {
-  GenericCsvOptions o = opt;
-  o.line_map = std::move(flat.lines);
-  auto rec = read_generic_csv(flat.csv, origin, o);
+// Reads the flattened table, naming the layout in the recording's source.
+Result<Recording> read_flat(const CellTable& table, const std::string& origin,
+                            const GenericCsvOptions& opt, std::string_view layout) {
+  auto rec = read_generic_csv(table, origin, opt);
   if (rec.ok()) rec->source = fmt::format("{}: {}", layout, origin);
   return rec;
 }
@@ -78,7 +49,7 @@ Result<Recording> afterburner(std::string_view text, const std::string& origin,
   std::string_view line;
   std::vector<std::string_view> cells;
   std::vector<std::string> names;
-  Flat flat;
+  CellTable flat;
   bool header = false;
   size_t rows = 0, names_line = 0;
   while (lines.next(line)) {
@@ -97,7 +68,7 @@ Result<Recording> afterburner(std::string_view text, const std::string& origin,
       std::vector<std::string_view> h{"time"};
       for (const auto& n : names) h.push_back(n);
       names_line = lines.line_number();
-      flat.put_row(h, names_line);
+      flat.set_header(h, names_line);
       header = true;
       continue;
     }
@@ -114,13 +85,12 @@ Result<Recording> afterburner(std::string_view text, const std::string& origin,
     if (cells[0] != "80" || !header) continue;
     if (rows == 0) {
       // The units of 03 lines come before the first data line: the header again, with them.
-      flat.clear();
       std::vector<std::string_view> h{"time"};
       for (const auto& n : names) h.push_back(n);
-      flat.put_row(h, names_line);
+      flat.set_header(h, names_line);
     }
     cells.erase(cells.begin());
-    flat.put_row(cells, lines.line_number());
+    flat.add_row(cells, lines.line_number());
     ++rows;
   }
   if (!header)
@@ -153,11 +123,22 @@ Result<Recording> key_value_blocks(std::string_view text, const std::string& ori
                                    const GenericCsvOptions& opt) {
   struct Gpu {
     std::string_view time, gpu, name;
-    std::vector<std::pair<std::string_view, std::string_view>> values;
-    size_t line = 0;  // the file's line of its first value
+    size_t first = 0;  // its values: values[first, next GPU's first)
+    size_t line = 0;   // the file's line of its first value
   };
   std::vector<Gpu> rows;
   std::vector<std::string_view> keys;
+  std::vector<std::pair<size_t, std::string_view>> values;  // (key, value), GPU after GPU
+  size_t hint = 0;  // the key expected next: blocks list their keys in the same order
+  auto key_index = [&](std::string_view key) {
+    size_t k = hint;
+    if (k >= keys.size() || keys[k] != key) {
+      k = static_cast<size_t>(std::find(keys.begin(), keys.end(), key) - keys.begin());
+      if (k == keys.size()) keys.push_back(key);
+    }
+    hint = k + 1;
+    return k;
+  };
   text::LineReader lines(text);
   std::string_view line, time;
   bool in_block = false;
@@ -177,32 +158,32 @@ Result<Recording> key_value_blocks(std::string_view text, const std::string& ori
     // "GPU 0: NVIDIA ...": another GPU of the block.
     if (key.size() > 3 && text::istarts_with(key, "gpu") &&
         text::parse_int(text::trim(key.substr(3)))) {
-      rows.push_back({time, text::trim(key.substr(3)), value, {}, lines.line_number()});
+      rows.push_back({time, text::trim(key.substr(3)), value, values.size(), lines.line_number()});
       continue;
     }
     if (rows.empty() || rows.back().time.data() != time.data())
-      rows.push_back({time, "", "", {}, lines.line_number()});
+      rows.push_back({time, "", "", values.size(), lines.line_number()});
     // "1234MB / 24576MB": the first of the pair.
     std::string_view v = value;
     if (const size_t slash = v.find(" / "); slash != std::string_view::npos)
       v = text::trim(v.substr(0, slash));
-    rows.back().values.emplace_back(key, v);
-    if (std::find(keys.begin(), keys.end(), key) == keys.end()) keys.push_back(key);
+    values.emplace_back(key_index(key), v);
   }
   if (rows.empty())
     return usage_error(fmt::format("{}: no \"=== time ===\" block with values", origin));
-  Flat flat;
+  CellTable flat;
   std::vector<std::string_view> cells{"time", "gpu", "name"};
   for (const auto k : keys) cells.push_back(k);
-  flat.put_row(cells, rows.front().line);  // (no header line in the file: the first value's)
-  for (const auto& r : rows) {
+  flat.set_header(cells, rows.front().line);  // (no header line in the file: the first value's)
+  for (size_t i = 0; i < rows.size(); ++i) {
+    const Gpu& r = rows[i];
     cells.assign(3 + keys.size(), {});
     cells[0] = r.time;
     cells[1] = r.gpu;
     cells[2] = r.name;
-    for (const auto& [k, v] : r.values)
-      cells[3 + static_cast<size_t>(std::find(keys.begin(), keys.end(), k) - keys.begin())] = v;
-    flat.put_row(cells, r.line);
+    const size_t end = i + 1 < rows.size() ? rows[i + 1].first : values.size();
+    for (size_t j = r.first; j < end; ++j) cells[3 + values[j].first] = values[j].second;
+    flat.add_row(cells, r.line);
   }
   return read_flat(flat, origin, opt, "key-value blocks");
 }
@@ -210,19 +191,28 @@ Result<Recording> key_value_blocks(std::string_view text, const std::string& ori
 // ---------------------------------------------------------------------------------------------
 // gpustat
 
-// Text without ANSI colour codes ("\x1b[1m").
-std::string strip_ansi(std::string_view s) {
-  std::string out;
-  out.reserve(s.size());
-  for (size_t i = 0; i < s.size(); ++i) {
-    if (s[i] == '\x1b' && i + 1 < s.size() && s[i + 1] == '[') {
-      i += 2;
+// Text without ANSI colour codes ("\x1b[1m"): s itself when it has none, else a copy in buf.
+std::string_view strip_ansi(std::string_view s, std::string& buf) {
+  size_t esc = s.find('\x1b');
+  if (esc == std::string_view::npos) return s;
+  buf.clear();
+  buf.reserve(s.size());
+  size_t from = 0;
+  while (esc != std::string_view::npos) {
+    buf.append(s.substr(from, esc - from));
+    size_t i = esc + 1;
+    if (i < s.size() && s[i] == '[') {
+      ++i;
       while (i < s.size() && !(s[i] >= '@' && s[i] <= '~')) ++i;
-      continue;
+      if (i < s.size()) ++i;
+    } else {
+      buf.push_back('\x1b');  // (not a colour code: kept)
     }
-    out += s[i];
+    from = i;
+    esc = s.find('\x1b', from);
   }
-  return out;
+  buf.append(s.substr(std::min(from, s.size())));
+  return buf;
 }
 
 // "host  Tue Dec  1 10:00:00 2026  535.104.05": "2026-12-01 10:00:00".
@@ -253,21 +243,25 @@ bool gpustat_gpu_line(std::string_view l) {
 
 Result<Recording> gpustat(std::string_view raw, const std::string& origin,
                           const GenericCsvOptions& opt) {
-  const std::string text = strip_ansi(raw);
-  Flat flat;
-  flat.csv =
-      "time,gpu,name,temperature.gpu,utilization.gpu,power.draw [W],enforced.power.limit "
-      "[W],memory.used [MiB],memory.total [MiB]\n";
-  flat.lines.push_back(0);  // (no header line in the file: the first snapshot's, below)
+  std::string plain;
+  const std::string_view text = strip_ansi(raw, plain);
+  CellTable flat;
+  flat.set_header({"time", "gpu", "name", "temperature.gpu", "utilization.gpu", "power.draw [W]",
+                   "enforced.power.limit [W]", "memory.used [MiB]", "memory.total [MiB]"},
+                  0);  // (no header line in the file: the first snapshot's, below)
   text::LineReader lines(text);
   std::string_view line;
   std::optional<std::string> time;
+  std::string_view owned_time;  // the table's copy of *time
   size_t rows = 0;
   std::vector<std::string_view> parts, fields;
   while (lines.next(line)) {
     if (text::is_blank(line)) continue;
     if (!gpustat_gpu_line(line)) {
-      if (auto t = gpustat_time(line)) time = std::move(t);
+      if (auto t = gpustat_time(line)) {
+        time = std::move(t);
+        owned_time = {};
+      }
       continue;
     }
     if (!time) continue;
@@ -296,8 +290,9 @@ Result<Recording> gpustat(std::string_view raw, const std::string& origin,
       total = text::trim(mem.substr(slash + 1));
       if (total.ends_with("MB")) total = text::trim(total.substr(0, total.size() - 2));
     }
-    if (rows == 0) flat.lines.front() = lines.line_number();
-    flat.put_row({*time, gpu, parts[0], temp, util, power, limit, used, total},
+    if (rows == 0) flat.set_header_line(lines.line_number());
+    if (owned_time.data() == nullptr) owned_time = flat.own(*time);  // (one copy a snapshot)
+    flat.add_row({owned_time, gpu, parts[0], temp, util, power, limit, used, total},
                  lines.line_number());
     ++rows;
   }
@@ -342,11 +337,14 @@ void split_header(std::string_view l, std::vector<std::string_view>& out) {
 }
 
 // Row cells: whitespace-separated, a date and a time of day side by side ("2024-05-01 10:00:00")
-// taken as one cell.
-void split_row(std::string_view l, std::vector<std::string_view>& out) {
+// taken as one cell. last_date: the last cell found to be a date (rows of a day share it).
+void split_row(std::string_view l, std::vector<std::string_view>& out, std::string& last_date) {
   text::split_ws(l, out);
   for (size_t i = 0; i + 1 < out.size(); ++i) {
-    if (csv::parse_date(out[i]) && csv::parse_time_of_day(out[i + 1])) {
+    const bool date = (!last_date.empty() && out[i] == last_date) ||
+                      (out[i].size() >= 8 && csv::parse_date(out[i]));  // (D.M.YYYY at least)
+    if (date && out[i] != last_date) last_date.assign(out[i]);
+    if (date && csv::parse_time_of_day(out[i + 1])) {
       const char* b = out[i].data();
       out[i] = std::string_view(b, static_cast<size_t>(out[i + 1].data() + out[i + 1].size() - b));
       out.erase(out.begin() + static_cast<std::ptrdiff_t>(i) + 1);
@@ -379,7 +377,8 @@ std::optional<size_t> ws_header(std::string_view text) {
     text::LineReader after(lines.rest());
     std::string_view next;
     while (after.next(next) && (text::is_blank(next) || is_rule(next))) any_rule = true;
-    split_row(next, r);
+    std::string last_date;
+    split_row(next, r, last_date);
     if (r.size() == h.size() && any_rule) return static_cast<size_t>(line.data() - text.data());
     return std::nullopt;
   }
@@ -396,19 +395,20 @@ Result<Recording> ws_table(std::string_view text, const std::string& origin,
       std::count(text.begin(), text.begin() + static_cast<std::ptrdiff_t>(*at), '\n'));
   std::string_view line;
   std::vector<std::string_view> cells;
-  Flat flat;
+  std::string last_date;
+  CellTable flat;
   lines.next(line);
   split_header(line, cells);
   const std::string header_line(text::trim(line));
-  flat.put_row(cells, before + lines.line_number());
+  flat.set_header(cells, before + lines.line_number());
   while (lines.next(line)) {
     if (text::is_blank(line) || is_rule(line)) continue;
     if (text::trim(line) == header_line) {  // the header again: kept for the reader to count
       split_header(line, cells);
     } else {
-      split_row(line, cells);
+      split_row(line, cells, last_date);
     }
-    flat.put_row(cells, before + lines.line_number());
+    flat.add_row(cells, before + lines.line_number());
   }
   return read_flat(flat, origin, opt, "whitespace table");
 }
@@ -427,7 +427,8 @@ bool looks_like_key_value_blocks(std::string_view head) {
 
 bool looks_like_gpustat(std::string_view head) {
   return log_reader::guarded_check([&] {
-    const std::string text = strip_ansi(text::strip_bom(head));
+    std::string plain;
+    const std::string_view text = strip_ansi(text::strip_bom(head), plain);
     text::LineReader lines(text);
     std::string_view line;
     bool timed = false;

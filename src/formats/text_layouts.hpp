@@ -1,8 +1,8 @@
 // Framing variants: logs whose lines are not a CSV table but hold the same columns. Each is
-// flattened into CSV text whose header uses names of the column catalogue, then read by
-// read_generic_csv (formats/generic_csv.hpp), so units, times, GPUs and notes are the catalogue
-// reader's; each flattened line carries the file's line it came from (GenericCsvOptions::
-// line_map), so messages name the file's lines:
+// flattened into a table of cells (log_reader::CellTable) whose header uses names of the column
+// catalogue, then read by read_generic_csv (formats/generic_csv.hpp), so units, times, GPUs and
+// notes are the catalogue reader's; each row carries the file's line it came from, so messages
+// name the file's lines:
 //   - MSI Afterburner .hml: "00, ..." "01, ..." header lines, "02, DATE, name, name, ..." the
 //     column names, "03"/"80"/... lines of graph settings, then "80, dd-mm-yyyy hh:mm:ss, v, v".
 //     The limit flags ("Power limit", "Temp limit", "Voltage limit", "No load limit": 0/1) are

@@ -2,6 +2,7 @@
 
 #include <array>
 #include <cstddef>
+#include <deque>
 #include <optional>
 #include <string>
 
@@ -21,16 +22,20 @@ constexpr size_t kHeaderLen = 7;  // file header and record header alike
 constexpr size_t kBlockLen = 32768;
 constexpr uint8_t kFull = 1, kFirst = 2, kMiddle = 3, kLast = 4;
 
-constexpr std::array<uint32_t, 256> make_crc_table() {
-  std::array<uint32_t, 256> t{};
+// CRC-32 tables for slicing by 8 (8 bytes per step): t[0] is the bytewise table, t[k][i] the CRC
+// of byte i followed by k zero bytes.
+constexpr std::array<std::array<uint32_t, 256>, 8> make_crc_tables() {
+  std::array<std::array<uint32_t, 256>, 8> t{};
   for (uint32_t i = 0; i < 256; ++i) {
     uint32_t c = i;
     for (int k = 0; k < 8; ++k) c = (c & 1) ? 0xEDB88320u ^ (c >> 1) : c >> 1;
-    t[i] = c;
+    t[0][i] = c;
   }
+  for (size_t k = 1; k < 8; ++k)
+    for (size_t i = 0; i < 256; ++i) t[k][i] = (t[k - 1][i] >> 8) ^ t[0][t[k - 1][i] & 0xff];
   return t;
 }
-constexpr auto kCrcTable = make_crc_table();
+constexpr auto kCrc = make_crc_tables();
 
 uint32_t le32(std::string_view s, size_t at) {
   uint32_t v = 0;
@@ -173,17 +178,19 @@ struct Reader {
         ++process_items;
         continue;
       }
-      table.set(key, cell(value));
+      // (The record's bytes outlive the table: the file's, or a chain kept in chains.)
+      const std::string_view v = text::trim(value);
+      if (!v.empty() && v.front() == '"')
+        table.set(key, string_cell(v));
+      else
+        table.set_view(key, v);
     }
   }
 
-  // A value_json: a number as written, a JSON string unquoted, anything else as its text.
-  static std::string cell(std::string_view value_json) {
-    const std::string_view v = text::trim(value_json);
-    if (!v.empty() && v.front() == '"') {
-      auto j = nlohmann::json::parse(v.begin(), v.end(), nullptr, false);
-      if (j.is_string()) return j.get<std::string>();
-    }
+  // A value_json that is a JSON string: unquoted (anything else as its text).
+  static std::string string_cell(std::string_view v) {
+    auto j = nlohmann::json::parse(v.begin(), v.end(), nullptr, false);
+    if (j.is_string()) return j.get<std::string>();
     return std::string(v);
   }
 };
@@ -192,7 +199,17 @@ struct Reader {
 
 uint32_t crc32_ieee(std::string_view data, uint32_t crc) {
   crc = ~crc;
-  for (char ch : data) crc = kCrcTable[(crc ^ static_cast<uint8_t>(ch)) & 0xff] ^ (crc >> 8);
+  size_t i = 0;
+  // (The records' checksums were a third of the reading time a byte at a time.)
+  for (; i + 8 <= data.size(); i += 8) {
+    const auto b = [&](size_t k) { return static_cast<uint8_t>(data[i + k]); };
+    const uint32_t lo =
+        crc ^ (uint32_t{b(0)} | uint32_t{b(1)} << 8 | uint32_t{b(2)} << 16 | uint32_t{b(3)} << 24);
+    crc = kCrc[7][lo & 0xff] ^ kCrc[6][(lo >> 8) & 0xff] ^ kCrc[5][(lo >> 16) & 0xff] ^
+          kCrc[4][lo >> 24] ^ kCrc[3][b(4)] ^ kCrc[2][b(5)] ^ kCrc[1][b(6)] ^ kCrc[0][b(7)];
+  }
+  for (; i < data.size(); ++i)
+    crc = kCrc[0][(crc ^ static_cast<uint8_t>(data[i])) & 0xff] ^ (crc >> 8);
   return ~crc;
 }
 
@@ -214,7 +231,8 @@ Result<Recording> read_wandb_run_unguarded(std::string_view bytes, const std::st
         origin, static_cast<int>(static_cast<uint8_t>(bytes[6]))));
   Reader r;
   r.origin = origin;
-  std::string chain;  // a record split over blocks: FIRST, MIDDLE..., LAST
+  std::string chain;               // a record split over blocks: FIRST, MIDDLE..., LAST
+  std::deque<std::string> chains;  // the whole ones, kept: the table holds views of their cells
   bool in_chain = false;
   size_t pos = kHeaderLen;
   while (pos < bytes.size()) {
@@ -273,7 +291,8 @@ Result<Recording> read_wandb_run_unguarded(std::string_view bytes, const std::st
         }
         chain.append(data);
         if (type == kLast) {
-          r.record(chain);
+          r.record(chains.emplace_back(std::move(chain)));
+          chain.clear();
           in_chain = false;
         }
         break;
@@ -292,7 +311,7 @@ Result<Recording> read_wandb_run_unguarded(std::string_view bytes, const std::st
   GenericCsvOptions o;
   o.map = options.map;
   o.power_limit_w = options.power_limit_w;
-  auto rec = read_generic_csv(r.table.csv(), origin, o);
+  auto rec = read_generic_csv(r.table, origin, o);
   if (!rec) return rec;
   Recording& out = rec.value();
   out.source = "W&B run file: " + origin;

@@ -11,6 +11,7 @@
 #include <chrono>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include <fmt/format.h>
@@ -222,6 +223,96 @@ std::vector<Case> smi_table_cases() {
            std::string(
                "skipped 1 line(s) that are not part of an nvidia-smi table (first: in.log:21: \"") +
                std::string(60, 'x') + "\")")},
+  };
+}
+
+// ---------------------------------------------------------------------------------------------
+// nvitop -1 (the same table reader: box drawing, host bars, its own process table)
+
+// clang-format off
+std::string nvitop_snapshot(std::string_view date, std::string_view power) {
+  return std::string(date) + "\n"
+         "╒═════════════════════════════════════════════════════════════════════════════╕\n"
+         "│ NVITOP 1.3.2       Driver Version: 550.54.14      CUDA Driver Version: 12.4 │\n"
+         "├───────────────────────────────┬──────────────────────┬──────────────────────┤\n"
+         "│ GPU  Name        Persistence-M│ Bus-Id        Disp.A │ Volatile Uncorr. ECC │\n"
+         "│ Fan  Temp  Perf  Pwr:Usage/Cap│         Memory-Usage │ GPU-Util  Compute M. │\n"
+         "╞═══════════════════════════════╪══════════════════════╪══════════════════════╡\n"
+         "│   0  GeForce RTX 4090     Off │ 00000000:01:00.0  On │                  N/A │\n"
+         "│ 30%   62C    P2   " + std::string(power) + " / 450W │  21.34GiB / 23.99GiB │     98%      Default │\n"
+         "╘═══════════════════════════════╧══════════════════════╧══════════════════════╛\n"
+         "[ CPU: █████▍ 18.4%     UPTIME: 3.2 days ]  ( Load Average:  2.31  2.20  2.05 )\n"
+         "[ MEM: ████████████▏ 41.7%               ]  [ SWP: ▏ 0.0%                     ]\n"
+         "\n"
+         "╒═════════════════════════════════════════════════════════════════════════════╕\n"
+         "│ Processes:                                                    alice@ws-4090 │\n"
+         "│ GPU     PID      USER  GPU-MEM %SM %GMBW  %CPU  %MEM     TIME  COMMAND      │\n"
+         "╞═════════════════════════════════════════════════════════════════════════════╡\n"
+         "│   0   48213 C   alice 20.93GiB  97    41 100.3   2.1  1:02:17  python tr..  │\n"
+         "╘═════════════════════════════════════════════════════════════════════════════╛\n";
+}
+// clang-format on
+const std::string kNvitop1 = nvitop_snapshot("Tue Dec 01 10:00:00 2026", "412W");
+const std::string kNvitop2 = nvitop_snapshot("Tue Dec 01 10:00:01 2026", "415W");
+const std::string kNvitop3 = nvitop_snapshot("Tue Dec 01 10:00:02 2026", "409W");
+const std::string kNvitops = kNvitop1 + kNvitop2 + kNvitop3;
+
+// nvitop --ascii: the same snapshots without box drawing.
+std::string nvitop_ascii(std::string s) {
+  for (const auto& [from, to] :
+       std::vector<std::pair<std::string_view, std::string_view>>{{"═", "="},
+                                                                  {"─", "-"},
+                                                                  {"╒", "+"},
+                                                                  {"╕", "+"},
+                                                                  {"╪", "+"},
+                                                                  {"╘", "+"},
+                                                                  {"╧", "+"},
+                                                                  {"╛", "+"},
+                                                                  {"┬", "+"},
+                                                                  {"│", "|"},
+                                                                  {"╞", "|"},
+                                                                  {"╡", "|"},
+                                                                  {"├", "|"},
+                                                                  {"┤", "|"},
+                                                                  {"█", "|"},
+                                                                  {"▏", "|"},
+                                                                  {"▍", "|"}})
+    s = replace_all(s, from, to);
+  return s;
+}
+
+std::vector<Case> nvitop_cases() {
+  const std::string f = "nvitop";
+  const std::string third = std::to_string(2 * 19 + 1);
+  return {
+      {f, "complete", kNvitops, read(3)},
+      {f, "cut mid-line", drop(kNvitops, 100),
+       read(2, std::string("skipped 1 snapshot(s) cut short (first: in.log:") + third +
+                   ": no complete process table at the end of the file)")},
+      {f, "cut mid-GPU-table", kNvitop1 + kNvitop2 + cut(kNvitop3, 800),
+       read(2, std::string("skipped 1 snapshot(s) cut short (first: in.log:") + third +
+                   ": no complete GPU table at the end of the file)")},
+      {f, "cut mid-banner", cut(kNvitops, 150),
+       refused("in.log: no nvidia-smi table (\"| NVIDIA-SMI ... Driver Version: ... |\" and the "
+               "GPU table below it); is this the output of plain nvidia-smi?")},
+      {f, "binary garbage", garbage(), refused("in.log: binary data, not nvidia-smi table output")},
+      {f, "header, no GPU rows", kNvitop1.substr(0, kNvitop1.find("│   0  GeForce")),
+       refused("in.log: no complete nvitop snapshot (in.log:1: no complete GPU table at the end "
+               "of the file)")},
+      {f, "time going backwards", kNvitop1 + kNvitop3 + kNvitop2,
+       read(2, std::string("skipped 1 snapshot(s) whose time did not advance (first: in.log:") +
+                   third + ": 2026-12-01 10:00:01.000 is not after the snapshot before)")},
+      {f, "duplicate snapshot", kNvitop1 + kNvitop2 + kNvitop2 + kNvitop3,
+       read(4,
+            "2 snapshots share their date second with another (a loop faster than once a second, "
+            "or a late sample): spread evenly over that second")},
+      {f, "empty", "", refused("in.log: empty file")},
+      {f, "UTF-16 (--ascii, PowerShell's >)", utf16(nvitop_ascii(kNvitops), true),
+       read(3, kUtf16LeNote)},
+      {f, "a megabyte line between snapshots", kNvitop1 + kMegabyte + "\n" + kNvitop2,
+       read(2, std::string("skipped 1 line(s) that are not part of an nvitop table (first: "
+                           "in.log:20: \"") +
+                   std::string(60, 'x') + "\")")},
   };
 }
 
@@ -507,8 +598,9 @@ std::vector<Case> detection_cases() {
 
 std::vector<Case> all_cases() {
   std::vector<Case> all;
-  for (auto part : {smi_csv_cases(), smi_table_cases(), dmon_cases(), dcgmi_dmon_cases(),
-                    dcgm_dump_cases(), generic_csv_cases(), capture_cases(), detection_cases()})
+  for (auto part :
+       {smi_csv_cases(), smi_table_cases(), nvitop_cases(), dmon_cases(), dcgmi_dmon_cases(),
+        dcgm_dump_cases(), generic_csv_cases(), capture_cases(), detection_cases()})
     all.insert(all.end(), part.begin(), part.end());
   return all;
 }

@@ -1,5 +1,6 @@
 // The format zoo: one simulated run written out in the layouts of several tools (nvidia-smi CSV,
-// gpudoctor's CSV, W&B's wide system metrics, GPU-Z's sensor log in Windows-1252, HWiNFO's CSV),
+// gpudoctor's CSV, W&B's wide system metrics, nvitop -1 snapshots, GPU-Z's sensor log in
+// Windows-1252, HWiNFO's CSV),
 // read back through load_text and diagnosed: every layout gives the run's own verdict.
 #include <gtest/gtest.h>
 
@@ -119,6 +120,70 @@ std::string write_hwinfo(const Recording& rec) {
   return out + header;
 }
 
+// `while true; do nvitop -1; sleep 1; done` (79 columns, no bars): the date line, the GPU table
+// in box drawing, the host bars, the process table. nvitop prints whole watts, % and degrees.
+std::string write_nvitop(const Recording& rec) {
+  auto whole = [](double v, std::string_view unit) {
+    return is_missing(v) ? std::string("N/A") : fmt::format("{:.0f}{}", v, unit);
+  };
+  auto memory = [](double mib) {  // nvitop's bytes2human
+    if (is_missing(mib)) return std::string("N/A");
+    return mib < 20 * 1024 ? fmt::format("{:.0f}MiB", mib) : fmt::format("{:.2f}GiB", mib / 1024);
+  };
+  std::string out;
+  const GpuSeries& g0 = rec.gpus.front();
+  for (size_t r = 0; r < g0.size(); ++r) {
+    const int64_t ms = rec.start_unix_ms + static_cast<int64_t>(g0.time_s[r] * 1000);
+    const int64_t days = ms / 86'400'000;
+    static constexpr const char* kDays[] = {"Thu", "Fri", "Sat", "Sun", "Mon", "Tue", "Wed"};
+    const std::string iso = text::format_timestamp_ms(ms, '-');  // "2026-01-01 00:00:01.000"
+    static constexpr const char* kMonths[] = {"Jan", "Feb", "Mar", "Apr", "May", "Jun",
+                                              "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"};
+    out +=
+        fmt::format("{} {} {} {} {}\n", kDays[days % 7], kMonths[std::stoi(iso.substr(5, 2)) - 1],
+                    iso.substr(8, 2), iso.substr(11, 8), iso.substr(0, 4));
+    out +=
+        "╒═════════════════════════════════════════════════════════════════════════════╕\n"
+        "│ NVITOP 1.3.2       Driver Version: 550.54.14      CUDA Driver Version: 12.4 │\n"
+        "├───────────────────────────────┬──────────────────────┬──────────────────────┤\n"
+        "│ GPU  Name        Persistence-M│ Bus-Id        Disp.A │ Volatile Uncorr. ECC │\n"
+        "│ Fan  Temp  Perf  Pwr:Usage/Cap│         Memory-Usage │ GPU-Util  Compute M. │\n"
+        "╞═══════════════════════════════╪══════════════════════╪══════════════════════╡\n";
+    for (size_t i = 0; i < rec.gpus.size(); ++i) {
+      const GpuSeries& g = rec.gpus[i];
+      std::string name = g.info.name;
+      if (name.starts_with("NVIDIA ")) name = name.substr(7);
+      if (name.size() > 19) name = ".." + name.substr(name.size() - 17);
+      if (i > 0)
+        out += "├───────────────────────────────┼──────────────────────┼──────────────────────┤\n";
+      out += fmt::format("│ {:>3}  {:<19} {:>4} │ {:<16} {:>3} │ {:>20} │\n", i, name, "On",
+                         "00000000:00:00.0", "Off", "0");
+      const std::string power = fmt::format("{} / {}", whole(value(g, Field::kPower, r), "W"),
+                                            whole(value(g, Field::kPowerLimitEnforced, r), "W"));
+      const std::string mem = fmt::format("{} / {}", memory(value(g, Field::kMemUsed, r)),
+                                          memory(value(g, Field::kMemTotal, r)));
+      const double p = value(g, Field::kPstate, r);
+      out +=
+          fmt::format("│ {:>3}  {:>4}  {:>4}  {:>12} │ {:>20} │ {:>7}  {:>11} │\n",
+                      whole(value(g, Field::kFan, r), "%"), whole(value(g, Field::kTemp, r), "C"),
+                      is_missing(p) ? std::string("N/A") : fmt::format("P{:.0f}", p), power, mem,
+                      whole(value(g, Field::kUtilGpu, r), "%"), "Default");
+    }
+    out +=
+        "╘═══════════════════════════════╧══════════════════════╧══════════════════════╛\n"
+        "[ CPU: █████▍ 18.4%     UPTIME: 3.2 days ]  ( Load Average:  2.31  2.20  2.05 )\n"
+        "[ MEM: ████████████▏ 41.7%               ]  [ SWP: ▏ 0.0%                     ]\n"
+        "\n"
+        "╒═════════════════════════════════════════════════════════════════════════════╕\n"
+        "│ Processes:                                                    alice@ws-4090 │\n"
+        "│ GPU     PID      USER  GPU-MEM %SM %GMBW  %CPU  %MEM  TIME  COMMAND         │\n"
+        "╞═════════════════════════════════════════════════════════════════════════════╡\n"
+        "│  No running processes found                                                 │\n"
+        "╘═════════════════════════════════════════════════════════════════════════════╛\n";
+  }
+  return out;
+}
+
 struct Layout {
   std::string name, text;
   bool one_gpu;
@@ -138,6 +203,10 @@ TEST(FormatZoo, EveryLayoutGivesTheSameVerdict) {
     std::vector<Layout> layouts = {{"nvidia-smi csv", write_smi_csv(rec, true), false},
                                    {"gpudoctor csv", write_csv(rec), false},
                                    {"wandb", write_wandb(rec), false}};
+    // nvitop's table has no clocks nor clock-event reasons: the runs whose cause shows only there
+    // (a thermal slowdown, a hardware slowdown) cannot be told from it.
+    if (scenario != "thermal_throttle" && scenario != "hw_slowdown")
+      layouts.push_back({"nvitop", write_nvitop(rec), false});
     if (rec.gpus.size() == 1) {
       layouts.push_back({"gpu-z", write_gpuz(rec), true});
       layouts.push_back({"hwinfo", write_hwinfo(rec), true});

@@ -12,6 +12,7 @@
 #include <sstream>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "core/reading.hpp"
@@ -452,6 +453,214 @@ TEST(SmiTable, IsRecognisedByContentAndOffered) {
       looks_like_smi_table("# gpu    pwr  gtemp\n# Idx      W      C\n    0     61     33\n"));
   const auto formats = input_formats();
   EXPECT_NE(std::find(formats.begin(), formats.end(), "smi-table"), formats.end());
+}
+
+// ---------------------------------------------------------------------------------------------
+// nvitop -1 / --once: the same GPU table drawn in box-drawing characters (fixtures written in the
+// layout nvitop's device, host and process panels print, with made-up values)
+
+// nvitop's --ascii output of a snapshot drawn in box drawing (the characters nvitop maps).
+std::string nvitop_ascii(std::string s) {
+  static const std::vector<std::pair<std::string, std::string>> kMap = {
+      {"═", "="}, {"─", "-"}, {"╒", "+"}, {"╕", "+"}, {"╪", "+"}, {"╘", "+"},
+      {"╧", "+"}, {"╛", "+"}, {"┬", "+"}, {"┼", "+"}, {"│", "|"}, {"╞", "|"},
+      {"╡", "|"}, {"├", "|"}, {"┤", "|"}, {"█", "|"}, {"▏", "|"}, {"▎", "|"},
+      {"▍", "|"}, {"▌", "|"}, {"▋", "|"}, {"▊", "|"}, {"▉", "|"}, {"░", "|"}};
+  for (const auto& [from, to] : kMap)
+    for (size_t at = s.find(from); at != std::string::npos; at = s.find(from, at))
+      s.replace(at, from.size(), to);
+  return s;
+}
+
+std::string replaced(std::string s, const std::string& from, const std::string& to) {
+  for (size_t at = s.find(from); at != std::string::npos; at = s.find(from, at + to.size()))
+    s.replace(at, from.size(), to);
+  return s;
+}
+
+TEST(NvitopTable, ReadsALoopOfOnceSnapshotsWithProcessesAndHostBars) {
+  const Recording rec = read_ok(fixture("nvitop_rtx4090_2gpu_loop.txt"));
+  ASSERT_EQ(rec.gpus.size(), 2u) << all_notes(rec);
+  EXPECT_EQ(rec.source, "nvitop table: smi.log");
+  EXPECT_EQ(rec.system.driver_version, "550.54.14");
+  EXPECT_EQ(rec.system.cuda_driver_version, "12.4");  // "CUDA Driver Version: 12.4"
+  EXPECT_EQ(rec.start_unix_ms, 1796119200000);        // Tue Dec 01 10:00:00 2026, read as UTC
+  EXPECT_TRUE(has_note(rec, "local time of the machine that ran nvitop")) << all_notes(rec);
+  // The host bars between the tables and the rules between GPUs are not garbage.
+  EXPECT_FALSE(has_note(rec, "skipped")) << all_notes(rec);
+
+  const GpuSeries& g0 = rec.gpus[0];
+  const GpuSeries& g1 = rec.gpus[1];
+  EXPECT_EQ(g0.info.name, "GeForce RTX 4090");  // nvitop drops "NVIDIA "
+  EXPECT_EQ(g0.info.pci_bus_id, "00000000:01:00.0");
+  EXPECT_EQ(g0.info.persistence_mode, false);
+  EXPECT_FALSE(g0.info.mig_mode.has_value());  // no MIG M. column on these boards
+  EXPECT_EQ(g0.info.architecture, Architecture::kAda);
+  EXPECT_EQ(g0.time_s, (std::vector<double>{0, 5, 10}));
+  EXPECT_EQ(col(g0, Field::kFan), (std::vector<double>{30, 31, 31}));
+  EXPECT_EQ(col(g0, Field::kTemp), (std::vector<double>{62, 63, 63}));
+  EXPECT_EQ(col(g0, Field::kPstate), (std::vector<double>{2, 2, 2}));
+  EXPECT_EQ(col(g0, Field::kPower), (std::vector<double>{412, 415, 409}));
+  EXPECT_EQ(col(g0, Field::kPowerLimitEnforced), std::vector<double>(3, 450));
+  EXPECT_EQ(g0.power_limit_source, "log");
+  EXPECT_EQ(col(g0, Field::kUtilGpu), (std::vector<double>{98, 99, 98}));
+  EXPECT_EQ(col(g0, Field::kMemUsed)[0], 21852.16);   // "21.34GiB"
+  EXPECT_EQ(col(g0, Field::kMemTotal)[0], 24565.76);  // "23.99GiB"
+  EXPECT_EQ(col(g1, Field::kMemUsed), (std::vector<double>{18637, 18637, 312.5}));
+  EXPECT_EQ(col(g1, Field::kPstate).back(), 8);
+  EXPECT_EQ(col(g1, Field::kUtilGpu).back(), 0);
+
+  // Processes: Xorg is graphics only; the trainer on GPU 0 runs throughout, the one on GPU 1
+  // ends after the second snapshot. The name is nvitop's COMMAND, as cut to the terminal.
+  EXPECT_TRUE(has_note(rec, "graphics-only processes (type G)")) << all_notes(rec);
+  EXPECT_TRUE(has_note(rec, "/usr/lib/..")) << all_notes(rec);
+  ASSERT_EQ(g0.processes.size(), 1u);
+  EXPECT_EQ(g0.processes[0].pid, 48213u);
+  EXPECT_EQ(g0.processes[0].name, "python tr..");
+  EXPECT_EQ(g0.processes[0].first_s, 0);
+  EXPECT_EQ(g0.processes[0].last_s, 10);
+  EXPECT_EQ(g0.processes[0].max_memory_mib, 21432.32);  // "20.93GiB"
+  ASSERT_EQ(g1.processes.size(), 1u);
+  EXPECT_EQ(g1.processes[0].pid, 48214u);
+  EXPECT_EQ(g1.processes[0].last_s, 5);
+  EXPECT_EQ(g1.processes[0].max_memory_mib, 18225);
+}
+
+TEST(NvitopTable, ReadsAWideSnapshotWithBarsMigModeAndMigDevices) {
+  const Recording rec = read_ok(fixture("nvitop_h100_mig_wide.txt"));
+  ASSERT_EQ(rec.gpus.size(), 2u) << all_notes(rec);
+  EXPECT_EQ(rec.start_unix_ms, 1796134951000);  // Tue Dec 01 14:22:31 2026
+  EXPECT_FALSE(has_note(rec, "skipped")) << all_notes(rec);
+  const GpuSeries& g0 = rec.gpus[0];
+  const GpuSeries& g1 = rec.gpus[1];
+  EXPECT_EQ(g0.info.name, "H100 80GB HBM3");
+  EXPECT_EQ(g0.info.architecture, Architecture::kHopper);
+  EXPECT_EQ(g0.info.mig_mode, false);  // the first row's "MIG M." cell
+  EXPECT_EQ(g1.info.mig_mode, true);
+  EXPECT_EQ(col(g0, Field::kPower), std::vector<double>{688});
+  EXPECT_EQ(col(g0, Field::kPowerLimitEnforced), std::vector<double>{700});
+  EXPECT_EQ(col(g0, Field::kUtilGpu), std::vector<double>{100});
+  EXPECT_EQ(col(g0, Field::kMemUsed), std::vector<double>{72724.48});  // "71.02GiB"
+  EXPECT_FALSE(g0.has(Field::kFan));                                   // N/A: no column, no 0
+  EXPECT_FALSE(g1.has(Field::kUtilGpu));                               // N/A in MIG mode
+  EXPECT_EQ(col(g1, Field::kPower), std::vector<double>{245});
+  // The MIG devices' rows ("1:0", "1:1") are not GPUs; their processes are GPU 1's.
+  ASSERT_EQ(g0.processes.size(), 1u);
+  EXPECT_EQ(g0.processes[0].pid, 731942u);
+  EXPECT_EQ(g0.processes[0].name, "/opt/conda/bin/python -m torch.distributed.run --np..");
+  EXPECT_EQ(g0.processes[0].max_memory_mib, 72683.52);
+  ASSERT_EQ(g1.processes.size(), 2u);
+  EXPECT_EQ(g1.processes[0].pid, 733105u);
+  EXPECT_EQ(g1.processes[0].name, "python serve.py --model llama-70b --port 8000");
+  EXPECT_EQ(g1.processes[0].max_memory_mib, 38400);
+  EXPECT_EQ(g1.processes[1].pid, 741377u);
+  EXPECT_EQ(g1.processes[1].name, "");  // "No Such Process": nvitop could not read it
+}
+
+TEST(NvitopTable, ReadsAsciiOutputAcrossMidnightWithoutProcesses) {
+  const Recording rec = read_ok(fixture("nvitop_t4_ascii_midnight.txt"));
+  ASSERT_EQ(rec.gpus.size(), 1u) << all_notes(rec);
+  EXPECT_EQ(rec.source, "nvitop table: smi.log");
+  EXPECT_EQ(rec.system.driver_version, "470.239.06");
+  EXPECT_EQ(rec.system.cuda_driver_version, "11.4");
+  EXPECT_EQ(rec.start_unix_ms, 1796083198000);  // Mon Nov 30 23:59:58 2026
+  const GpuSeries& g = rec.gpus[0];
+  EXPECT_EQ(g.info.name, "Tesla T4");
+  EXPECT_EQ(g.time_s, (std::vector<double>{0, 30}));
+  EXPECT_EQ(col(g, Field::kPower), (std::vector<double>{9, 10}));
+  EXPECT_EQ(col(g, Field::kMemUsed), (std::vector<double>{2, 2}));  // "2.00MiB"
+  EXPECT_TRUE(g.processes_recorded);  // "No running processes found": known to be none
+  EXPECT_TRUE(g.processes.empty());
+  EXPECT_FALSE(has_note(rec, "skipped")) << all_notes(rec);
+}
+
+TEST(NvitopTable, AsciiAndBoxDrawingReadTheSame) {
+  const std::string text = fixture("nvitop_rtx4090_2gpu_loop.txt");
+  const std::string ascii = nvitop_ascii(text);
+  ASSERT_EQ(ascii.find("\xE2"), std::string::npos);  // nothing left of the box drawing
+  const Recording a = read_ok(text), b = read_ok(ascii);
+  ASSERT_EQ(a.gpus.size(), b.gpus.size());
+  for (size_t i = 0; i < a.gpus.size(); ++i) {
+    EXPECT_EQ(a.gpus[i].time_s, b.gpus[i].time_s);
+    for (const Field f : {Field::kPower, Field::kMemUsed, Field::kUtilGpu, Field::kFan})
+      EXPECT_EQ(col(a.gpus[i], f), col(b.gpus[i], f));
+    EXPECT_EQ(a.gpus[i].processes.size(), b.gpus[i].processes.size());
+  }
+  EXPECT_EQ(a.notes, b.notes);
+  // Colour codes (nvitop --colorful, or a terminal captured with script) change nothing.
+  const std::string colored = replaced(replaced(text, "│ ", "│\x1b[32m "), " │", " \x1b[0m│");
+  const Recording c = read_ok(colored);
+  ASSERT_EQ(c.gpus.size(), 2u) << all_notes(c);
+  EXPECT_EQ(col(c.gpus[1], Field::kPower), col(a.gpus[1], Field::kPower));
+  EXPECT_EQ(c.gpus[0].processes.size(), 1u);
+}
+
+TEST(NvitopTable, WithoutDateLinesSnapshotsAreOneSecondApart) {
+  std::string text;
+  std::istringstream in(fixture("nvitop_rtx4090_2gpu_loop.txt"));
+  for (std::string l; std::getline(in, l);)
+    if (!l.starts_with("Tue Dec")) text += l + "\n";
+  const Recording rec = read_ok(text);
+  ASSERT_EQ(rec.gpus.size(), 2u) << all_notes(rec);
+  EXPECT_EQ(rec.gpus[0].time_s, (std::vector<double>{0, 1, 2}));
+  EXPECT_EQ(rec.start_unix_ms, 0);
+  EXPECT_TRUE(has_note(rec, "no date line above the first table: snapshots taken as 1 s apart"))
+      << all_notes(rec);
+  EXPECT_EQ(rec.gpus[1].processes.at(0).last_s, 1);
+}
+
+TEST(NvitopTable, NamesCutOnTheLeftFansAtMaxAndMemoryInBytes) {
+  std::string text = fixture("nvitop_t4_ascii_midnight.txt");
+  text = replaced(text, "Tesla T4        ", "..000 Ada Generation");
+  text = replaced(text, "| N/A   34C    P8      9W", "| MAX   34C    P8      9W");
+  text = replaced(text, "2.00MiB / 15360MiB", "0B / 15360MiB");
+  const Recording rec = read_ok(text);
+  ASSERT_EQ(rec.gpus.size(), 1u) << all_notes(rec);
+  const GpuSeries& g = rec.gpus[0];
+  EXPECT_EQ(g.info.name, "..000 Ada Generation");
+  EXPECT_EQ(g.info.architecture, Architecture::kAda);
+  EXPECT_TRUE(has_note(rec,
+                       "GPU name \"..000 Ada Generation\" is cut short in nvitop's table: it fits "
+                       "NVIDIA RTX 6000 Ada Generation"))
+      << all_notes(rec);
+  const auto fan = col(g, Field::kFan);
+  ASSERT_EQ(fan.size(), 2u);
+  EXPECT_EQ(fan[0], 100);                                           // "MAX": 100 % or more
+  EXPECT_TRUE(std::isnan(fan[1]));                                  // "N/A"
+  EXPECT_EQ(col(g, Field::kMemUsed), (std::vector<double>{0, 0}));  // "0B"
+  EXPECT_FALSE(has_note(rec, "unreadable")) << all_notes(rec);
+}
+
+TEST(NvitopTable, ClearErrorsAndCutSnapshots) {
+  const std::string text = fixture("nvitop_rtx4090_2gpu_loop.txt");
+  // Cut inside the first GPU table: nothing whole to read, said as nvitop's.
+  EXPECT_EQ(read_error(text.substr(0, 1200)),
+            "smi.log: no complete nvitop snapshot (smi.log:1: no complete GPU table at the end of "
+            "the file)");
+  // Cut inside the last snapshot's process table: that snapshot is skipped and counted.
+  const Recording rec = read_ok(text.substr(0, text.size() - 200));
+  ASSERT_EQ(rec.gpus.size(), 2u);
+  EXPECT_EQ(rec.gpus[0].size(), 2u);
+  EXPECT_TRUE(has_note(rec, "skipped 1 snapshot(s) cut short")) << all_notes(rec);
+  // A process row nvitop did not write (no PID): that snapshot is skipped, with the row quoted.
+  const Recording bad = read_ok(replaced(text, "│   1   48214 C", "│   1   ????? C"));
+  EXPECT_EQ(bad.gpus[0].size(), 1u);
+  EXPECT_TRUE(has_note(bad, "with a table gpudoctor cannot read")) << all_notes(bad);
+  EXPECT_TRUE(has_note(bad, "cannot read the process table row \"|   1   ????? C"))
+      << all_notes(bad);
+}
+
+TEST(NvitopTable, IsRecognisedByContentAndOffered) {
+  for (const char* f : {"nvitop_rtx4090_2gpu_loop.txt", "nvitop_h100_mig_wide.txt",
+                        "nvitop_t4_ascii_midnight.txt"}) {
+    EXPECT_TRUE(looks_like_smi_table(fixture(f).substr(0, 4096))) << f;
+    LoadOptions o;
+    auto r = load_telemetry(kDir + f, o);
+    ASSERT_TRUE(r.ok()) << f << ": " << r.error().message;
+    EXPECT_EQ(r.value().source.rfind("nvitop table: ", 0), 0u) << f;
+    o.input_format = "nvitop";
+    ASSERT_TRUE(load_telemetry(kDir + f, o).ok()) << f;
+  }
 }
 
 }  // namespace

@@ -5,8 +5,13 @@
 
 #include <cmath>
 #include <fstream>
+#include <iterator>
+#include <random>
 #include <sstream>
 #include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
 
 #include "core/fields.hpp"
 #include "formats/encoding.hpp"
@@ -184,6 +189,163 @@ TEST(JsonSamples, SavedPrometheusAnswerGoesThroughThePrometheusReader) {
   const Recording rec = load_ok(text, "range.json");
   EXPECT_FALSE(rec.gpus.empty());
   EXPECT_TRUE(has_note(rec, "saved Prometheus API answer")) << notes_of(rec);
+}
+
+// JSON read in place (formats/json_scan) and JSON read by nlohmann's DOM give the same recording:
+// the same samples twice, once as loggers write them and once with an escape in each sample (a
+// "\u0078" for "x": only the DOM reads escapes), through every framing, over numbers in every
+// form JSON writes (integers, -0, trailing zeros, tiny and long decimals, exponents), strings,
+// booleans, nulls, lists, nested objects, lists of GPUs, keys out of order and given twice.
+std::string random_value(std::mt19937& rng, int depth) {
+  static const char* kNumbers[] = {"0",
+                                   "-0",
+                                   "7",
+                                   "-12",
+                                   "250",
+                                   "400.0",
+                                   "1.50",
+                                   "-0.0",
+                                   "0.25",
+                                   "0.0001",
+                                   "0.00001",
+                                   "1e3",
+                                   "2.5E-2",
+                                   "12345678901234567",
+                                   "0.1234567890123456789",
+                                   "98.76",
+                                   "1234567890123456789012",
+                                   "3.14159",
+                                   "100.000",
+                                   "-273.15"};
+  const int pick = static_cast<int>(rng() % (depth > 1 ? 7 : 9));
+  switch (pick) {
+    case 0:
+    case 1:
+    case 2:
+      return kNumbers[rng() % std::size(kNumbers)];
+    case 3:
+      return rng() % 2 ? "\"A100\"" : "\"GPU-1a2b\"";
+    case 4:
+      return rng() % 2 ? "true" : "false";
+    case 5:
+      return "null";
+    case 6: {
+      std::string l = "[";
+      for (int i = 0, n = static_cast<int>(rng() % 4); i < n; ++i)
+        l += (i ? ", " : "") + std::string(rng() % 5 ? kNumbers[rng() % 8] : "null");
+      return l + "]";
+    }
+    case 7: {  // a nested object
+      std::string o = "{";
+      for (int i = 0, n = 1 + static_cast<int>(rng() % 3); i < n; ++i)
+        o += (i ? ", " : "") + std::string("\"k") + std::to_string(rng() % 4) +
+             "\": " + random_value(rng, depth + 1);
+      return o + "}";
+    }
+    default: {  // a list of GPUs
+      std::string l = "[";
+      for (int i = 0, n = 1 + static_cast<int>(rng() % 3); i < n; ++i)
+        l += (i ? ", " : "") + std::string("{\"index\": ") + std::to_string(i) +
+             ", \"utilization.gpu\": " + kNumbers[rng() % 8] + ", \"name\": \"A100\"}";
+      return l + "]";
+    }
+  }
+}
+
+std::string random_sample(std::mt19937& rng, int t, bool escaped) {
+  static const char* kKeys[] = {"power_w",      "util", "temp_c", "gpu", "mem_used_mib",
+                                "sm_clock_mhz", "b.c",  "Zeta",   "a",   "gpus"};
+  std::string o = "{\"time\": " + std::to_string(1764583200 + t);
+  for (int i = 0, n = 1 + static_cast<int>(rng() % 6); i < n; ++i)
+    o += std::string(", \"") + kKeys[rng() % std::size(kKeys)] + "\": " + random_value(rng, 0);
+  o += escaped ? ", \"zz\": \"\\u0078\"}" : ", \"zz\": \"x\"}";
+  return o;
+}
+
+void expect_same_recording(const Recording& a, const Recording& b) {
+  EXPECT_EQ(a.notes, b.notes);
+  ASSERT_EQ(a.gpus.size(), b.gpus.size());
+  EXPECT_EQ(a.start_unix_ms, b.start_unix_ms);
+  for (size_t g = 0; g < a.gpus.size(); ++g) {
+    EXPECT_EQ(a.gpus[g].time_s, b.gpus[g].time_s);
+    EXPECT_EQ(a.gpus[g].info.name, b.gpus[g].info.name);
+    for (const auto& fi : all_fields()) {
+      const auto* x = a.gpus[g].column(fi.field);
+      const auto* y = b.gpus[g].column(fi.field);
+      ASSERT_EQ(x == nullptr, y == nullptr) << fi.id;
+      if (!x) continue;
+      ASSERT_EQ(x->size(), y->size()) << fi.id;
+      for (size_t i = 0; i < x->size(); ++i) {
+        const double p = (*x)[i], q = (*y)[i];
+        EXPECT_TRUE((std::isnan(p) && std::isnan(q)) ||
+                    (p == q && std::signbit(p) == std::signbit(q)))
+            << fi.id << "[" << i << "]: " << p << " vs " << q;
+      }
+    }
+  }
+}
+
+TEST(JsonSamples, ReadInPlaceAsTheDomReadsIt) {
+  std::mt19937 rng(20261201);
+  for (int round = 0; round < 60; ++round) {
+    SCOPED_TRACE(round);
+    std::vector<std::string> plain, escaped;
+    for (int t = 0; t < 12; ++t) {
+      const auto state = rng;
+      plain.push_back(random_sample(rng, t, false));
+      rng = state;  // the same sample again, with the escape
+      escaped.push_back(random_sample(rng, t, true));
+    }
+    auto joined_by = [](const std::vector<std::string>& v, std::string_view sep,
+                        std::string_view open, std::string_view close) {
+      std::string s(open);
+      for (size_t i = 0; i < v.size(); ++i) s += (i ? std::string(sep) : "") + v[i];
+      return s + std::string(close);
+    };
+    const std::pair<std::string, std::string> framings[] = {
+        {joined_by(plain, "\n", "", "\n"), joined_by(escaped, "\n", "", "\n")},        // JSON lines
+        {joined_by(plain, ",\n ", "[", "]\n"), joined_by(escaped, ",\n ", "[", "]")},  // an array
+        {plain.front(), escaped.front()},                                              // one sample
+        {joined_by(plain, "\n", "", ""), joined_by(escaped, "\n", "", "")},
+    };
+    for (const auto& [text, dom] : framings) {
+      const auto a = load_text(text, "x.json", {});
+      const auto b = load_text(dom, "x.json", {});
+      ASSERT_EQ(a.ok(), b.ok()) << (a.ok() ? b.error().message : a.error().message) << "\n" << text;
+      if (!a.ok()) {
+        EXPECT_EQ(a.error().message, b.error().message);
+        continue;
+      }
+      expect_same_recording(*a, *b);
+    }
+  }
+}
+
+// Cut anywhere, or with a byte changed anywhere, a JSON log (read in place or by the DOM, as the
+// damage falls) reads or is refused, and never crashes (run under ASan in CI).
+TEST(JsonSamples, CutOrDamagedAnywhereReadsOrIsRefused) {
+  for (const char* f : {"json/gpustat-loop.json", "json/samples-array.json", "json/columnar.json",
+                        "wandb/wandb-events.jsonl"}) {
+    SCOPED_TRACE(f);
+    const std::string text = slurp(logs(f));
+    const size_t step = text.size() / 47 + 1;  // (about 50 places in each)
+    for (size_t cut = 1; cut < text.size(); cut += step) {
+      const auto r = load_text(text.substr(0, cut), "x.json", {});
+      if (r.ok()) {
+        EXPECT_FALSE(r->gpus.empty());
+      }
+    }
+    for (size_t at = 0; at < text.size(); at += step) {
+      for (const char c : {'{', '}', '"', ',', '\n', '0', '\\'}) {
+        std::string damaged = text;
+        damaged[at] = c;
+        const auto r = load_text(damaged, "x.json", {});
+        if (r.ok()) {
+          EXPECT_FALSE(r->gpus.empty());
+        }
+      }
+    }
+  }
 }
 
 TEST(JsonSamples, NoSamplesIsAnError) {

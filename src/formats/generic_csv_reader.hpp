@@ -1,0 +1,184 @@
+// The reader of CSV logs by column name (formats/generic_csv.hpp), inside: the framing layer
+// (csv_frame) or a table of cells (flat_table) gives records, the column catalogue
+// (column_catalogue) says what each header cell means, log_time and log_units read times and
+// units. Three files: the header and the columns it makes (generic_csv_layout.cpp), the rows, their
+// cells and times (generic_csv_rows.cpp), and the notes and GPUs of the recording
+// (generic_csv.cpp). Not part of the library's interface.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <limits>
+#include <map>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <utility>
+#include <vector>
+
+#include "core/recording.hpp"
+#include "core/result.hpp"
+#include "formats/column_catalogue.hpp"
+#include "formats/finish.hpp"
+#include "formats/flat_table.hpp"
+#include "formats/generic_csv.hpp"
+#include "formats/text.hpp"
+
+namespace gpudoctor::generic_csv_reader {
+
+using namespace csv;  // NOLINT: this reader is the catalogue's client
+using text::iequals;
+
+enum class Cell : uint8_t { kValue, kMissing, kNotSupported, kBad };
+
+// Markers of "no value" that loggers, pandas and nvidia-smi write ("", "N/A", "[Not Supported]",
+// "nan", "-" ...): kMissing or kNotSupported; kBad for anything else.
+Cell classify_marker(std::string_view v);
+
+struct GpuState {
+  std::string host, id;  // the key: host ("" without a host column) and GPU id or number
+  int wide = -1;         // one column per GPU: the position of its number in wide_numbers_
+  bool index_known = false;
+  GpuSeries series;
+  double last_t = 0;
+  uint32_t seen_round = 0;
+  log_reader::FieldCounts counts;
+  std::array<bool, kFieldCount> scaled{};
+};
+
+using log_reader::Problem;
+
+// Per field, for the rules that tell units apart by the values.
+struct Stats {
+  size_t n = 0, over_3000 = 0;
+  double max = -std::numeric_limits<double>::infinity();
+  bool fraction = false;
+  bool cell_unit = false;  // some cell gave its unit: no guessing
+};
+
+enum class TimeMode : uint8_t { kUndecided, kDateTime, kDateAndTod, kTimeOfDay, kEpoch, kElapsed };
+
+// Identity columns that fill in a GPU's details.
+inline bool is_info(Role r) {
+  return r == Role::kName || r == Role::kUuid || r == Role::kBusId || r == Role::kSerial;
+}
+
+struct FieldCol {
+  size_t col;
+  Field field;
+  int wide;  // -1, or the position of the column's GPU number in wide_numbers_
+  Unit unit = info(field).unit;
+};
+
+struct InfoCol {
+  size_t col;
+  Role role;
+  int wide;
+};
+
+class Reader {
+ public:
+  Reader(std::string_view text, const std::string& origin, const GenericCsvOptions& opt)
+      : text_(text), origin_(origin), opt_(opt) {}
+  // A table already split into cells (flattened JSON, W&B run files, the framing variants): read
+  // as its CSV text would be, without the text.
+  Reader(const log_reader::CellRows& table, const std::string& origin, const GenericCsvOptions& opt)
+      : origin_(origin), opt_(opt), table_(&table) {}
+
+  Result<Recording> run();
+
+ private:
+  Result<Recording> finish_reading();
+  std::optional<Error> find_header();
+  void table_header();
+  bool skipped_as_in_csv(const std::vector<std::string_view>& cells) const;
+  bool is_header_again(const std::vector<std::string_view>& cells) const;
+  std::optional<Error> make_layout();
+  void find_footer();
+  void split_side_by_side();
+  void read_rows();
+  void reset_rows();
+  bool row_time(const std::vector<std::string_view>& cells, size_t line_no, double& ms);
+  bool row_time_of(const std::vector<std::string_view>& cells, std::string_view v, size_t line_no,
+                   double& ms);
+  void decide_time(const std::vector<std::string_view>& cells);
+  size_t slot_for(std::string_view host, std::string_view id, int wide);
+  void read_cells(GpuState& g, size_t row, int wide, const std::vector<std::string_view>& cells,
+                  size_t line_no);
+  Cell parse_cell(size_t col, Unit u, std::string_view v, double& out, bool& cell_unit);
+  bool parse_num(std::string_view v, double& out);
+  void finish();
+  void note(std::string n) { log_reader::add_note(rec_, std::move(n)); }
+  template <class... Args>
+  void problem(Problem& p, size_t line_no, fmt::format_string<Args...> f, Args&&... args) {
+    log_reader::count_problem(p, origin_, file_line(line_no), f, std::forward<Args>(args)...);
+  }
+  // The file's line of a record (a table's rows carry the file's own lines already).
+  static size_t file_line(size_t n) { return n; }
+
+  std::string_view text_;
+  const std::string& origin_;
+  const GenericCsvOptions& opt_;
+  const log_reader::CellRows* table_ = nullptr;  // set: the rows come from it, not from text_
+
+  // Header and layout.
+  std::string_view body_;
+  char sep_ = ',';
+  size_t rows_offset_ = 0, rows_line_before_ = 0, header_line_no_ = 0;
+  std::vector<std::string> header_;
+  std::string header_raw_;
+  std::vector<Column> cols_;
+  int time_col_ = -1, date_col_ = -1, key_col_ = -1, host_col_ = -1, driver_col_ = -1;
+  Role key_role_ = Role::kUnknown;
+  bool wide_ = false;
+  std::vector<int> wide_numbers_;  // ascending
+  std::vector<FieldCol> fields_;
+  std::vector<InfoCol> infos_;
+  // The fields_ and infos_ each GPU position of one column per GPU reads (index position + 1;
+  // index 0: files with one GPU per row), so that a row of thousands of GPUs costs its cells.
+  std::vector<std::vector<size_t>> fields_of_, infos_of_;
+  std::vector<std::string> unknown_, ignored_notes_;
+  std::vector<std::pair<std::string, std::string>> duplicates_;  // (ignored, kept)
+  bool key_is_row_number_ = false;
+  // The footer line naming each column's group (HWiNFO's sensor groups), and the names of the
+  // GPUs read from side-by-side columns of the same name (by GPU number).
+  std::string footer_raw_;
+  size_t footer_row_ = SIZE_MAX;  // a table's footer row
+  std::vector<std::string> groups_;
+  std::map<int, std::string> group_names_;
+
+  // Rows.
+  std::vector<std::string_view> cells_;
+  std::vector<GpuState> gpus_;
+  std::unordered_map<std::string, size_t> slots_;  // host '\0' GPU id -> gpus_
+  std::string lookup_;
+  size_t last_slot_ = 0;
+  std::string cached_host_;
+  std::vector<size_t> wide_slots_;
+  bool wide_slots_valid_ = false;
+  TimeMode mode_ = TimeMode::kUndecided;
+  bool have_last_time_ = false;  // the last row's time, and the text it was read from
+  std::string last_time_text_, last_date_text_;
+  double last_time_ms_ = 0;
+  double ms_per_unit_ = 1000;
+  bool have_first_ = false;
+  double first_ms_ = 0;
+  double tod_offset_ms_ = 0, tod_last_ms_ = 0;
+  bool have_tod_ = false;
+  bool any_unzoned_ = false, decimal_comma_ = false;
+  uint32_t round_ = 0;
+  size_t data_lines_ = 0, rows_read_ = 0, header_repeats_ = 0;
+  Problem wrong_count_, malformed_, bad_time_, bad_gpu_, not_increasing_, bad_cell_, too_many_gpus_,
+      truncated_;
+  std::array<Stats, kFieldCount> stats_{};
+  std::vector<std::pair<std::string, const UnitToken*>> cell_units_;  // per column: the last unit
+  std::array<bool, kFieldCount> field_in_log_{};
+  Recording rec_;
+};
+
+inline bool is_quantity(Role r) {
+  return r == Role::kField || r == Role::kReason;
+}
+
+}  // namespace gpudoctor::generic_csv_reader

@@ -1,0 +1,91 @@
+// What one line of an nvidia-smi style table says, for the table reader (formats/smi_table): the
+// cells of the GPU table's rows, the date line above a table, the process table's rows, for each
+// tool that prints such tables:
+//   - nvidia-smi (plain `nvidia-smi`, `nvidia-smi -l N` / `-lms N`): ASCII borders, processes as
+//     "GPU [GI CI] PID Type Process-name GPU-Memory";
+//   - nvitop (`nvitop -1` / `nvitop --once`, also `--ascii`): the same GPU table drawn in
+//     box-drawing characters ("│", "╞═╪═╡", "├─┼─┤", "╘═╧═╛"), GPU names without "NVIDIA " and
+//     cut on the left ("..orce GTX 1080 Ti"), an "MIG M." cell in the first row, MEM / UTL bars
+//     beside the table on wide terminals, MIG devices as "1:0" rows, host bars ("[ CPU: ... ]")
+//     between the tables, and processes as "GPU PID Type USER GPU-MEM %SM %GMBW %CPU %MEM TIME
+//     COMMAND".
+// Box drawing is read as nvitop --ascii prints it (as_ascii), so both of nvitop's outputs are read
+// by one set of rules.
+#pragma once
+
+#include <array>
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "core/fields.hpp"
+
+namespace gpudoctor::smi_table {
+
+enum class Tool : uint8_t { kNvidiaSmi, kNvitop };
+std::string_view tool_name(Tool t);
+
+// What the GPU table shows, in the order the finishing note lists it.
+constexpr size_t kFan = 0, kTemp = 1, kPerf = 2, kPwr = 3, kCap = 4, kMemUsed = 5, kMemTotal = 6,
+                 kUtil = 7, kSlots = 8;
+constexpr std::array<Field, kSlots> kSlotField{
+    Field::kFan,     Field::kTemp,     Field::kPstate, Field::kPower, Field::kPowerLimitEnforced,
+    Field::kMemUsed, Field::kMemTotal, Field::kUtilGpu};
+constexpr std::array<std::string_view, kSlots> kSlotLabel{
+    "Fan",     "Temp", "Perf", "Pwr:Usage", "Cap", "Memory-Usage (used)", "Memory-Usage (total)",
+    "GPU-Util"};
+
+enum class Cell : uint8_t { kNone, kValue, kNa, kNotSupported, kErr, kBad };
+
+struct SnapProcess {
+  unsigned gpu = 0;
+  uint32_t pid = 0;
+  bool compute = false;
+  std::string name;
+  std::optional<double> memory_mib;
+  size_t line = 0;
+};
+
+// The line as nvitop --ascii prints it: box drawing as '+', '|', '=', '-', bar blocks as '|',
+// ANSI colour codes removed. Returns line itself when there is nothing to change, else a view of
+// buf.
+std::string_view as_ascii(std::string_view line, std::string& buf);
+
+// One value as the table prints it ("37%", "44C", "P0", "231W", "4MiB", nvitop's "18.75GiB",
+// "MAX" for a fan at 100 %), or a marker.
+Cell parse_cell(size_t slot, std::string_view v, double& out);
+// A memory size in MiB ("4MiB", "18.75GiB", "512KiB", "0B").
+std::optional<double> memory_mib(std::string_view v);
+std::optional<bool> parse_on_off(std::string_view v);
+// "C", "G", "C+G", "M", "M+C": the process table's Type column.
+bool is_process_type(std::string_view t);
+// "Tue Nov 26 10:21:07 2024": the wall-clock time in ms (read as UTC), or nullopt.
+std::optional<int64_t> parse_date_line(std::string_view t);
+// The text after "KEY:" up to the next run of spaces ("Driver Version: 535.104.05   CUDA ...").
+std::string_view value_after(std::string_view line, std::string_view key);
+// The cells of a table row "| a | b | c |" (without the outer bars; kept untrimmed).
+void row_cells(std::string_view t, std::vector<std::string_view>& out);
+// A rule inside a table: "|----+----|" (nvitop's "├──┼──┤").
+bool is_inner_rule(std::string_view t);
+// "0:1": a MIG device's row of nvitop's GPU table (its GPU and instance).
+bool is_mig_device_index(std::string_view token);
+
+enum class ProcessRow : uint8_t {
+  kNone,          // blank, or "No running processes found"
+  kProcess,       // read into the process
+  kNotSupported,  // nvidia-smi: the GPU's process list is "Not Supported" (gpu is set)
+  kBad,
+};
+// One row of the process table, its text between the outer bars. nvitop: numeric_columns is the
+// number of columns between GPU-MEM and TIME its header names (%SM %GMBW %CPU %MEM: 4).
+ProcessRow parse_process_row(Tool tool, std::string_view inner, size_t numeric_columns,
+                             SnapProcess& p, std::vector<std::string_view>& tokens);
+// nvitop's process header "GPU PID USER GPU-MEM %SM %GMBW %CPU %MEM TIME COMMAND": the number of
+// columns between GPU-MEM and TIME; nullopt when the line is not that header.
+std::optional<size_t> nvitop_numeric_columns(std::string_view header,
+                                             std::vector<std::string_view>& tokens);
+
+}  // namespace gpudoctor::smi_table
