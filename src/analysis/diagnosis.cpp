@@ -497,7 +497,9 @@ Diagnosis diagnose(const Recording& input, const DiagnosisConfig& cfg) {
       for (size_t f = 0; f < kFieldCount; ++f)
         if (s.columns[f]) c.columns[f] = std::make_unique<std::vector<double>>(*s.columns[f]);
       c.unsupported = s.unsupported;
+      c.host = s.host;
       c.processes = s.processes;
+      c.owners = s.owners;
       c.processes_recorded = s.processes_recorded;
       c.lost_at_s = s.lost_at_s;
       c.power_limit_source = s.power_limit_source;

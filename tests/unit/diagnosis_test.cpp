@@ -291,6 +291,30 @@ TEST(Diagnosis, IdleHeldAndFreeGpusAreSeparateFindings) {
   EXPECT_EQ(idle_findings, 2);
 }
 
+// A GPU a job holds with nothing running and no memory in use (the kubelet gave it to a pod, an
+// allocation file names the job): held, not free.
+TEST(Diagnosis, IdleGpuAnOwnerHoldsIsHeld) {
+  GpuSeries g = make_gpu(0, 3600, 1, [](size_t) {
+    Row r;
+    r.util = 0, r.power = 50, r.mem_used = 4;
+    return r;
+  });
+  Owner o;
+  o.kind = OwnerKind::kK8sPod;
+  o.id = "ml/notebook-0";
+  o.pod = "notebook-0";
+  o.pod_namespace = "ml";
+  g.owners.push_back({o, 0, 3599});
+  const auto d = diagnose(one(std::move(g)));
+  const Finding* f = finding(d, Cause::kIdle);
+  ASSERT_NE(f, nullptr);
+  EXPECT_EQ(f->evidence["held"], 1);
+  EXPECT_EQ(f->evidence["owned"], 1);
+  EXPECT_NE(f->severity, Severity::kInfo);
+  ASSERT_EQ(f->owners.size(), 1u);
+  EXPECT_EQ(f->owners[0], "pod ml/notebook-0");
+}
+
 TEST(Diagnosis, StartupPauseAndShutdownArePhasesNotBlame) {
   // 60 s loading, 600 s work, 45 s evaluation pause, 600 s work, 40 s shutdown.
   const auto d = diagnose(one(make_gpu(0, 1345, 1, [](size_t i) {

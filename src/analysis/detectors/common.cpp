@@ -184,6 +184,14 @@ Features Context::features(size_t g, size_t i0, size_t i1) const {
     }
     f.processes = count;
   }
+  if (!d.s->owners.empty()) {
+    const double t0 = d.s->time_s[i0], t1 = d.s->time_s[i1 - 1];
+    const double len = std::max(t1 - t0, d.interval_s);
+    double held = 0;  // owners' spans may overlap: the longest one decides
+    for (const auto& o : d.s->owners)
+      held = std::max(held, std::min(o.last_s, t1) - std::max(o.first_s, t0) + d.interval_s);
+    f.owned = held >= 0.5 * len;
+  }
   // The host over the same time.
   if (const auto& host = rec.host; host && !host->samples.empty()) {
     const double t0 = d.s->time_s[i0], t1 = d.s->time_s[i1 - 1] + d.interval_s;

@@ -58,6 +58,9 @@ struct Features {
   bool has_reasons = false;
   std::array<double, 16> reason_fraction{};  // per bit 0..15: share of samples with it set
   int processes = -1;  // compute processes present most of the window; -1 unknown
+  // An owner (a job, a pod, an allocation file's job) held the GPU most of the window, with or
+  // without a process on it.
+  bool owned = false;
   // The host over the window, where the input has it (`gpudoctor run`).
   double host_cpu_pct = kNaN, iowait_pct = kNaN, job_cpu_cores = kNaN, job_processes = kNaN;
   double host_cores = kNaN;

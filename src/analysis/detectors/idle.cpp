@@ -1,5 +1,6 @@
 // idle: no work at all for a long stretch (the whole run, or a pause longer than pause_max_s).
-// "Held" when memory is in use or a process is present: someone owns the GPU and wastes it.
+// "Held" when memory is in use, a process is present or an owner holds it (a job's allocation,
+// a pod the kubelet gave the GPU, with nothing running): someone has the GPU and wastes it.
 #include <chrono>
 
 #include <fmt/format.h>
@@ -13,8 +14,8 @@ namespace {
 std::optional<Candidate> check(const Context& ctx, size_t, const Window& w) {
   if (!w.idle) return std::nullopt;
   const Features& f = w.f;
-  const bool held =
-      (known(f.mem_used_ratio) && f.mem_used_ratio > ctx.cfg.held_memory_ratio) || f.processes > 0;
+  const bool held = (known(f.mem_used_ratio) && f.mem_used_ratio > ctx.cfg.held_memory_ratio) ||
+                    f.processes > 0 || f.owned;
   Candidate c;
   c.confidence = known(f.util) ? 0.9 : 0.6;
   c.variant = held ? "held" : "free";
@@ -23,6 +24,7 @@ std::optional<Candidate> check(const Context& ctx, size_t, const Window& w) {
   c.evidence["power_ratio"] = round_to(f.power_ratio, 3);
   c.evidence["mem_used_ratio"] = round_to(f.mem_used_ratio, 3);
   if (f.processes >= 0) c.evidence["processes"] = f.processes;
+  if (f.owned) c.evidence["owned"] = 1;
   c.evidence["held"] = held ? 1 : 0;
   return c;
 }
