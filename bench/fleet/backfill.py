@@ -240,28 +240,39 @@ def main():
     ap.add_argument("--no-serve", action="store_true", help="do not start Prometheus")
     ap.add_argument("--check", action="store_true",
                     help="check the data through Prometheus, then stop it")
+    ap.add_argument("--reuse", action="store_true",
+                    help="--work holds data from an earlier run: only start Prometheus on it")
     args = ap.parse_args()
-    if not os.access(args.generator, os.X_OK):
+    if not args.reuse and not os.access(args.generator, os.X_OK):
         fail(f"{args.generator}: build it first (cmake --build --preset release "
              "--target gpudoctor_fleet_backfill)")
-    work = args.work or tempfile.mkdtemp(prefix="gpudoctor-fleet-")
-    if args.work:
-        shutil.rmtree(work, ignore_errors=True)
-        os.makedirs(work)
-    data, chunks = os.path.join(work, "data"), os.path.join(work, "chunks")
-    os.makedirs(data)
-    os.makedirs(chunks)
-    figures, fleet = generate_and_import(args, work, data, chunks)
-    figures["size"] = {"hosts": args.hosts, "gpus_per_host": args.gpus, "span": args.span,
-                       "dcgm_hosts": args.dcgm_hosts, "dcgm_span": args.dcgm_span}
+    if args.reuse:
+        if not args.work or not os.path.exists(os.path.join(args.work, "backfill.json")):
+            fail("--reuse needs --work DIR of an earlier run (with backfill.json)")
+        work = args.work
+        data = os.path.join(work, "data")
+        fleet = json.load(open(os.path.join(work, "fleet.json")))
+        figures = json.load(open(os.path.join(work, "backfill.json")))
+    else:
+        work = args.work or tempfile.mkdtemp(prefix="gpudoctor-fleet-")
+        if args.work:
+            shutil.rmtree(work, ignore_errors=True)
+            os.makedirs(work)
+        data, chunks = os.path.join(work, "data"), os.path.join(work, "chunks")
+        os.makedirs(data)
+        os.makedirs(chunks)
+        figures, fleet = generate_and_import(args, work, data, chunks)
+        figures["size"] = {"hosts": args.hosts, "gpus_per_host": args.gpus, "span": args.span,
+                           "dcgm_hosts": args.dcgm_hosts, "dcgm_span": args.dcgm_span}
     if not args.no_serve:
         port = free_port()
         t0 = time.time()
         p, url = start_prometheus(work, data, fleet, port)
         figures["prometheus_ready_s"] = round(time.time() - t0, 1)
-        settle_s, blocks = wait_for_compaction(url, 0 if args.check else 600)
-        figures["compaction_settled_s"] = settle_s
-        figures["blocks_loaded"] = blocks[0] if blocks else None
+        if not args.check:
+            settle_s, blocks = wait_for_compaction(url, 1800)
+            figures["compaction_settled_s"] = settle_s
+            figures["blocks_loaded"] = blocks[0] if blocks else None
         if args.check:
             try:
                 check(url, fleet, args)
@@ -270,7 +281,8 @@ def main():
                 p.wait(30)
     json.dump(figures, open(os.path.join(work, "backfill.json"), "w"), indent=1)
     g = figures["generator"]
-    print(f"backfill: {args.hosts} hosts x {args.gpus} GPUs over {args.span} "
+    size = figures["size"]
+    print(f"backfill: {size['hosts']} hosts x {size['gpus_per_host']} GPUs over {size['span']} "
           f"({fleet['span']['from']} to {fleet['span']['to']}): generator {g['wall_s']} s "
           f"({g['cpu_s']} s CPU, {g['samples']:,} samples, {g['bytes'] / 1e9:.2f} GB of text), "
           f"promtool {figures['promtool_wall_s']} s ({figures['promtool_cpu_s']} s CPU), "
