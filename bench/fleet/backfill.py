@@ -173,34 +173,36 @@ def start_prometheus(work, data, fleet, port):
 
 
 def wait_for_compaction(url, limit_s):
-    """Prometheus compacts the 2 h blocks it found into larger ones: wait until that settles."""
+    """Prometheus compacts the 2 h blocks it found into larger ones, starting about a minute
+    after it starts: wait until nothing has changed for longer than its one-minute cycle."""
     t0 = time.time()
-    last, stable = None, 0
+    last, since = None, time.time()
     while time.time() - t0 < limit_s:
         now = (metric_value(url, "prometheus_tsdb_blocks_loaded"),
                metric_value(url, "prometheus_tsdb_compactions_total"))
-        stable = stable + 1 if now == last else 0
-        last = now
-        if stable >= 4:
+        if now != last:
+            last, since = now, time.time()
+        elif time.time() - t0 > 75 and time.time() - since > 65:
             break
-        time.sleep(2)
-    return round(time.time() - t0, 1), last
+        time.sleep(5)
+    return round(since - t0, 1), last
 
 
 def check(url, fleet, args):
     """The series as serve and dcgm-exporter would have them, and the ledger adding up."""
     end = fleet["span"]["to_unix"] - fleet["span"]["interval_s"]  # the last scrape
+    whole = f'{fleet["span"]["to_unix"] - fleet["span"]["from_unix"]}s'
     gpus = fleet["hosts"] * fleet["gpus_per_host"]
-    series = query(url, "count(last_over_time(gpudoctor_gpu_seconds_total[1h]))", end)
+    series = query(url, f"count(last_over_time(gpudoctor_gpu_seconds_total[{whole}]))", end)
     want = gpus * 4
     if not series or int(float(series[0]["value"][1])) != want:
         fail(f"gpudoctor_gpu_seconds_total: {series}, want {want} series")
     owners = query(url, 'count(last_over_time(gpudoctor_gpu_owner_info{owner_kind="slurm_job"}'
-                        '[1d]) unless last_over_time(gpudoctor_gpu_owner_info{exported_job!=""}[1d]))',
-                   end)
+                        f'[{whole}]) unless last_over_time(gpudoctor_gpu_owner_info'
+                        f'{{exported_job!=""}}[{whole}]))', end)
     if owners:
         fail(f"a Slurm job's owner info without its exported_job label: {owners}")
-    dcgm = query(url, 'count by (Hostname) (last_over_time(DCGM_FI_DEV_GPU_UTIL[1d]))', end)
+    dcgm = query(url, f'count by (Hostname) (last_over_time(DCGM_FI_DEV_GPU_UTIL[{whole}]))', end)
     hosts = sorted(s["metric"]["Hostname"] for s in dcgm)
     want_hosts = [h["hostname"] for h in fleet["plan"] if h["dcgm"]]
     if hosts != sorted(want_hosts):
@@ -219,6 +221,18 @@ def check(url, fleet, args):
             if abs(float(s["value"][1]) - span) > 1:
                 fail(f"{h['hostname']} {s['metric']['UUID']}: the states add up to "
                      f"{s['value'][1]} s, want {span}")
+    # The plan covers the span without gaps; the truth's owner rows add up to the fleet's.
+    for h in fleet["plan"]:
+        e = h["epochs"]
+        if e[0]["from"] != fleet["span"]["from"] or e[-1]["to"] != fleet["span"]["to"] or \
+                any(a["to"] != b["from"] for a, b in zip(e, e[1:])):
+            fail(f"{h['hostname']}: the epochs do not cover the span")
+    truth = fleet["truth"]
+    for table in ("by_job", "by_user", "by_namespace", "by_pod", "by_host"):
+        for state, hours in truth["fleet"]["gpu_hours"].items():
+            rows = sum(r["gpu_hours"][state] for r in truth[table])
+            if abs(rows - hours) > 0.002 * len(truth[table]) + 1e-6:
+                fail(f"truth {table}: {state} adds up to {rows} GPU-hours, the fleet has {hours}")
     lost = query(url, "sum(gpudoctor_lost_gpu_seconds_total)", end)
     print(f"backfill: check passed ({gpus} GPUs, {len(want_hosts)} with dcgm-exporter series, "
           f"{float(lost[0]['value'][1]) / 3600:.1f} lost GPU-hours on the last counters)")

@@ -143,7 +143,7 @@ std::shared_ptr<const Profile> simulate_profile(const EpochPlan& e, const FleetO
   const int64_t interval_ms = int64_t{o.interval_s} * 1000;
   // Scrape j (0 ... profile_s / interval) at j * interval; scrape 0 reports nothing yet.
   const auto slots = static_cast<size_t>(o.profile_s / o.interval_s) + 1;
-  HostRun::simulate_exact(p, *model, o.window_s, true, [&](size_t gpu, const CountedSample& c) {
+  HostRun::simulate_exact(p, *model, o.window_s, false, [&](size_t gpu, const CountedSample& c) {
     if (prof->slots.size() <= gpu) prof->slots.resize(gpu + 1, std::vector<GpuLedger>(slots));
     const auto j =
         std::min<int64_t>(static_cast<int64_t>(slots) - 1, slot_of(c.unix_ms, 0, interval_ms));

@@ -176,6 +176,7 @@ ChunkWriter::ChunkWriter(const std::vector<HostPlan>& plan,
     const std::string serve_target =
         label("instance", host + ":9835") + "," + label("job", "gpudoctor");
     up_.push_back(serve_target);
+    dcgm_up_.push_back(label("instance", host + ":9400") + "," + label("job", "dcgm-exporter"));
     own_.emplace_back();
     info_.emplace_back();
     dcgm_.emplace_back();
@@ -240,6 +241,9 @@ Result<size_t> ChunkWriter::write(const std::string& path, int64_t cs,
   out.family("up", "gauge", "");
   for (size_t h = 0; h < chunks.size(); ++h)
     for (size_t s = 0; s < n; ++s) out.sample("up", up_[h], chunks[h].up[s], t_of(s));
+  for (size_t h = 0; h < chunks.size(); ++h)  // dcgm-exporter's target, while it has series
+    for (size_t s = 0; s < n; ++s)
+      if (chunks[h].dcgm[s]) out.sample("up", dcgm_up_[h], 1, t_of(s));
 
   auto per_gpu = [&](const char* name, auto&& each) {
     const MetricFamilyDoc& doc = family_doc(name);
