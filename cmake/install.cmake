@@ -1,7 +1,8 @@
 # `cmake --install` (GNUInstallDirs) and the Debian package (cmake/package.cmake):
 #   bin/gpudoctor; share/man/man1: a page per command from the program's own --help (help2man,
 #   at build time); bash completion; share/doc/gpudoctor: README and docs/; share/gpudoctor:
-#   the deploy files (alert rules, dashboard, unit, manifests, container file); the systemd unit
+#   the deploy files (alert and recording rules, the fleet recording rules, both Grafana
+#   dashboards, unit, manifests, container file; not the rules' tests); the systemd unit
 #   (its ExecStart pointing at the installed binary) and a sysusers.d entry for its user.
 include(GNUInstallDirs)
 

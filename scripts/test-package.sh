@@ -42,10 +42,15 @@ systemd-analyze verify --man=no "$unit" || fail "systemd-analyze verify $unit"
 getent passwd gpudoctor >/dev/null || fail "no system user gpudoctor"
 [ ! -e /etc/systemd/system/multi-user.target.wants/gpudoctor.service ] || fail "the service was enabled"
 for f in share/gpudoctor/prometheus/gpudoctor.rules.yml share/gpudoctor/grafana/gpudoctor.json \
+         share/gpudoctor/prometheus/gpudoctor-fleet.rules.yml \
+         share/gpudoctor/grafana/gpudoctor-fleet.json \
          share/gpudoctor/kubernetes/daemonset.yaml share/gpudoctor/container/Containerfile \
-         share/doc/gpudoctor/install.md; do
+         share/doc/gpudoctor/install.md share/doc/gpudoctor/fleet.md; do
   [ -f "/usr/$f" ] || fail "/usr/$f missing"
 done
+! ls /usr/share/gpudoctor/prometheus/*.test.yml >/dev/null 2>&1 || fail "rule tests installed"
+promtool check rules /usr/share/gpudoctor/prometheus/*.rules.yml >/dev/null 2>&1 ||
+  fail "the installed rules do not pass promtool check rules"
 files=$(dpkg -L gpudoctor | while read -r p; do [ -f "$p" ] && echo "$p"; done)
 
 DEBIAN_FRONTEND=noninteractive apt-get remove -y -q gpudoctor >/dev/null

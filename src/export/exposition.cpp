@@ -475,20 +475,7 @@ std::string render_metrics(const ExportSnapshot& s, const ExportOptions& o, Expo
                              label("UUID", s.devices[i].uuid) + "," + label("Hostname", o.hostname);
     for (const Owner& ow : s.frame.devices[i].owners) {
       std::string extra = label("owner_kind", owner_kind_code(ow.kind));
-      for (const auto& name : o.owner_labels) {
-        std::string v;
-        if (name == "job")
-          v = ow.kind == OwnerKind::kSlurmJob || ow.kind == OwnerKind::kSystemdUnit ? ow.id : "";
-        else if (name == "step")
-          v = ow.step;
-        else if (name == "pod")
-          v = ow.kind != OwnerKind::kK8sPod ? "" : !ow.pod.empty() ? ow.pod : ow.id;
-        else if (name == "namespace")
-          v = ow.pod_namespace;
-        else if (name == "container")
-          v = ow.container;
-        else if (name == "user")
-          v = ow.user;
+      for (const auto& [name, v] : owner_label_values(ow, o.owner_labels)) {
         extra += ',';
         extra += label(name, v);
       }
@@ -517,6 +504,29 @@ std::string render_metrics(const ExportSnapshot& s, const ExportOptions& o, Expo
   fam(kBuildInfo);
   w.sample("", label("version", s.version), 1);
   w.finish();
+  return out;
+}
+
+std::vector<std::pair<std::string, std::string>> owner_label_values(
+    const Owner& ow, const std::vector<std::string>& names) {
+  std::vector<std::pair<std::string, std::string>> out;
+  out.reserve(names.size());
+  for (const auto& name : names) {
+    std::string v;
+    if (name == "job")
+      v = ow.kind == OwnerKind::kSlurmJob || ow.kind == OwnerKind::kSystemdUnit ? ow.id : "";
+    else if (name == "step")
+      v = ow.step;
+    else if (name == "pod")
+      v = ow.kind != OwnerKind::kK8sPod ? "" : !ow.pod.empty() ? ow.pod : ow.id;
+    else if (name == "namespace")
+      v = ow.pod_namespace;
+    else if (name == "container")
+      v = ow.container;
+    else if (name == "user")
+      v = ow.user;
+    out.emplace_back(name, std::move(v));
+  }
   return out;
 }
 

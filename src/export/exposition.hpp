@@ -12,12 +12,14 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "analysis/causes.hpp"
 #include "analysis/diagnosis.hpp"
 #include "analysis/snapshot.hpp"
 #include "core/device.hpp"
+#include "core/owner.hpp"
 #include "core/result.hpp"
 
 namespace gpudoctor {
@@ -96,6 +98,12 @@ struct MetricFamilyDoc {
 };
 // Every family `serve` can export with these options, in the order they are rendered.
 std::vector<MetricFamilyDoc> metric_families(const ExportOptions& o);
+
+// The labels gpudoctor_gpu_owner_info gives one owner, in the order of `names` (--owner-labels),
+// each with its value ("" where the field does not apply): job is the Slurm job or the systemd
+// unit, pod the pod's name (its UID where the name is unknown).
+std::vector<std::pair<std::string, std::string>> owner_label_values(
+    const Owner& owner, const std::vector<std::string>& names);
 
 // Escapes a label value (backslash, double quote, line feed) for either format.
 std::string escape_label_value(std::string_view v);

@@ -29,7 +29,7 @@ LiveExporter::LiveExporter(SystemInfo system, std::vector<DeviceInfo> devices,
       devices_(std::move(devices)),
       findings_(devices_.size()),
       verdicts_(devices_.size()),
-      pending_(devices_.size()),
+      books_(devices_.size()),
       ledger_(devices_.size()) {
   window_.system = std::move(system);
   window_.source = "live: " + live_options_.source;
@@ -69,40 +69,12 @@ std::optional<double> LiveExporter::memory_churn(const GpuSeries& g) const {
 
 void LiveExporter::update_ledger(const Diagnosis& d, int64_t now_ms) {
   const auto keep_ms = static_cast<int64_t>(live_options_.window_s * 1000);
-  for (const auto& g : d.gpus) {
-    size_t i = 0;
-    while (i < devices_.size() && devices_[i].index != g.index) ++i;
-    if (i == devices_.size()) continue;
-    auto& q = pending_[i];
-    GpuLedger& l = ledger_[i];
-    int64_t last_judged = INT64_MIN;
-    for (const auto& js : g.judged) {
-      const int64_t ms = d.start_unix_ms + std::llround(js.t_s * 1000);
-      last_judged = std::max(last_judged, ms);
-      // The pending sample at this time (±1 ms of rounding); none: already counted and gone.
-      auto it = std::lower_bound(q.begin(), q.end(), ms - 1,
-                                 [](const Pending& p, int64_t t) { return p.ms < t; });
-      if (it == q.end() || it->ms > ms + 1 || it->counted) continue;
-      it->counted = true;
-      if (js.cause == Cause::kIdle) {
-        if (it->allocated) {
-          l.idle_allocated_s += js.dt_s;
-          l.lost_s[static_cast<size_t>(Cause::kIdle)] += js.lost_s;
-        } else {
-          l.free_s += js.dt_s;
-        }
-      } else {
-        l.lost_s[static_cast<size_t>(js.cause)] += js.lost_s;
-        l.lost_total_s += js.lost_s;
-        l.working_s += js.dt_s - js.lost_s;
+  for (const auto& g : d.gpus)
+    for (size_t i = 0; i < devices_.size(); ++i)
+      if (devices_[i].index == g.index) {
+        books_[i].judge(g.judged, d.start_unix_ms, now_ms, keep_ms);
+        ledger_[i] = books_[i].totals();
       }
-    }
-    while (!q.empty() && (q.front().ms <= last_judged || q.front().ms < now_ms - keep_ms)) {
-      const Pending& p = q.front();
-      if (!p.counted) (p.allocated ? l.working_s : l.free_s) += p.dt_s;
-      q.pop_front();
-    }
-  }
 }
 
 void LiveExporter::rediagnose(double now_s) {
@@ -135,11 +107,11 @@ void LiveExporter::add_frame(Frame frame, double sample_duration_s, bool ok) {
   ++frames_;
   if (frames_ == 1) window_.start_unix_ms = frame.time_unix_ms;
   append_frame(window_, frame);
-  for (size_t i = 0; i < frame.devices.size() && i < pending_.size(); ++i) {
+  for (size_t i = 0; i < frame.devices.size() && i < books_.size(); ++i) {
     const DeviceSample& ds = frame.devices[i];
     const double dt = have_prev_ ? std::clamp(frame.time_s - prev_.time_s, 0.0, 10.0) : 0;
     if (!ds.lost)
-      pending_[i].push_back({frame.time_unix_ms, dt, !ds.owners.empty() || !ds.processes.empty()});
+      books_[i].add_sample(frame.time_unix_ms, dt, !ds.owners.empty() || !ds.processes.empty());
   }
   const double now_s = static_cast<double>(frame.time_unix_ms - window_.start_unix_ms) / 1000.0;
   trim_window(now_s);

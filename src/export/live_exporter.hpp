@@ -8,7 +8,6 @@
 
 #include <chrono>
 #include <cstdint>
-#include <deque>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -18,6 +17,7 @@
 #include "analysis/diagnosis.hpp"
 #include "core/recording.hpp"
 #include "export/exposition.hpp"
+#include "export/ledger.hpp"
 
 namespace gpudoctor {
 
@@ -66,15 +66,7 @@ class LiveExporter {
   std::optional<double> last_diagnosis_s_;
   std::vector<std::vector<GpuFinding>> findings_;
   std::vector<std::optional<Cause>> verdicts_;
-  // A sample not yet in the ledger: counted when a diagnosis judges it, or, never judged
-  // (start-up, pauses), when a later sample was judged or it leaves the window.
-  struct Pending {
-    int64_t ms = 0;
-    double dt_s = 0;
-    bool allocated = false;  // an owner or a process held the GPU
-    bool counted = false;
-  };
-  std::vector<std::deque<Pending>> pending_;
+  std::vector<LedgerBook> books_;  // one per device (export/ledger.hpp: the counting rule)
   std::vector<GpuLedger> ledger_;
   double now_window_s_ = 0;  // the latest frame, in the window's seconds
   std::shared_ptr<const std::string> diagnosis_json_;

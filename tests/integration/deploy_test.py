@@ -1,9 +1,12 @@
 #!/usr/bin/env python3
-"""The deploy files are usable as they are: the alert rules pass promtool (check and their unit
-tests); every metric name the rules and the Grafana dashboard query is one `gpudoctor serve`
-exports (or a recording rule defines); the systemd unit and the Kubernetes manifests parse, agree
-with each other, keep the agent unprivileged (the DaemonSet: UID 0 without capabilities, for the
-kubelet's socket; hostPID for other pods' processes), and their command lines start `serve`.
+"""The deploy files are usable as they are: the alert and recording rules (gpudoctor.rules.yml,
+gpudoctor-fleet.rules.yml) pass promtool (check and their unit tests, every fleet rule tested);
+every metric name the rules and the Grafana dashboards (gpudoctor.json, gpudoctor-fleet.json)
+query is one `gpudoctor serve` exports (or a recording rule of deploy/ defines); the fleet rules'
+per-cause and per-state branches are exactly the causes and states serve exports; the systemd unit
+and the Kubernetes manifests parse, agree with each other, keep the agent unprivileged (the
+DaemonSet: UID 0 without capabilities, for the kubelet's socket; hostPID for other pods'
+processes), and their command lines start `serve` for real.
 
 usage: deploy_test.py GPUDOCTOR SOURCE_DIR WORK_DIR
 """
@@ -40,8 +43,9 @@ def metric_names(expr):
 
 
 def served_names(binary, work):
-    """The families `serve` exports, from its /metrics on the simulator (8 GPUs, findings)."""
-    names = set()
+    """The families `serve` exports, from its /metrics on the simulator (8 GPUs, findings), and
+    the causes and states of its ledger."""
+    names, causes, states = set(), set(), set()
     with Processes() as procs:
         _, addr = start_serve(procs, binary, work, "names",
                               ["--source", "sim:mixed,speed=30", "-i", "200ms"])
@@ -51,8 +55,30 @@ def served_names(binary, work):
         for line in body.decode().splitlines():
             if line.startswith("# TYPE "):
                 names.add(line.split(" ")[2])
+            m = re.match(r'gpudoctor_lost_gpu_seconds_total\{.*cause="([a-z_]+)"', line)
+            if m:
+                causes.add(m.group(1))
+            m = re.match(r'gpudoctor_gpu_seconds_total\{.*state="([a-z_]+)"', line)
+            if m:
+                states.add(m.group(1))
     check("gpudoctor_finding" in names, "the simulated node has findings")
-    return names
+    check(len(causes) >= 9 and len(states) == 4, f"the ledger: causes {causes}, states {states}")
+    return names, causes, states
+
+
+def dashboard_names(dash):
+    """Metric names of a dashboard's queries and of its label_values() variables."""
+    exprs = [t["expr"] for p in dash["panels"] for t in p.get("targets", [])]
+    used = set()
+    for e in exprs:
+        used |= metric_names(e)
+    for v in dash["templating"]["list"]:
+        q = v.get("query")
+        q = q.get("query") if isinstance(q, dict) else q
+        m = re.match(r"label_values\(([a-zA-Z_:][a-zA-Z0-9_:]*)", q or "")
+        if m:
+            used.add(m.group(1))
+    return exprs, used
 
 
 def systemd_unit(path):
@@ -92,44 +118,61 @@ def body():
     shutil.rmtree(work, ignore_errors=True)
     os.makedirs(work)
     deploy = os.path.join(source, "deploy")
-    exported = served_names(binary, work)
+    exported, causes, states = served_names(binary, work)
 
     # Prometheus rules: promtool, then the names.
-    rules_path = os.path.join(deploy, "prometheus/gpudoctor.rules.yml")
-    r = run([promtool, "check", "rules", rules_path])
-    check(r.returncode == 0, f"promtool check rules: {r.stdout}{r.stderr}")
-    r = run([promtool, "test", "rules", "gpudoctor.rules.test.yml"],
-            cwd=os.path.join(deploy, "prometheus"))
-    check(r.returncode == 0, f"promtool test rules: {r.stdout}{r.stderr}")
-    rules = yaml.safe_load(open(rules_path))
-    recorded = {rule["record"] for g in rules["groups"] for rule in g["rules"] if "record" in rule}
+    rule_files = {}
+    for name in ("gpudoctor.rules.yml", "gpudoctor-fleet.rules.yml"):
+        path = os.path.join(deploy, "prometheus", name)
+        r = run([promtool, "check", "rules", path])
+        check(r.returncode == 0, f"promtool check rules {name}: {r.stdout}{r.stderr}")
+        test = name.replace(".rules.yml", ".rules.test.yml")
+        r = run([promtool, "test", "rules", test], cwd=os.path.join(deploy, "prometheus"))
+        check(r.returncode == 0, f"promtool test rules {test}: {r.stdout}{r.stderr}")
+        rule_files[name] = (yaml.safe_load(open(path)),
+                            yaml.safe_load(open(os.path.join(deploy, "prometheus", test))))
+    recorded = {rule["record"] for rules, _ in rule_files.values() for g in rules["groups"]
+                for rule in g["rules"] if "record" in rule}
+    rules, tests = rule_files["gpudoctor.rules.yml"]
     alerts = [rule["alert"] for g in rules["groups"] for rule in g["rules"] if "alert" in rule]
     for wanted in ("GpuBusyButIdle", "GpuLowPower", "GpuIdleButAllocated", "GpuThermalThrottling",
                    "GpuPowerCapLowered", "GpuPcieLinkDegraded", "GpuMemoryChurn",
                    "GpuLowEfficiency"):
         check(wanted in alerts, f"no alert {wanted}")
-    tests = yaml.safe_load(open(os.path.join(deploy, "prometheus/gpudoctor.rules.test.yml")))
     tested = {t["alertname"] for case in tests["tests"] for t in case.get("alert_rule_test", [])}
     check(set(alerts) <= tested, f"alerts without a promtool test: {set(alerts) - tested}")
-    for g in rules["groups"]:
-        for rule in g["rules"]:
-            unknown = metric_names(rule["expr"]) - exported - recorded
-            check(not unknown, f"rule {rule.get('alert') or rule.get('record')} queries "
-                               f"{sorted(unknown)}, which serve does not export")
+    for rules, _ in rule_files.values():
+        for g in rules["groups"]:
+            for rule in g["rules"]:
+                unknown = metric_names(rule["expr"]) - exported - recorded
+                check(not unknown, f"rule {rule.get('alert') or rule.get('record')} queries "
+                                   f"{sorted(unknown)}, which serve does not export")
 
-    # Grafana: every query's metric names are exported.
+    # The fleet rules: each one tested; per job, user and namespace; one branch per cause and
+    # per state serve exports, no more, no fewer.
+    fleet_rules, fleet_tests = rule_files["gpudoctor-fleet.rules.yml"]
+    fleet = {rule["record"]: rule["expr"] for g in fleet_rules["groups"] for rule in g["rules"]}
+    tested_exprs = " ".join(t["expr"] for case in fleet_tests["tests"]
+                            for t in case.get("promql_expr_test", []))
+    untested = [name for name in fleet if not re.search(re.escape(name) + r"(?![a-z0-9_:])",
+                                                        tested_exprs)]
+    check(not untested, f"fleet rules without a promtool test: {untested}")
+    for level in ("owner_job", "owner_user", "owner_namespace", "node"):
+        for what in ("cause:gpudoctor_lost_gpu_seconds", "state:gpudoctor_gpu_seconds"):
+            check(f"{level}_{what}:rate5m" in fleet, f"no fleet rule {level}_{what}:rate5m")
+    branches = set(re.findall(r'cause="([a-z_]+)"',
+                              fleet["gpu_owner_cause:gpudoctor_lost_gpu_seconds:rate5m"]))
+    check(branches == causes, f"the per-owner cause branches {sorted(branches)} are not the "
+                              f"causes serve exports {sorted(causes)}")
+    branches = set(re.findall(r'state="([a-z_]+)"',
+                              fleet["gpu_owner_state:gpudoctor_gpu_seconds:rate5m"]))
+    check(branches == states, f"the per-owner state branches {sorted(branches)} are not the "
+                              f"states serve exports {sorted(states)}")
+
+    # Grafana: every query's metric names are exported (or recorded by the rules).
     dash = json.load(open(os.path.join(deploy, "grafana/gpudoctor.json")))
-    exprs = [t["expr"] for p in dash["panels"] for t in p.get("targets", [])]
+    exprs, used = dashboard_names(dash)
     check(len(exprs) >= 10, f"only {len(exprs)} queries in the dashboard")
-    used = set()
-    for e in exprs:
-        used |= metric_names(e)
-    for v in dash["templating"]["list"]:
-        q = v.get("query")
-        q = q.get("query") if isinstance(q, dict) else q
-        m = re.match(r"label_values\(([a-zA-Z_:][a-zA-Z0-9_:]*)", q or "")
-        if m:
-            used.add(m.group(1))
     unknown = used - exported
     check(not unknown, f"the dashboard queries {sorted(unknown)}, which serve does not export")
     for wanted in ("DCGM_FI_DEV_POWER_USAGE", "gpudoctor_power_default_limit_watts",
@@ -138,6 +181,25 @@ def body():
         check(wanted in used, f"the dashboard does not show {wanted}")
     titles = [p["title"] for p in dash["panels"]]
     check(len(set(p["id"] for p in dash["panels"])) == len(titles), "panel ids repeat")
+    fdash = json.load(open(os.path.join(deploy, "grafana/gpudoctor-fleet.json")))
+    exprs, used = dashboard_names(fdash)
+    check(len(exprs) >= 12, f"only {len(exprs)} queries in the fleet dashboard")
+    unknown = used - exported - recorded
+    check(not unknown, f"the fleet dashboard queries {sorted(unknown)}, which neither serve "
+                       f"exports nor a recording rule of deploy/prometheus defines")
+    for wanted in ("gpudoctor_lost_gpu_seconds_total", "gpudoctor_gpu_seconds_total",
+                   "node_cause:gpudoctor_lost_gpu_seconds:rate5m",
+                   "gpu_owner_cause:gpudoctor_lost_gpu_seconds:rate5m",
+                   "gpu_owner_state:gpudoctor_gpu_seconds:rate5m"):
+        check(wanted in used, f"the fleet dashboard does not show {wanted}")
+    check(any('state="idle_allocated"' in e for e in exprs), "no idle-but-allocated panel")
+    check(fdash["schemaVersion"] == dash["schemaVersion"] and fdash["uid"] != dash["uid"],
+          "the fleet dashboard's schema version and uid")
+    check(len(set(p["id"] for p in fdash["panels"])) == len(fdash["panels"]), "panel ids repeat")
+    variables = {v["name"] for v in fdash["templating"]["list"]}
+    check({"datasource", "Hostname", "namespace"} <= variables, f"fleet variables: {variables}")
+    for e in exprs:
+        check("$Hostname" in e, f"a fleet panel ignores the node variable: {e}")
 
     # systemd: an unprivileged, hardened service whose command line works.
     unit = systemd_unit(os.path.join(deploy, "systemd/gpudoctor.service"))
