@@ -14,6 +14,7 @@
 #include <fmt/format.h>
 
 #include "analysis/diagnosis.hpp"
+#include "export/ledger.hpp"
 #include "fleet/fleet.hpp"
 #include "formats/prometheus_runs.hpp"
 #include "formats/text.hpp"
@@ -58,9 +59,19 @@ double median_step(const GpuSeries& g) {
   return d[d.size() / 2];
 }
 
-// Counts one run's samples into the tallies, as serve's ledger does: judged samples by their
-// cause (idle: held or free), the others working where the GPU was held, else free. A GPU that
-// several owners held at a sample gives each an equal share.
+// The owners at a time (one per run_owner_key).
+std::vector<const Owner*> owners_at(const GpuSeries& g, double t) {
+  std::vector<const Owner*> owners;
+  std::set<std::string> seen;
+  for (const auto& span : g.owners)
+    if (t >= span.first_s && t <= span.last_s && seen.insert(run_owner_key(span.owner)).second)
+      owners.push_back(&span.owner);
+  return owners;
+}
+
+// Counts one run's samples into the tallies by serve's own rule (export/ledger: judged samples by
+// their cause, idle ones held or free, the others working where held, else free), then shares
+// each sample among the rows it belongs to (several owners at once: an equal share each).
 void account(const PromRun& run, const Diagnosis& d, FleetBy by, Tallies& out) {
   for (const auto& g : run.rec.gpus) {
     const GpuDiagnosis* gd = nullptr;
@@ -71,46 +82,38 @@ void account(const PromRun& run, const Diagnosis& d, FleetBy by, Tallies& out) {
     const std::vector<double>* total = g.column(Field::kMemTotal);
     const std::string gpu_id = g.host + "/" + (g.info.uuid.empty() ? g.info.name : g.info.uuid);
     out.gpus.insert(gpu_id);
-    size_t j = 0;  // next judged sample
+    LedgerBook book;
     for (size_t r = 0; r < g.size(); ++r) {
-      const double t = g.time_s[r];
       double dt = r > 0 ? g.time_s[r] - g.time_s[r - 1] : step;
-      if (step > 0) dt = std::clamp(dt, 0.0, 3 * step);
-      const GpuDiagnosis::JudgedSample* js = nullptr;
-      if (gd) {
-        while (j < gd->judged.size() && gd->judged[j].t_s < t - 1e-3) ++j;
-        if (j < gd->judged.size() && std::abs(gd->judged[j].t_s - t) <= 1e-3) js = &gd->judged[j];
-      }
-      std::vector<const Owner*> owners;
-      std::set<std::string> seen;
-      for (const auto& span : g.owners)
-        if (t >= span.first_s && t <= span.last_s && seen.insert(run_owner_key(span.owner)).second)
-          owners.push_back(&span.owner);
-      bool held = !owners.empty();
+      if (step > 0) dt = std::clamp(dt, 0.0, 3 * step);  // a gap is not GPU time
+      bool held = !owners_at(g, g.time_s[r]).empty();
       if (!held && used && !is_missing((*used)[r])) {
         const double tot = total && !is_missing((*total)[r]) ? (*total)[r] : 0;
         held = (*used)[r] >= std::max(kHeldMemoryMib, 0.05 * tot);
       }
+      book.add_sample(run.rec.start_unix_ms + std::llround(g.time_s[r] * 1000), dt, held);
+    }
+    std::vector<CountedSample> counted;
+    if (gd) book.judge(gd->judged, d.start_unix_ms, 0, 0, &counted);
+    book.flush(&counted);
+    for (const CountedSample& cs : counted) {
+      const GpuLedger& l = cs.delta;
       FleetTally s;
-      if (js && js->cause == Cause::kIdle) {
-        if (held) {
-          s.idle_allocated_s = js->dt_s;
-          s.by_cause[static_cast<size_t>(Cause::kIdle)] = js->lost_s;
-        } else {
-          s.free_s = js->dt_s;
+      s.working_s = l.working_s;
+      s.lost_s = l.lost_total_s;
+      s.idle_allocated_s = l.idle_allocated_s;
+      s.free_s = l.free_s;
+      std::optional<Cause> cause;
+      for (size_t c = 0; c < kCauseCount; ++c)
+        if (static_cast<Cause>(c) != Cause::kHealthy && l.lost_s[c] > 0) {
+          s.by_cause[c] = l.lost_s[c];
+          cause = static_cast<Cause>(c);
         }
-      } else if (js) {
-        s.lost_s = js->lost_s;
-        s.working_s = js->dt_s - js->lost_s;
-        if (js->cause != Cause::kHealthy) s.by_cause[static_cast<size_t>(js->cause)] = js->lost_s;
-      } else {
-        (held ? s.working_s : s.free_s) = dt;
-      }
       out.total.add(s);
-      // The rows this sample goes to, and the share of each.
+      const double t = static_cast<double>(cs.unix_ms - run.rec.start_unix_ms) / 1000.0;
       std::vector<RowKey> keys;
       if (owner_dimension(by)) {
-        for (const Owner* o : owners) {
+        for (const Owner* o : owners_at(g, t)) {
           RowKey k;
           const auto labels = owner_info_labels(*o);
           for (const auto& n : fleet_group_labels(by))
@@ -124,8 +127,8 @@ void account(const PromRun& run, const Diagnosis& d, FleetBy by, Tallies& out) {
       } else if (by == FleetBy::kModel) {
         keys.push_back({{{"model_name", g.info.name}}, false});
       } else {  // cause: only the lost seconds, on the cause's row
-        if (!js || js->cause == Cause::kHealthy || s.wasted_s() <= 0) continue;
-        keys.push_back({{{"cause", std::string(cause_code(js->cause))}}, false});
+        if (!cause || s.wasted_s() <= 0) continue;
+        keys.push_back({{{"cause", std::string(cause_code(*cause))}}, false});
       }
       const double share = 1.0 / static_cast<double>(keys.size());
       for (const auto& k : keys) {
@@ -133,11 +136,12 @@ void account(const PromRun& run, const Diagnosis& d, FleetBy by, Tallies& out) {
         row.labels = k.labels;
         row.unowned = k.unowned;
         FleetTally part;
-        part.working_s = s.working_s * share;
+        if (by != FleetBy::kCause) {
+          part.working_s = s.working_s * share;
+          part.free_s = s.free_s * share;
+        }
         part.lost_s = s.lost_s * share;
         part.idle_allocated_s = s.idle_allocated_s * share;
-        part.free_s = by == FleetBy::kCause ? 0 : s.free_s * share;
-        if (by == FleetBy::kCause) part.working_s = 0;
         for (size_t c = 0; c < kCauseCount; ++c) part.by_cause[c] = s.by_cause[c] * share;
         row.t.add(part);
         if (!g.host.empty()) row.hosts.insert(g.host);
