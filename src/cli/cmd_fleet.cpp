@@ -61,7 +61,8 @@ Command add_fleet_command(CLI::App& root) {
       ->capture_default_str();
   cmd->add_option(
       "--workers", opts->workers,
-      "Diagnosis path: hosts read and diagnosed at once (default: the cores, at most 8)");
+      "Diagnosis path: hosts read and diagnosed at once; ledger path: queries in flight at once "
+      "(default: the cores, at most 8)");
   cmd->add_option("--timeout", opts->timeout, "Per HTTP request")->capture_default_str();
   return {
       cmd, [opts]() -> int {

@@ -4,9 +4,12 @@
 // step gives each an equal share (so rows add up to the fleet's total); GPU time no owner held is
 // its own row. The number of queries depends on the causes found, not on the number of GPUs.
 #include <algorithm>
+#include <atomic>
 #include <cmath>
+#include <functional>
 #include <map>
 #include <set>
+#include <thread>
 
 #include <fmt/format.h>
 
@@ -74,32 +77,17 @@ std::string per_gpu_increase(const Ctx& c, const std::string& series) {
   return fmt::format("max by (Hostname, UUID) (increase({}[{}s]))", series, c.step_s);
 }
 
-// One step's GPU seconds of `series` by the rows of --by (plus a row marked gpudoctor_unowned
-// for the seconds of GPUs with no owner), summed over the span.
+// One step's GPU seconds of `series` by the owners (each its share of its GPU), summed over the
+// span. The GPUs no owner holds are left out: their time is the total's rest.
 std::string rows_expr(const Ctx& c, FleetBy by, const std::string& series) {
-  const std::string gpu = per_gpu_increase(c, series);
-  std::string step;
-  const std::string d = c.labels(fleet_group_labels(by));
-  if (owner_dimension(by)) {
-    const std::string oi =
-        fmt::format("max by (Hostname, UUID, {}) ({})", c.labels(identity_labels()),
-                    c.metric("gpudoctor_gpu_owner_info"));
-    const std::string share =
-        fmt::format("({0} / on (Hostname, UUID) group_left() count by (Hostname, UUID) ({0}))", oi);
-    step = fmt::format(
-        "sum by ({0}) ({1} * on (Hostname, UUID) group_right() {2}) or label_replace(sum({1} "
-        "unless "
-        "on (Hostname, UUID) {3}), \"gpudoctor_unowned\", \"1\", \"\", \"\")",
-        d, gpu, share, oi);
-  } else if (by == FleetBy::kModel) {
-    step = fmt::format(
-        "sum by (model_name) ({} * on (Hostname, UUID) group_left(model_name) max by (Hostname, "
-        "UUID, model_name) ({}))",
-        gpu, c.metric("gpudoctor_gpu_info"));
-  } else {  // host (cause rows come from the cause queries)
-    step = fmt::format("sum by (Hostname) ({})", gpu);
-  }
-  return fmt::format("sum_over_time(({})[{}s:{}s])", step, c.span_s, c.step_s);
+  const std::string oi =
+      fmt::format("max by (Hostname, UUID, {}) ({})", c.labels(identity_labels()),
+                  c.metric("gpudoctor_gpu_owner_info"));
+  const std::string share =
+      fmt::format("({0} / on (Hostname, UUID) group_left() count by (Hostname, UUID) ({0}))", oi);
+  return fmt::format(
+      "sum_over_time((sum by ({}) ({} * on (Hostname, UUID) group_right() {}))[{}s:{}s])",
+      c.labels(fleet_group_labels(by)), per_gpu_increase(c, series), share, c.span_s, c.step_s);
 }
 
 // The row a result series belongs to, under the canonical label names.
@@ -131,7 +119,8 @@ Result<size_t> ledger_gpu_count(const FleetOptions& options) {
   Ctx c(options, m->empty() ? "" : "," + m.value());
   c.span_s = std::max<int64_t>(1, (options.prom.end_unix_ms - options.prom.start_unix_ms) / 1000);
   auto r = c.instant(fmt::format("count(max by (Hostname, UUID) (max_over_time({}[{}s])))",
-                                 c.metric("gpudoctor_gpu_seconds_total"), c.span_s));
+                                 c.metric("gpudoctor_gpu_seconds_total", "state=\"working\""),
+                                 c.span_s));
   if (!r) return r.error();
   return r->empty() ? size_t{0} : static_cast<size_t>(value_of(r->front()));
 }
@@ -196,8 +185,10 @@ Result<FleetReport> fleet_from_ledger(const FleetOptions& options) {
       interval_s = most > 1 ? static_cast<double>(c.span_s) / most : 15;
     }
   }
+  // S: four samples at least; at most 400 steps over the span (each step is a join on the server:
+  // 7 days at 25 min 12 s; owner changes are placed to the step).
   c.step_s = std::max<int64_t>(
-      {1, static_cast<int64_t>(std::ceil(4 * interval_s)), (c.span_s + 1999) / 2000});
+      {1, static_cast<int64_t>(std::ceil(4 * interval_s)), (c.span_s + 399) / 400});
   r.notes.push_back(fmt::format(
       "gpudoctor serve's ledger, summed by the server at a step of {} s (about {:.3g} s between "
       "samples): {} GPU{} on {} host{}",
@@ -228,109 +219,193 @@ Result<FleetReport> fleet_from_ledger(const FleetOptions& options) {
     return fr;
   };
 
-  // The headline: the whole fleet by state and by cause.
-  for (const char* what : {"state", "cause"}) {
-    const std::string name = std::string_view(what) == "state" ? "gpudoctor_gpu_seconds_total"
-                                                               : "gpudoctor_lost_gpu_seconds_total";
-    auto q =
-        c.instant(fmt::format("sum_over_time((sum by ({0}) (max by (Hostname, UUID, {0}) "
-                              "(increase({1}[{2}s]))))[{3}s:{2}s])",
-                              what, c.metric(name), c.step_s, c.span_s));
-    if (!q) return q.error();
-    for (const auto& s : q.value()) {
-      const double v = value_of(s);
-      const std::string key = label(s, what);
-      if (std::string_view(what) == "state") {
-        if (key == "working") r.total.working_s += v;
-        if (key == "lost") r.total.lost_s += v;
-        if (key == "idle_allocated") r.total.idle_allocated_s += v;
-        if (key == "free") r.total.free_s += v;
-      } else if (auto cause = cause_from_code(key); cause && *cause != Cause::kHealthy) {
-        r.total.by_cause[static_cast<size_t>(*cause)] += v;
+  // Every sum is one query; they run a few at a time (each waits on the server). Owner rows need
+  // one query per state and per cause (the join has several series per GPU on both sides); the
+  // others take all states, then all causes, in one query each.
+  struct Ask {
+    std::string expr;
+    std::function<void(const std::vector<PromSeries>&)> use;
+  };
+  std::vector<Ask> asks;
+  auto add_state = [](FleetTally& t, const std::string& state, double v) {
+    if (state == "working") t.working_s += v;
+    if (state == "lost") t.lost_s += v;
+    if (state == "idle_allocated") t.idle_allocated_s += v;
+    if (state == "free") t.free_s += v;
+  };
+  auto add_cause = [](FleetTally& t, const std::string& code, double v) {
+    if (auto cause = cause_from_code(code); cause && *cause != Cause::kHealthy)
+      t.by_cause[static_cast<size_t>(*cause)] += v;
+  };
+  const std::string states = c.metric("gpudoctor_gpu_seconds_total");
+  const std::string lost = c.metric("gpudoctor_lost_gpu_seconds_total");
+  auto summed = [&](const std::string& step) {
+    return fmt::format("sum_over_time(({})[{}s:{}s])", step, c.span_s, c.step_s);
+  };
+  auto per_gpu = [&](const std::string& series, const char* label) {
+    return fmt::format("max by (Hostname, UUID, {}) (increase({}[{}s]))", label, series, c.step_s);
+  };
+  if (owner_dimension(options.by)) {
+    // The causes the span has: the counters above zero, looked at hourly (a cause whose counter a
+    // restart of serve reset within the hour it appeared is the one that could be missed).
+    std::set<std::string> present;
+    {
+      auto q = c.instant(
+          fmt::format("count by (cause) (max_over_time(({} > 0)[{}s:{}s]))", lost, c.span_s,
+                      std::max<int64_t>(c.step_s, std::min<int64_t>(3600, c.span_s / 24))));
+      if (!q) return q.error();
+      for (const auto& s : q.value()) present.insert(label(s, "cause"));
+    }
+    // The fleet's totals, by state and by cause (no join): what the owners' rows leave is the
+    // time of GPUs no owner held.
+    asks.push_back({summed(fmt::format("sum by (state) ({})", per_gpu(states, "state"))),
+                    [&](const std::vector<PromSeries>& res) {
+                      for (const auto& s : res) add_state(r.total, label(s, "state"), value_of(s));
+                    }});
+    asks.push_back({summed(fmt::format("sum by (cause) ({})", per_gpu(lost, "cause"))),
+                    [&](const std::vector<PromSeries>& res) {
+                      for (const auto& s : res) add_cause(r.total, label(s, "cause"), value_of(s));
+                    }});
+    for (std::string_view state : kStates)
+      if (state != "free")
+        asks.push_back(
+            {rows_expr(c, options.by,
+                       c.metric("gpudoctor_gpu_seconds_total", fmt::format("state=\"{}\"", state))),
+             [&, st = std::string(state)](const std::vector<PromSeries>& res) {
+               for (const auto& s : res)
+                 add_state(row(key_of(c, options.by, s)).t, st, value_of(s));
+             }});
+    for (const auto& info : causes()) {
+      if (info.cause == Cause::kHealthy || !present.count(std::string(info.code))) continue;
+      asks.push_back({rows_expr(c, options.by,
+                                c.metric("gpudoctor_lost_gpu_seconds_total",
+                                         fmt::format("cause=\"{}\"", info.code))),
+                      [&, code = std::string(info.code)](const std::vector<PromSeries>& res) {
+                        for (const auto& s : res)
+                          add_cause(row(key_of(c, options.by, s)).t, code, value_of(s));
+                      }});
+    }
+    asks.push_back(
+        {fmt::format(
+             "count by ({0}, Hostname) (max by (Hostname, UUID, {1}) (max_over_time({2}[{3}s])))",
+             c.labels(fleet_group_labels(options.by)), c.labels(identity_labels()),
+             c.metric("gpudoctor_gpu_owner_info"), c.span_s),
+         [&](const std::vector<PromSeries>& res) {
+           for (const auto& s : res) {
+             FleetRow& fr = row(key_of(c, options.by, s));
+             fr.hosts.insert(label(s, "Hostname"));
+             fr.gpus += static_cast<size_t>(value_of(s));
+           }
+         }});
+  } else {
+    // Rows by host or model; cause rows come from the causes by host. (The answers are used after
+    // this block: its locals are captured by value.)
+    const bool model = options.by == FleetBy::kModel;
+    const std::string key = model ? "model_name" : "Hostname";
+    auto join = [&](const std::string& gpu) {
+      return model ? fmt::format(
+                         "{} * on (Hostname, UUID) group_left(model_name) max by (Hostname, UUID, "
+                         "model_name) ({})",
+                         gpu, c.metric("gpudoctor_gpu_info"))
+                   : gpu;
+    };
+    asks.push_back(
+        {summed(fmt::format("sum by ({}, state) ({})", key, join(per_gpu(states, "state")))),
+         [&, key](const std::vector<PromSeries>& res) {
+           for (const auto& s : res) {
+             const std::string st = label(s, "state");
+             if (options.by == FleetBy::kCause)
+               add_state(r.total, st, value_of(s));
+             else
+               add_state(row({{{key, label(s, key)}}, false}).t, st, value_of(s));
+           }
+         }});
+    asks.push_back(
+        {summed(fmt::format("sum by ({}, cause) ({})", key, join(per_gpu(lost, "cause")))),
+         [&, key](const std::vector<PromSeries>& res) {
+           for (const auto& s : res) {
+             const std::string code = label(s, "cause");
+             const double v = value_of(s);
+             if (options.by != FleetBy::kCause) {
+               add_cause(row({{{key, label(s, key)}}, false}).t, code, v);
+               continue;
+             }
+             add_cause(r.total, code, v);
+             const auto cause = cause_from_code(code);
+             if (!cause || *cause == Cause::kHealthy || v <= 0) continue;
+             FleetRow& fr = row({{{"cause", code}}, false});
+             add_cause(fr.t, code, v);
+             (*cause == Cause::kIdle ? fr.t.idle_allocated_s : fr.t.lost_s) += v;
+           }
+         }});
+    if (options.by == FleetBy::kCause)
+      asks.push_back({fmt::format("count by (cause, Hostname) (max by (Hostname, UUID, cause) "
+                                  "(increase({}[{}s]) > 0))",
+                                  lost, c.span_s),
+                      [&](const std::vector<PromSeries>& res) {
+                        for (const auto& s : res) {
+                          auto it = rows.find({{{"cause", label(s, "cause")}}, false});
+                          if (it == rows.end()) continue;
+                          it->second.hosts.insert(label(s, "Hostname"));
+                          it->second.gpus += static_cast<size_t>(value_of(s));
+                        }
+                      }});
+    else if (model)
+      asks.push_back({fmt::format("count by (model_name, Hostname) (max by (Hostname, UUID, "
+                                  "model_name) (max_over_time({}[{}s])))",
+                                  c.metric("gpudoctor_gpu_info"), c.span_s),
+                      [&](const std::vector<PromSeries>& res) {
+                        for (const auto& s : res) {
+                          auto it = rows.find({{{"model_name", label(s, "model_name")}}, false});
+                          if (it == rows.end()) continue;
+                          it->second.hosts.insert(label(s, "Hostname"));
+                          it->second.gpus += static_cast<size_t>(value_of(s));
+                        }
+                      }});
+  }
+  // The answers, a few queries in flight; each answer is used in the order asked.
+  {
+    std::vector<std::optional<Result<std::vector<PromSeries>>>> answers(asks.size());
+    std::atomic<size_t> next{0};
+    auto work = [&] {
+      for (size_t i; (i = next.fetch_add(1)) < asks.size();) {
+        answers[i] = prometheus_api(options.prom, "query",
+                                    "query=" + net::url_encode(asks[i].expr) +
+                                        "&time=" + prom_time_param(options.prom.end_unix_ms));
       }
+    };
+    const unsigned n = std::clamp<unsigned>(options.workers, 1, 8);
+    std::vector<std::thread> threads;
+    for (unsigned w = 1; w < n; ++w) threads.emplace_back(work);
+    work();
+    for (auto& t : threads) t.join();
+    c.queries += asks.size();
+    for (size_t i = 0; i < asks.size(); ++i) {
+      if (!*answers[i]) return answers[i]->error();
+      asks[i].use(answers[i]->value());
     }
   }
-
-  if (options.by == FleetBy::kCause) {
-    auto q =
-        c.instant(fmt::format("sum_over_time((sum by (Hostname, cause) (max by (Hostname, UUID, "
-                              "cause) (increase({0}[{1}s]))))[{2}s:{1}s])",
-                              c.metric("gpudoctor_lost_gpu_seconds_total"), c.step_s, c.span_s));
-    if (!q) return q.error();
-    for (const auto& s : q.value()) {
-      const auto cause = cause_from_code(label(s, "cause"));
-      const double v = value_of(s);
-      if (!cause || *cause == Cause::kHealthy || v <= 0) continue;
-      FleetRow& fr = row({{{"cause", label(s, "cause")}}, false});
-      fr.t.by_cause[static_cast<size_t>(*cause)] += v;
-      if (*cause == Cause::kIdle)
-        fr.t.idle_allocated_s += v;
-      else
-        fr.t.lost_s += v;
-    }
-    auto where = c.instant(fmt::format(
-        "count by (cause, Hostname) (max by (Hostname, UUID, cause) (increase({}[{}s]) > 0))",
-        c.metric("gpudoctor_lost_gpu_seconds_total"), c.span_s));
-    if (!where) return where.error();
-    for (const auto& s : where.value()) {
-      auto it = rows.find({{{"cause", label(s, "cause")}}, false});
-      if (it == rows.end()) continue;
-      it->second.hosts.insert(label(s, "Hostname"));
-      it->second.gpus += static_cast<size_t>(value_of(s));
-    }
-  } else {
-    for (std::string_view state : kStates) {
-      auto q = c.instant(
-          rows_expr(c, options.by,
-                    c.metric("gpudoctor_gpu_seconds_total", fmt::format("state=\"{}\"", state))));
-      if (!q) return q.error();
-      for (const auto& s : q.value()) {
-        FleetRow& fr = row(key_of(c, options.by, s));
-        const double v = value_of(s);
-        if (state == "working") fr.t.working_s += v;
-        if (state == "lost") fr.t.lost_s += v;
-        if (state == "idle_allocated") fr.t.idle_allocated_s += v;
-        if (state == "free") fr.t.free_s += v;
-      }
-    }
-    for (size_t ci = 0; ci < kCauseCount; ++ci) {
-      if (r.total.by_cause[ci] <= 0) continue;
-      const std::string code(cause_code(static_cast<Cause>(ci)));
-      auto q = c.instant(rows_expr(
-          c, options.by,
-          c.metric("gpudoctor_lost_gpu_seconds_total", fmt::format("cause=\"{}\"", code))));
-      if (!q) return q.error();
-      for (const auto& s : q.value()) row(key_of(c, options.by, s)).t.by_cause[ci] += value_of(s);
-    }
-    // Hosts and GPUs of each row.
-    std::string hosts_expr;
-    if (owner_dimension(options.by))
-      hosts_expr = fmt::format(
-          "count by ({0}, Hostname) (max by (Hostname, UUID, {1}) (max_over_time({2}[{3}s])))",
-          c.labels(fleet_group_labels(options.by)), c.labels(identity_labels()),
-          c.metric("gpudoctor_gpu_owner_info"), c.span_s);
-    else if (options.by == FleetBy::kModel)
-      hosts_expr = fmt::format(
-          "count by (model_name, Hostname) (max by (Hostname, UUID, model_name) "
-          "(max_over_time({}[{}s])))",
-          c.metric("gpudoctor_gpu_info"), c.span_s);
-    if (!hosts_expr.empty()) {
-      auto q = c.instant(hosts_expr);
-      if (!q) return q.error();
-      for (const auto& s : q.value()) {
-        auto it = rows.find(key_of(c, options.by, s));
-        if (it == rows.end()) continue;
-        it->second.hosts.insert(label(s, "Hostname"));
-        it->second.gpus += static_cast<size_t>(value_of(s));
-      }
-    } else {  // by host
-      for (auto& [k, fr] : rows) {
-        const auto h = k.labels.find("Hostname");
-        if (h == k.labels.end()) continue;
+  if (options.by == FleetBy::kHost)
+    for (auto& [k, fr] : rows)
+      if (const auto h = k.labels.find("Hostname"); h != k.labels.end()) {
         fr.hosts.insert(h->second);
         fr.gpus = host_gpus[h->second];
       }
-    }
+  if (owner_dimension(options.by)) {
+    // GPU time no owner held: the totals less the owners' shares.
+    FleetTally owned;
+    for (const auto& [k, fr] : rows)
+      if (!k.unowned) owned.add(fr.t);
+    FleetTally& rest = row({{}, true}).t;
+    auto left = [](double all, double part) { return std::max(0.0, all - part); };
+    rest.working_s = left(r.total.working_s, owned.working_s);
+    rest.lost_s = left(r.total.lost_s, owned.lost_s);
+    rest.idle_allocated_s = left(r.total.idle_allocated_s, owned.idle_allocated_s);
+    rest.free_s = left(r.total.free_s, owned.free_s);
+    for (size_t ci = 0; ci < kCauseCount; ++ci)
+      rest.by_cause[ci] = left(r.total.by_cause[ci], owned.by_cause[ci]);
+  } else if (options.by != FleetBy::kCause) {
+    for (const auto& [k, fr] : rows) r.total.add(fr.t);  // hosts, models: the rows add up
   }
 
   // Hosts with GPU series but no ledger (dcgm-exporter alone there): not in these figures.

@@ -12,7 +12,14 @@
 namespace gpudoctor {
 
 bool looks_like_capture(std::string_view head) {
-  return head.find("\"gpudoctor-nvml-capture\"") != std::string_view::npos;
+  if (head.find("\"gpudoctor-nvml-capture\"") != std::string_view::npos) return true;
+  // The writer's keys are sorted: "format" comes after the samples, out of a long capture's
+  // head; "created_by" comes first.
+  const size_t k = head.find("\"created_by\"");
+  if (k == std::string_view::npos) return false;
+  std::string_view rest = head.substr(k + 12);
+  const size_t v = rest.find_first_not_of(" \t\r\n:");
+  return v != std::string_view::npos && rest.substr(v).starts_with("\"gpudoctor capture");
 }
 
 Result<Recording> read_capture(std::string_view text, const std::string& origin) {

@@ -1,5 +1,6 @@
 #include <gtest/gtest.h>
 
+#include "formats/load.hpp"
 #include "sources/nvml/capture_writer.hpp"
 
 namespace gpudoctor {
@@ -66,6 +67,29 @@ TEST(CaptureWriter, GpuLostFromTheStartStillHasASample) {
   const auto j = w.to_json();
   EXPECT_EQ(j["devices"][0]["lost_at_s"], 0.0);
   EXPECT_EQ(j["devices"][0]["samples"].size(), 1u);
+}
+
+// The writer sorts its keys, so a long capture's "format" key lies far past the head the
+// reader is chosen from: it is told by "created_by", which comes first.
+TEST(CaptureWriter, ALongCaptureIsReadAsACapture) {
+  std::vector<DeviceInfo> devices(1);
+  devices[0].name = "NVIDIA H100 80GB HBM3";
+  CaptureWriter w({"550.54.15", "12.4", "12.550", "node"}, devices);
+  Frame f;
+  f.devices.resize(1);
+  for (int i = 0; i < 300; ++i) {
+    f.time_s = i;
+    f.devices[0][Field::kUtilGpu] = Reading::of(50 + i % 50);
+    f.devices[0][Field::kPowerInstant] = Reading::of(300 + i % 7);
+    w.add(f);
+  }
+  const std::string text = w.to_json().dump(1);
+  ASSERT_GT(text.find("\"format\""), 20000u);
+  const auto rec = load_text(text, "sim.json", LoadOptions{});
+  ASSERT_TRUE(rec.ok()) << rec.error().message;
+  ASSERT_EQ(rec->gpus.size(), 1u);
+  EXPECT_EQ(rec->gpus[0].size(), 300u);
+  EXPECT_EQ(rec->gpus[0].info.name, "NVIDIA H100 80GB HBM3");
 }
 
 }  // namespace

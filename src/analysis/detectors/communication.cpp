@@ -7,7 +7,7 @@
 //   - otherwise, several GPUs busy but idle together with no traffic data at all, GPU-Util held
 //     flat at 100 % (a resident NCCL kernel spinning; launch gaps would make it jitter below):
 //     probably waiting on each other, said with low confidence and launch overhead named as the
-//     alternative. Jittering GPU-Util is left to launch overhead (which names this cause as its
+//     alternative (and held-down clocks where the input has no SM clock). Jittering GPU-Util is left to launch overhead (which names this cause as its
 //     alternative).
 #include <algorithm>
 #include <cmath>
@@ -177,6 +177,13 @@ std::optional<Candidate> check(const Context& ctx, size_t g, const Window& w) {
        "make it jitter below. PCIe/NVLink throughput (nvidia-smi dmon -s t, DCGM) or SM activity "
        "(DCGM_FI_PROF_SM_ACTIVE) would tell: peer traffic means communication wait, few active "
        "SMs with no traffic means launch overhead"});
+  // Without the SM clock, clocks held low also look like this (low power, GPU-Util pinned).
+  if (!ctx.gpus[g].col(Field::kClockSm))
+    c.alternatives.push_back(
+        {Cause::kClocksLimited, 0.2,
+         "the input has no SM clock: locked or slowed clocks also keep power low while GPU-Util "
+         "stays at 100 %; clocks.sm against clocks.max.sm (and the clock event reasons) would "
+         "tell"});
   c.evidence["pattern"] = "busy_idle_together";
   c.variant = "busy_idle_together";
   c.evidence["gpus_busy_idle_together"] = together + 1;

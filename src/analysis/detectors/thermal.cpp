@@ -1,6 +1,7 @@
 // thermal_throttle: the clocks were cut for temperature. With clock event reasons, the thermal
 // bits (SW 0x20, HW 0x40) say so directly; without them, the temperature at the slowdown
-// threshold (or the hot threshold) together with clocks below maximum.
+// threshold (or the hot threshold) together with clocks below maximum; without clocks too, the
+// temperature held at the slowdown threshold, with less confidence.
 #include <algorithm>
 
 #include <fmt/format.h>
@@ -20,10 +21,15 @@ std::optional<Candidate> check(const Context& ctx, size_t g, const Window& w) {
   if (f.has_reasons) {
     if (thermal < cfg.reason_fraction) return std::nullopt;
     c.confidence = 0.9;
-  } else {
+  } else if (known(f.clock_ratio)) {
     const double hot = known(slowdown) ? std::min(slowdown - 2, cfg.hot_temp_c) : cfg.hot_temp_c;
     if (!(f.temp_max >= hot) || !(f.clock_ratio < cfg.clock_low_ratio)) return std::nullopt;
     c.confidence = 0.55;
+  } else {
+    // No clocks either: the temperature alone, held at the model's slowdown threshold (where
+    // the GPU cuts its clocks) over the window on average, not a peak.
+    if (!known(slowdown) || !(f.temp_mean >= slowdown - 2)) return std::nullopt;
+    c.confidence = 0.45;
   }
   c.evidence["temp_max_c"] = round_to(f.temp_max, 0);
   c.evidence["temp_mean_c"] = round_to(f.temp_mean, 1);
