@@ -9,7 +9,9 @@ import socket
 import subprocess
 import sys
 import time
+import json
 import urllib.error
+import urllib.parse
 import urllib.request
 
 
@@ -97,6 +99,47 @@ def http_get(url, headers=None, timeout=10, context=None):
             return r.status, dict(r.headers), r.read()
     except urllib.error.HTTPError as e:
         return e.code, dict(e.headers), e.read()
+
+
+def query(prom, expr, at=None):
+    """An instant query through Prometheus' HTTP API; its result list."""
+    params = {"query": expr}
+    if at:
+        params["time"] = at
+    status, _, body = http_get(f"{prom}/api/v1/query?{urllib.parse.urlencode(params)}")
+    check(status == 200, f"query {expr}: HTTP {status}: {body[:300]!r}")
+    answer = json.loads(body)
+    check(answer["status"] == "success", f"query {expr}: {answer}")
+    return answer["data"]["result"]
+
+
+def wait_for(what, predicate, deadline, every=0.5):
+    while time.time() < deadline:
+        result = predicate()
+        if result:
+            return result
+        time.sleep(every)
+    raise Failure(f"timed out waiting for {what}")
+
+
+def start_prometheus(procs, prometheus, work, port, deadline):
+    """Debian's Prometheus on 127.0.0.1:PORT with WORK/prometheus.yml, its data in WORK/data;
+    returns (process, URL) once it is ready."""
+    p = procs.start([prometheus, "--config.file=" + os.path.join(work, "prometheus.yml"),
+                     "--storage.tsdb.path=" + os.path.join(work, "data"),
+                     "--web.listen-address=127.0.0.1:" + str(port), "--log.level=warn"],
+                    os.path.join(work, "prometheus.log"), cwd=work)
+    url = f"http://127.0.0.1:{port}"
+
+    def ready():
+        check(p.poll() is None,
+              "prometheus exited: " + open(p.stderr_path, errors="replace").read())
+        try:
+            return http_get(f"{url}/-/ready", timeout=2)[0] == 200
+        except OSError:
+            return False
+    wait_for("prometheus to be ready", ready, deadline, 0.2)
+    return p, url
 
 
 def run(args, timeout=120, **kw):

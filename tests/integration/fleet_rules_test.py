@@ -22,11 +22,10 @@ import re
 import shutil
 import sys
 import time
-import urllib.parse
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from common import (Failure, Processes, check, free_port, http_get, main, need_tool, run,  # noqa: E402
-                    start_serve)
+from common import (Processes, check, free_port, main, need_tool, query, run,  # noqa: E402
+                    start_prometheus, start_serve, wait_for)
 
 SPEED = 10  # simulated seconds per real second
 DEADLINE_S = 60
@@ -38,21 +37,6 @@ def shortened(text):
     return re.sub(r"interval: (\d+)m", lambda m: f"interval: {m.group(1)}s", text)
 
 
-def query(prom, expr):
-    status, _, body = http_get(f"{prom}/api/v1/query?{urllib.parse.urlencode({'query': expr})}")
-    check(status == 200, f"query {expr}: HTTP {status}: {body[:300]!r}")
-    answer = json.loads(body)
-    check(answer["status"] == "success", f"query {expr}: {answer}")
-    return answer["data"]["result"]
-
-
-def wait_for(what, predicate, deadline, every=0.5):
-    while time.time() < deadline:
-        result = predicate()
-        if result:
-            return result
-        time.sleep(every)
-    raise Failure(f"timed out waiting for {what}")
 
 
 def body():
@@ -90,20 +74,8 @@ scrape_configs:
     honor_labels: true
     static_configs: [{{targets: ['{node_b}']}}]
 """)
-        p = procs.start([prometheus, "--config.file=" + os.path.join(work, "prometheus.yml"),
-                         "--storage.tsdb.path=" + os.path.join(work, "data"),
-                         "--web.listen-address=127.0.0.1:" + str(port), "--log.level=warn"],
-                        os.path.join(work, "prometheus.log"), cwd=work)
+        p, _ = start_prometheus(procs, prometheus, work, port, deadline)
         started = time.time()
-
-        def ready():
-            check(p.poll() is None,
-                  "prometheus exited: " + open(p.stderr_path, errors="replace").read())
-            try:
-                return http_get(f"{prom}/-/ready", timeout=2)[0] == 200
-            except OSError:
-                return False
-        wait_for("prometheus to be ready", ready, deadline, 0.2)
 
         # The per-job rule: each Slurm job with its user, from exported_job (node-a) and from
         # job (node-b, honor_labels); never a scrape job's name.

@@ -33,9 +33,9 @@ import threading
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from common import (Failure, Processes, check, free_port, http_get, main, need_tool, run,  # noqa: E402
-                    start_serve)
-from prometheus_test import dcgm_exporter_view, query, wait_for  # noqa: E402
+from common import (Failure, Processes, check, free_port, http_get, main, need_tool, query,  # noqa: E402
+                    run, start_prometheus, start_serve, wait_for)
+from prometheus_test import dcgm_exporter_view  # noqa: E402
 
 import jsonschema  # noqa: E402
 
@@ -184,20 +184,8 @@ scrape_configs:
   - job_name: dcgm-only
     static_configs: [{{targets: ['{bare.address}']}}]
 """)
-            p = procs.start([prometheus, "--config.file=" + os.path.join(work, "prometheus.yml"),
-                             "--storage.tsdb.path=" + os.path.join(work, "data"),
-                             "--web.listen-address=127.0.0.1:" + str(port), "--log.level=warn"],
-                            os.path.join(work, "prometheus.log"), cwd=work)
+            p, _ = start_prometheus(procs, prometheus, work, port, deadline)
             started = time.time()
-
-            def ready():
-                check(p.poll() is None,
-                      "prometheus exited: " + open(p.stderr_path, errors="replace").read())
-                try:
-                    return http_get(f"{prom}/-/ready", timeout=2)[0] == 200
-                except OSError:
-                    return False
-            wait_for("prometheus to be ready", ready, deadline, 0.2)
             wait_for("all five targets up", lambda: len(query(prom, "up == 1")) == 5, deadline)
             wait_for("the ledger and the owners", lambda: len(query(
                 prom, "gpudoctor_gpu_seconds_total{state=\"working\"}")) == 20 and query(

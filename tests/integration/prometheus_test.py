@@ -20,11 +20,10 @@ import shutil
 import sys
 import threading
 import time
-import urllib.parse
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from common import (Failure, Processes, check, free_port, http_get, main, need_tool, run,  # noqa: E402
-                    start_serve)
+from common import (Processes, check, free_port, http_get, main, need_tool, query, run,  # noqa: E402
+                    start_prometheus, start_serve, wait_for)
 
 SPEED = 4  # simulated seconds per real second
 DATA_SECONDS = 40  # real seconds of series before diagnosing
@@ -98,24 +97,6 @@ def shortened_rules(text):
     return re.sub(r"for: (\d+)m", lambda m: f"for: {int(m.group(1)) * 2}s", text)
 
 
-def query(prom, expr, at=None):
-    params = {"query": expr}
-    if at:
-        params["time"] = at
-    status, _, body = http_get(f"{prom}/api/v1/query?{urllib.parse.urlencode(params)}")
-    check(status == 200, f"query {expr}: HTTP {status}: {body[:300]!r}")
-    answer = json.loads(body)
-    check(answer["status"] == "success", f"query {expr}: {answer}")
-    return answer["data"]["result"]
-
-
-def wait_for(what, predicate, deadline, every=0.5):
-    while time.time() < deadline:
-        result = predicate()
-        if result:
-            return result
-        time.sleep(every)
-    raise Failure(f"timed out waiting for {what}")
 
 
 def verdicts(binary, args):
@@ -178,20 +159,8 @@ scrape_configs:
   - job_name: dcgm
     static_configs: [{{targets: ['{dcgm.address}']}}]
 """)
-            p = procs.start([prometheus, "--config.file=" + os.path.join(work, "prometheus.yml"),
-                             "--storage.tsdb.path=" + os.path.join(work, "data"),
-                             "--web.listen-address=127.0.0.1:" + str(port), "--log.level=warn"],
-                            os.path.join(work, "prometheus.log"), cwd=work)
+            p, _ = start_prometheus(procs, prometheus, work, port, deadline)
             started = time.time()
-
-            def ready():
-                check(p.poll() is None,
-                      "prometheus exited: " + open(p.stderr_path, errors="replace").read())
-                try:
-                    return http_get(f"{prom}/-/ready", timeout=2)[0] == 200
-                except OSError:
-                    return False
-            wait_for("prometheus to be ready", ready, deadline, 0.2)
 
             # The series arrive, under dcgm-exporter's names and gpudoctor's.
             wait_for("all three targets up", lambda: len(
