@@ -240,6 +240,8 @@ scrape_configs:
             for fmt in ("text", "csv", "markdown"):
                 out = fleet(binary, prom, "--since", since, "--format", fmt).stdout
                 check("52001" in out and "data_starvation" in out, f"{fmt}: {out[:1500]}")
+                with open(os.path.join(work, f"fleet.{fmt}.out"), "w") as f:  # the README's example
+                    f.write(out)
             html = os.path.join(work, "fleet.html")
             fleet(binary, prom, "--since", since, "--format", "html", "-o", html, "--top", "3")
             check_html(html, 3, work)
