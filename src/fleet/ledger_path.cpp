@@ -8,6 +8,7 @@
 #include <cmath>
 #include <functional>
 #include <map>
+#include <optional>
 #include <set>
 #include <thread>
 
@@ -197,17 +198,28 @@ Result<FleetReport> fleet_from_ledger(const FleetOptions& options) {
 
   // Where the owner labels are (a scrape that does not honour labels renames job to
   // exported_job, and so on).
+  // The label names come from the index (/api/v1/labels, no samples read); a server without that
+  // endpoint is asked by a query over the span instead.
   if (owner_dimension(options.by)) {
-    std::string both;
-    for (const auto& n : identity_labels())
-      both += (both.empty() ? "" : ", ") + n + ", exported_" + n;
-    auto probe = c.instant(fmt::format("max by ({}) (max_over_time({}[{}s]))", both,
-                                       c.metric("gpudoctor_gpu_owner_info"), c.span_s));
-    if (!probe) return probe.error();
-    for (const auto& n : identity_labels())
+    std::set<std::string> names;
+    if (auto l = prometheus_label_names(options.prom, c.metric("gpudoctor_gpu_owner_info"))) {
+      names.insert(l->begin(), l->end());
+      ++c.queries;
+    } else {
+      std::string both;
+      for (const auto& n : identity_labels())
+        both += (both.empty() ? "" : ", ") + n + ", exported_" + n;
+      auto probe = c.instant(fmt::format("max by ({}) (max_over_time({}[{}s]))", both,
+                                         c.metric("gpudoctor_gpu_owner_info"), c.span_s));
+      if (!probe) return probe.error();
       for (const auto& s : probe.value())
-        if (!label(s, "exported_" + n).empty()) c.stored[n] = "exported_" + n;
-    if (probe->empty())
+        for (const auto& [k, v] : s.labels)
+          if (!v.empty()) names.insert(k);
+      if (!probe->empty()) names.insert("__name__");
+    }
+    for (const auto& n : identity_labels())
+      if (names.count("exported_" + n)) c.stored[n] = "exported_" + n;
+    if (names.empty())
       r.notes.push_back("no gpudoctor_gpu_owner_info series in the span: no GPU time has an owner");
   }
 
@@ -220,13 +232,38 @@ Result<FleetReport> fleet_from_ledger(const FleetOptions& options) {
   };
 
   // Every sum is one query; they run a few at a time (each waits on the server). Owner rows need
-  // one query per state and per cause (the join has several series per GPU on both sides); the
-  // others take all states, then all causes, in one query each.
+  // one query per state and per cause (the join has several series per GPU on both sides), the
+  // causes only those the fleet's totals have; the others take all states, then all causes, in
+  // one query each.
   struct Ask {
     std::string expr;
     std::function<void(const std::vector<PromSeries>&)> use;
   };
   std::vector<Ask> asks;
+  // The answers, a few queries in flight; each answer is used in the order asked.
+  auto run_asks = [&](std::vector<Ask>& batch) -> std::optional<Error> {
+    std::vector<std::optional<Result<std::vector<PromSeries>>>> answers(batch.size());
+    std::atomic<size_t> next{0};
+    auto work = [&] {
+      for (size_t i; (i = next.fetch_add(1)) < batch.size();) {
+        answers[i] = prometheus_api(options.prom, "query",
+                                    "query=" + net::url_encode(batch[i].expr) +
+                                        "&time=" + prom_time_param(options.prom.end_unix_ms));
+      }
+    };
+    const unsigned n = std::clamp<unsigned>(options.workers, 1, 8);
+    std::vector<std::thread> threads;
+    for (unsigned w = 1; w < n && w < batch.size(); ++w) threads.emplace_back(work);
+    work();
+    for (auto& t : threads) t.join();
+    c.queries += batch.size();
+    for (size_t i = 0; i < batch.size(); ++i) {
+      if (!*answers[i]) return answers[i]->error();
+      batch[i].use(answers[i]->value());
+    }
+    batch.clear();
+    return std::nullopt;
+  };
   auto add_state = [](FleetTally& t, const std::string& state, double v) {
     if (state == "working") t.working_s += v;
     if (state == "lost") t.lost_s += v;
@@ -246,16 +283,6 @@ Result<FleetReport> fleet_from_ledger(const FleetOptions& options) {
     return fmt::format("max by (Hostname, UUID, {}) (increase({}[{}s]))", label, series, c.step_s);
   };
   if (owner_dimension(options.by)) {
-    // The causes the span has: the counters above zero, looked at hourly (a cause whose counter a
-    // restart of serve reset within the hour it appeared is the one that could be missed).
-    std::set<std::string> present;
-    {
-      auto q = c.instant(
-          fmt::format("count by (cause) (max_over_time(({} > 0)[{}s:{}s]))", lost, c.span_s,
-                      std::max<int64_t>(c.step_s, std::min<int64_t>(3600, c.span_s / 24))));
-      if (!q) return q.error();
-      for (const auto& s : q.value()) present.insert(label(s, "cause"));
-    }
     // The fleet's totals, by state and by cause (no join): what the owners' rows leave is the
     // time of GPUs no owner held.
     asks.push_back({summed(fmt::format("sum by (state) ({})", per_gpu(states, "state"))),
@@ -275,16 +302,6 @@ Result<FleetReport> fleet_from_ledger(const FleetOptions& options) {
                for (const auto& s : res)
                  add_state(row(key_of(c, options.by, s)).t, st, value_of(s));
              }});
-    for (const auto& info : causes()) {
-      if (info.cause == Cause::kHealthy || !present.count(std::string(info.code))) continue;
-      asks.push_back({rows_expr(c, options.by,
-                                c.metric("gpudoctor_lost_gpu_seconds_total",
-                                         fmt::format("cause=\"{}\"", info.code))),
-                      [&, code = std::string(info.code)](const std::vector<PromSeries>& res) {
-                        for (const auto& s : res)
-                          add_cause(row(key_of(c, options.by, s)).t, code, value_of(s));
-                      }});
-    }
     asks.push_back(
         {fmt::format(
              "count by ({0}, Hostname) (max by (Hostname, UUID, {1}) (max_over_time({2}[{3}s])))",
@@ -297,6 +314,19 @@ Result<FleetReport> fleet_from_ledger(const FleetOptions& options) {
              fr.gpus += static_cast<size_t>(value_of(s));
            }
          }});
+    if (auto e = run_asks(asks)) return *e;
+    // Then the owners' share of each cause the fleet's totals have.
+    for (const auto& info : causes()) {
+      if (info.cause == Cause::kHealthy || !(r.total.by_cause[static_cast<size_t>(info.cause)] > 0))
+        continue;
+      asks.push_back({rows_expr(c, options.by,
+                                c.metric("gpudoctor_lost_gpu_seconds_total",
+                                         fmt::format("cause=\"{}\"", info.code))),
+                      [&, code = std::string(info.code)](const std::vector<PromSeries>& res) {
+                        for (const auto& s : res)
+                          add_cause(row(key_of(c, options.by, s)).t, code, value_of(s));
+                      }});
+    }
   } else {
     // Rows by host or model; cause rows come from the causes by host. (The answers are used after
     // this block: its locals are captured by value.)
@@ -363,28 +393,7 @@ Result<FleetReport> fleet_from_ledger(const FleetOptions& options) {
                         }
                       }});
   }
-  // The answers, a few queries in flight; each answer is used in the order asked.
-  {
-    std::vector<std::optional<Result<std::vector<PromSeries>>>> answers(asks.size());
-    std::atomic<size_t> next{0};
-    auto work = [&] {
-      for (size_t i; (i = next.fetch_add(1)) < asks.size();) {
-        answers[i] = prometheus_api(options.prom, "query",
-                                    "query=" + net::url_encode(asks[i].expr) +
-                                        "&time=" + prom_time_param(options.prom.end_unix_ms));
-      }
-    };
-    const unsigned n = std::clamp<unsigned>(options.workers, 1, 8);
-    std::vector<std::thread> threads;
-    for (unsigned w = 1; w < n; ++w) threads.emplace_back(work);
-    work();
-    for (auto& t : threads) t.join();
-    c.queries += asks.size();
-    for (size_t i = 0; i < asks.size(); ++i) {
-      if (!*answers[i]) return answers[i]->error();
-      asks[i].use(answers[i]->value());
-    }
-  }
+  if (auto e = run_asks(asks)) return *e;
   if (options.by == FleetBy::kHost)
     for (auto& [k, fr] : rows)
       if (const auto h = k.labels.find("Hostname"); h != k.labels.end()) {

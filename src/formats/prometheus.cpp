@@ -446,9 +446,11 @@ Result<PrometheusQuery> prometheus_query(const std::string& url, const std::stri
   return q;
 }
 
-Result<std::vector<PromSeries>> prometheus_api(const PrometheusQuery& q,
-                                               const std::string& endpoint,
-                                               const std::string& params) {
+namespace {
+
+// One call of the HTTP API: its status and body, or an error that says what went wrong.
+Result<std::pair<int, std::string>> api_body(const PrometheusQuery& q, const std::string& endpoint,
+                                             const std::string& params) {
   auto url = net::parse_url(q.url);
   if (!url) return url.error();
   net::HttpGetOptions get;
@@ -466,10 +468,39 @@ Result<std::vector<PromSeries>> prometheus_api(const PrometheusQuery& q,
         "{}: no Prometheus HTTP API there (HTTP 404 for /api/v1/{}); give the server's base URL, "
         "e.g. http://prometheus:9090 (with its --web.route-prefix, if it has one)",
         q.url, endpoint));
-  auto parsed = parse_prometheus_answer(r->body);
+  return std::make_pair(r->status, std::move(r->body));
+}
+
+}  // namespace
+
+Result<std::vector<PromSeries>> prometheus_api(const PrometheusQuery& q,
+                                               const std::string& endpoint,
+                                               const std::string& params) {
+  auto body = api_body(q, endpoint, params);
+  if (!body) return body.error();
+  auto parsed = parse_prometheus_answer(body->second);
   if (!parsed)
-    return failure(fmt::format("{} (HTTP {}): {}", q.url, r->status, parsed.error().message));
+    return failure(fmt::format("{} (HTTP {}): {}", q.url, body->first, parsed.error().message));
   return parsed;
+}
+
+Result<std::vector<std::string>> prometheus_label_names(const PrometheusQuery& q,
+                                                        const std::string& match) {
+  auto body =
+      api_body(q, "labels",
+               "match[]=" + net::url_encode(match) + "&start=" + prom_time_param(q.start_unix_ms) +
+                   "&end=" + prom_time_param(q.end_unix_ms));
+  if (!body) return body.error();
+  const auto j = nlohmann::json::parse(body->second, nullptr, false);
+  const auto data = j.is_object() ? j.find("data") : j.end();
+  const auto status = j.is_object() ? j.find("status") : j.end();
+  if (status == j.end() || *status != "success" || data == j.end() || !data->is_array())
+    return failure(fmt::format("{} (HTTP {}): the answer to /api/v1/labels is not Prometheus'",
+                               q.url, body->first));
+  std::vector<std::string> names;
+  for (const auto& n : *data)
+    if (n.is_string()) names.push_back(n.get<std::string>());
+  return names;
 }
 
 Result<PromFetch> fetch_prometheus_series(const PrometheusQuery& q) {

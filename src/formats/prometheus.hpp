@@ -55,6 +55,10 @@ struct PromSeries {
 Result<std::vector<PromSeries>> prometheus_api(const PrometheusQuery& q,
                                                const std::string& endpoint,
                                                const std::string& params);
+// The label names of the series `match` selects over the query's span (/api/v1/labels: read from
+// the index, no samples).
+Result<std::vector<std::string>> prometheus_label_names(const PrometheusQuery& q,
+                                                        const std::string& match);
 
 // The GPU series of the query's span, paged, at the scrape interval (or the given step).
 struct PromFetch {
