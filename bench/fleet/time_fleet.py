@@ -14,9 +14,9 @@ wall, CPU, RSS. Writes DIR/fleet_times.json and prints a table.
 import argparse
 import json
 import os
-import resource
 import subprocess
 import sys
+import tempfile
 import time
 
 STATES = ("working", "lost", "idle_allocated", "free")
@@ -24,12 +24,14 @@ STATES = ("working", "lost", "idle_allocated", "free")
 
 def run_timed(cmd):
     """Runs cmd; returns (stdout, wall s, CPU s, peak RSS MiB) of that child alone."""
-    t0 = time.time()
-    p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    _, status, ru = os.wait4(p.pid, 0)
-    wall = time.time() - t0
-    out = p.stdout.read()
-    err = p.stderr.read()
+    with tempfile.TemporaryFile("w+") as out_f, tempfile.TemporaryFile("w+") as err_f:
+        t0 = time.time()
+        p = subprocess.Popen(cmd, stdout=out_f, stderr=err_f, text=True)
+        _, status, ru = os.wait4(p.pid, 0)  # this child's own rusage
+        wall = time.time() - t0
+        out_f.seek(0)
+        err_f.seek(0)
+        out, err = out_f.read(), err_f.read()
     rc = os.waitstatus_to_exitcode(status)
     if rc != 0:
         sys.exit(f"time_fleet: {' '.join(cmd)} exited {rc}: {err.strip()[-2000:]}")
@@ -56,22 +58,31 @@ def gap(got_states, got_causes, truth):
     return worst
 
 
-# The truth's row keys for each --by, from a fleet row's labels.
-def row_key(by, labels):
-    job = labels.get("job", "")
+# Where a fleet row's time is in the truth: (table, key). The truth keeps pods by namespace and
+# pod (its by_job table has one row per user's pods); a fleet row of a pod's container goes to its
+# pod.
+def truth_key(by, labels, unowned):
+    if unowned:
+        return ("by_" + by, None)
     if by == "job":
-        return (labels.get("owner_kind", ""), job, labels.get("user", ""))
-    if by == "user":
-        return (labels.get("user", ""),)
-    if by == "namespace":
-        return (labels.get("namespace", ""),)
+        if labels.get("owner_kind") == "k8s_pod":
+            return ("by_pod", (labels.get("namespace", ""), labels.get("pod", "")))
+        return ("by_job", (labels.get("owner_kind", ""), labels.get("job", ""),
+                           labels.get("user", "")))
     if by == "host":
-        return (labels.get("Hostname", ""),)
-    raise ValueError(by)
+        return ("by_host", (labels.get("Hostname", ""),))
+    return ("by_" + by, (labels.get(by, ""),))
 
 
-TRUTH_FIELDS = {"job": ("owner_kind", "job", "user"), "user": ("user",),
-                "namespace": ("namespace",), "host": ("Hostname",)}
+TRUTH_FIELDS = {"by_job": ("owner_kind", "job", "user"), "by_pod": ("namespace", "pod"),
+                "by_user": ("user",), "by_namespace": ("namespace",), "by_host": ("Hostname",)}
+
+
+def add_hours(into, states, causes):
+    for k, v in states.items():
+        into[0][k] = into[0].get(k, 0) + v
+    for k, v in causes.items():
+        into[1][k] = into[1].get(k, 0) + v
 
 
 def main():
@@ -81,6 +92,8 @@ def main():
     ap.add_argument("--gpudoctor", default="build/release/src/gpudoctor")
     ap.add_argument("--by", default="job,user,namespace,host")
     ap.add_argument("--no-path2", action="store_true")
+    ap.add_argument("--last", type=int, default=0,
+                    help="path 1 over the span's last N seconds only (times; no truth to compare)")
     args = ap.parse_args()
     fleet = json.load(open(os.path.join(args.work, "fleet.json")))
     span = fleet["span"]
@@ -91,31 +104,49 @@ def main():
                "size": f'{fleet["hosts"]} x {fleet["gpus_per_host"]} GPUs, {span["from"]} .. {span["to"]}',
                "runs": []}
     for by in args.by.split(","):
-        cmd = [args.gpudoctor, "fleet", "--prometheus", args.url, "--since", span["from"],
+        since = span["from"]
+        if args.last:
+            since = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(span["to_unix"] - args.last))
+        cmd = [args.gpudoctor, "fleet", "--prometheus", args.url, "--since", since,
                "--until", span["to"], "--by", by, "--top", "100000", "--format", "json"]
         out, wall, cpu, rss = run_timed(cmd)
         rep = json.loads(out)
+        if args.last:
+            results["runs"].append({
+                "path": rep["path"], "by": by, "span_s": rep["span_s"], "wall_s": round(wall, 2),
+                "cpu_s": round(cpu, 2), "rss_mib": round(rss, 1), "queries": rep.get("queries"),
+                "rows": len(rep["rows"]), "gpu_hours": round(rep["total"]["gpu_hours"], 1)})
+            print(json.dumps(results["runs"][-1]), flush=True)
+            continue
         states, causes = tally_hours(rep["total"])
         fleet_gap = gap(states, causes, truth["fleet"])
-        # Rows: the owners' rows against the truth's (its 'none' row is fleet's unowned one).
-        want = {tuple(r[f] for f in TRUTH_FIELDS[by]): r for r in truth[f"by_{by}"]}
-        row_gap, matched = 0.0, 0
+        # Rows: the owners' rows, summed per truth row, against the truth's; the unowned row
+        # against the truth's 'none' row (no owner: every key empty or "none").
+        got = {}
         for r in rep["rows"]:
-            key = None if r["unowned"] else row_key(by, r["labels"])
-            t = None
-            if key is not None:
-                t = want.get(key)
+            table, key = truth_key(by, r["labels"], r["unowned"])
+            add_hours(got.setdefault((table, key), ({}, {})), *tally_hours(r["tally"]))
+        row_gap, matched, gaps = 0.0, 0, []
+        for (table, key), (s, c) in got.items():
+            rows = truth[table]
+            if key is None:
+                t = next((w for w in rows if all(w[f] in ("", "none") for f in TRUTH_FIELDS[table])),
+                         None)
             else:
-                t = next((w for k, w in want.items() if all(v in ("", "none") for v in k)), None)
+                t = next((w for w in rows if tuple(w[f] for f in TRUTH_FIELDS[table]) == key), None)
             if t is None:
                 continue
             matched += 1
-            s, c = tally_hours(r["tally"])
-            row_gap = max(row_gap, gap(s, c, t))
+            g = gap(s, c, t)
+            gaps.append(g)
+            row_gap = max(row_gap, g)
+        gaps.sort()
         results["runs"].append({
-            "path": rep["path"], "by": by, "wall_s": round(wall, 2), "cpu_s": round(cpu, 2),
+            "path": rep["path"], "by": by, "span_s": rep["span_s"], "wall_s": round(wall, 2),
+            "cpu_s": round(cpu, 2),
             "rss_mib": round(rss, 1), "queries": rep.get("queries"), "rows": len(rep["rows"]),
-            "rows_matched": matched, "truth_rows": len(want),
+            "rows_matched": matched, "row_keys": len(got),
+            "row_gap_median_gpu_h": round(gaps[len(gaps) // 2], 3) if gaps else None,
             "gpu_hours": round(rep["total"]["gpu_hours"], 1),
             "truth_gpu_hours": round(sum(truth["fleet"]["gpu_hours"].values()), 1),
             "fleet_gap_gpu_h": round(fleet_gap, 2), "row_gap_gpu_h": round(row_gap, 2)})
@@ -134,7 +165,8 @@ def main():
                 "rss_mib": round(rss, 1), "queries": rep.get("queries"),
                 "rows": len(rep["rows"]), "gpu_hours": round(rep["total"]["gpu_hours"], 1)})
             print(json.dumps(results["runs"][-1]), flush=True)
-    with open(os.path.join(args.work, "fleet_times.json"), "w") as f:
+    name = f"fleet_times_last{args.last}.json" if args.last else "fleet_times.json"
+    with open(os.path.join(args.work, name), "w") as f:
         json.dump(results, f, indent=1)
 
 
