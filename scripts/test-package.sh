@@ -25,9 +25,13 @@ trap 'DEBIAN_FRONTEND=noninteractive apt-get purge -y -q gpudoctor >/dev/null 2>
 
 version=$(/usr/bin/gpudoctor --version)
 grep -Eq "^gpudoctor [0-9.]+ \((git [0-9a-f]+|no git commit)" <<<"$version" || fail "--version: $version"
-/usr/bin/gpudoctor demo --seconds 60 --scenarios healthy | grep -q "1 of 1 jobs diagnosed as expected" ||
+# Output captured before grep: `... | grep -q` under pipefail fails when grep exits on its match
+# while the writer still writes (SIGPIPE), as a long man page does.
+demo=$(/usr/bin/gpudoctor demo --seconds 60 --scenarios healthy)
+grep -q "1 of 1 jobs diagnosed as expected" <<<"$demo" ||
   fail "gpudoctor demo failed"
-man gpudoctor-diagnose 2>/dev/null | cat | grep -q "gpudoctor diagnose" || fail "man gpudoctor-diagnose"
+page=$(man gpudoctor-diagnose 2>/dev/null || true)
+grep -q "gpudoctor diagnose" <<<"$page" || fail "man gpudoctor-diagnose"
 for c in $(/usr/bin/gpudoctor --help | awk '/^Subcommands:/{on=1; next} on && /^  [a-z]/{print $1}'); do
   [ -f "/usr/share/man/man1/gpudoctor-$c.1.gz" ] || [ -f "/usr/share/man/man1/gpudoctor-$c.1" ] ||
     fail "no man page for $c"
