@@ -7,8 +7,8 @@
 //   - otherwise, several GPUs busy but idle together with no traffic data at all, GPU-Util held
 //     flat at 100 % (a resident NCCL kernel spinning; launch gaps would make it jitter below):
 //     probably waiting on each other, said with low confidence and launch overhead named as the
-//     alternative (and held-down clocks where the input has no SM clock). Jittering GPU-Util is left to launch overhead (which names this cause as its
-//     alternative).
+//     alternative (and held-down clocks where the input has no SM clock). Jittering GPU-Util is
+//     left to launch overhead (which names this cause as its alternative).
 #include <algorithm>
 #include <cmath>
 
