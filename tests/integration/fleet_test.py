@@ -22,20 +22,18 @@ ranks job 52001 first with the same cause; bad input gives a clear message and e
 usage: fleet_test.py GPUDOCTOR SOURCE_DIR WORK_DIR
 """
 
-import http.server
 import json
 import os
 import re
 import shutil
 import subprocess
 import sys
-import threading
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from common import (Failure, Processes, check, free_port, http_get, main, need_tool, query,  # noqa: E402
+from common import (Failure, Processes, check, free_port, main, need_tool, query,  # noqa: E402
                     run, start_prometheus, start_serve, wait_for)
-from prometheus_test import dcgm_exporter_view  # noqa: E402
+from prometheus_test import DcgmExporterStandIn, dcgm_exporter_view  # noqa: E402
 
 import jsonschema  # noqa: E402
 
@@ -65,30 +63,6 @@ def with_hpc_job(text, job, host=None):
                 line = line.replace('UUID="GPU-', 'UUID="GPU-d')
         out.append(line)
     return "\n".join(out) + "\n"
-
-
-class DcgmJobStandIn:
-    def __init__(self, upstream, job, host=None):
-        class Handler(http.server.BaseHTTPRequestHandler):
-            def do_GET(self):  # noqa: N802
-                status, _, body = http_get(f"http://{upstream}/metrics")
-                data = with_hpc_job(body.decode(), job, host).encode() if status == 200 else b""
-                self.send_response(200 if status == 200 else 503)
-                self.send_header("Content-Type", "text/plain; version=0.0.4")
-                self.send_header("Content-Length", str(len(data)))
-                self.end_headers()
-                self.wfile.write(data)
-
-            def log_message(self, *args):
-                pass
-
-        self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.address = f"127.0.0.1:{self.server.server_address[1]}"
-        threading.Thread(target=self.server.serve_forever, daemon=True).start()
-
-    def close(self):
-        self.server.shutdown()
-        self.server.server_close()
 
 
 def fleet(binary, prom, *args, expect=0):
@@ -168,8 +142,9 @@ def body():
         _, node_c = start_serve(procs, binary, work, "node-c",
                                 ["--source", f"sim:straggler,speed={SPEED}",
                                  "--hostname", "node-c"] + interval)
-        dcgm = DcgmJobStandIn(node_a, "52001")
-        bare = DcgmJobStandIn(node_a, "60001", "node-d")  # a host with dcgm-exporter alone
+        dcgm = DcgmExporterStandIn(node_a, lambda text: with_hpc_job(text, "52001"))
+        # A host with dcgm-exporter alone.
+        bare = DcgmExporterStandIn(node_a, lambda text: with_hpc_job(text, "60001", "node-d"))
         try:
             port = free_port()
             prom = f"http://127.0.0.1:{port}"

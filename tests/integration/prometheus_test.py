@@ -65,13 +65,14 @@ def dcgm_exporter_view(text):
 
 
 class DcgmExporterStandIn:
-    """An HTTP target that serves dcgm_exporter_view() of a serve's /metrics."""
+    """An HTTP target that serves view(text) of a serve's /metrics (dcgm_exporter_view unless
+    told otherwise)."""
 
-    def __init__(self, upstream):
+    def __init__(self, upstream, view=dcgm_exporter_view):
         class Handler(http.server.BaseHTTPRequestHandler):
             def do_GET(self):  # noqa: N802
                 status, _, body = http_get(f"http://{upstream}/metrics")
-                data = dcgm_exporter_view(body.decode()).encode() if status == 200 else b""
+                data = view(body.decode()).encode() if status == 200 else b""
                 self.send_response(200 if status == 200 else 503)
                 self.send_header("Content-Type", "text/plain; version=0.0.4")
                 self.send_header("Content-Length", str(len(data)))
