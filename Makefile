@@ -38,10 +38,12 @@ test-release: deps
 	@cmake --build --preset release -j $(JOBS)
 	@ctest --preset release -j $(JOBS)
 
+# The sanitizer build: clang with ASan + UBSan (the `clang-asan` preset, whose objects the fuzz
+# targets share); the g++ -O0 `asan` preset is there for debugging by hand.
 test-asan: deps
-	@cmake --preset asan >/dev/null
-	@cmake --build --preset asan -j $(JOBS)
-	@ctest --preset asan -j $(JOBS)
+	@cmake --preset clang-asan >/dev/null
+	@cmake --build --preset clang-asan -j $(JOBS)
+	@ctest --preset clang-asan -j $(JOBS)
 
 test: test-release test-asan
 
