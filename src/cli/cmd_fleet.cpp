@@ -84,12 +84,13 @@ Command add_fleet_command(CLI::App& root) {
         o.until_text = opts->until;
         const bool progress = isatty(STDERR_FILENO);
         install_stop_handlers();
-        auto r = fleet_report(o, [&](size_t done, size_t total) {
-          if (progress)
-            fmt::print(stderr, "\rfleet: diagnosed {} of {} pieces (a host, a day or less) ", done,
-                       total);
+        bool shown = false;
+        auto r = fleet_report(o, [&](size_t done, size_t total, std::string_view what) {
+          if (!progress) return;
+          fmt::print(stderr, "\rfleet: {} of {} {} ", done, total, what);
+          shown = true;
         });
-        if (progress && o.path != "ledger") fmt::print(stderr, "\r\033[K");
+        if (shown) fmt::print(stderr, "\r\033[K");
         if (!r) return report(r.error());
         std::string out;
         if (opts->format == "json")

@@ -279,7 +279,7 @@ Result<FleetReport> fleet_by_diagnosis(const FleetOptions& options, const FleetP
       const size_t n = done.fetch_add(1) + 1;
       if (progress) {
         std::lock_guard<std::mutex> lock(mu);
-        progress(n, pieces.size());
+        progress(n, pieces.size(), "pieces diagnosed (a host, a day or less)");
       }
     }
   };

@@ -188,7 +188,7 @@ Result<FleetReport> fleet_report(const FleetOptions& options, const FleetProgres
   const auto t0 = std::chrono::steady_clock::now();
   Result<FleetReport> r = failure("no path");
   if (options.path == "ledger") {
-    r = fleet_from_ledger(options);
+    r = fleet_from_ledger(options, progress);
   } else if (options.path == "diagnosis") {
     r = fleet_by_diagnosis(options, progress);
   } else {
@@ -196,7 +196,7 @@ Result<FleetReport> fleet_report(const FleetOptions& options, const FleetProgres
     auto n = ledger_gpu_count(options);
     if (!n) return n.error();
     if (n.value() > 0) {
-      r = fleet_from_ledger(options);
+      r = fleet_from_ledger(options, progress);
     } else {
       r = fleet_by_diagnosis(options, progress);
       if (r)

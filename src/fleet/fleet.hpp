@@ -97,8 +97,9 @@ struct FleetReport {
   size_t queries = 0;              // HTTP requests made
 };
 
-// Progress of the diagnosis path: done and total pieces (a host and a day each).
-using FleetProgress = std::function<void(size_t done, size_t total)>;
+// Progress: done and total of what the path does ("queries answered" on the ledger path; on the
+// diagnosis path, pieces of a host and a day or less).
+using FleetProgress = std::function<void(size_t done, size_t total, std::string_view what)>;
 
 Result<FleetReport> fleet_report(const FleetOptions& options, const FleetProgress& progress = {});
 
@@ -110,7 +111,8 @@ void finish_fleet_rows(FleetReport& r, std::vector<FleetRow> rows, const FleetOp
 
 // GPUs with serve's ledger in the span (0: none, so the auto path diagnoses instead).
 Result<size_t> ledger_gpu_count(const FleetOptions& options);
-Result<FleetReport> fleet_from_ledger(const FleetOptions& options);
+Result<FleetReport> fleet_from_ledger(const FleetOptions& options,
+                                      const FleetProgress& progress = {});
 Result<FleetReport> fleet_by_diagnosis(const FleetOptions& options, const FleetProgress& progress);
 
 }  // namespace gpudoctor

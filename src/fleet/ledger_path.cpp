@@ -1,13 +1,17 @@
-// fleet's first path: gpudoctor serve's ledger, joined with the owner info and summed by the
-// server. Every sum is a subquery over the span at a step S of increase(...[S]), so that each
-// step's GPU seconds go to the owners the GPU had at that step; a GPU with several owners at a
-// step gives each an equal share (so rows add up to the fleet's total); GPU time no owner held is
-// its own row. The number of queries depends on the causes found, not on the number of GPUs.
+// fleet's first path: gpudoctor serve's ledger. The span is cut into n steps of S; the server
+// gives each GPU's GPU seconds of each step (increase(...[S]) of every state and cause counter,
+// range queries at step S: each sample read once, nothing joined on the server) and the owners
+// each GPU had at each step (the owner info at the same steps); the join is done here: a step's
+// seconds go to the owners the GPU had at that step, an equal share each (so rows add up to the
+// fleet's total), to the `(no owner)` row where it had none. One query per state, per cause the
+// series have and for the owners, whatever the number of GPUs; they run a few at a time.
 #include <algorithm>
 #include <atomic>
 #include <cmath>
 #include <functional>
+#include <future>
 #include <map>
+#include <mutex>
 #include <optional>
 #include <set>
 #include <thread>
@@ -24,21 +28,121 @@ namespace {
 
 constexpr std::array<std::string_view, 4> kStates = {"working", "lost", "idle_allocated", "free"};
 
+using GpuId = std::pair<std::string, std::string>;  // Hostname, UUID
+
+std::string label(const PromSeries& s, const std::string& name) {
+  const auto it = s.labels.find(name);
+  return it == s.labels.end() ? std::string() : it->second;
+}
+
+GpuId gpu_of(const PromSeries& s) {
+  return {label(s, "Hostname"), label(s, "UUID")};
+}
+
+double value_of(const PromSeries& s) {
+  return s.points.empty() || !std::isfinite(s.points.back().second) ? 0 : s.points.back().second;
+}
+
+bool owner_dimension(FleetBy by) {
+  return by == FleetBy::kJob || by == FleetBy::kUser || by == FleetBy::kNamespace ||
+         by == FleetBy::kPod;
+}
+
+const std::vector<std::string>& identity_labels() {
+  return fleet_group_labels(FleetBy::kJob);
+}
+
+// The row a GPU second belongs to, under the canonical label names.
+struct RowKey {
+  std::map<std::string, std::string> labels;
+  bool unowned = false;
+  bool operator<(const RowKey& o) const {
+    return std::tie(unowned, labels) < std::tie(o.unowned, o.labels);
+  }
+};
+
+// The steps: the k-th (0-based) ends at first_ms + k * step_ms and covers the step_ms before it.
+struct Grid {
+  int64_t first_ms = 0, step_ms = 1;
+  size_t n = 0;
+  std::optional<size_t> at(int64_t t_ms) const {
+    const int64_t d = t_ms - first_ms + step_ms / 2;
+    if (d < 0) return std::nullopt;
+    const auto k = static_cast<size_t>(d / step_ms);
+    return k < n ? std::optional<size_t>(k) : std::nullopt;
+  }
+};
+
+// What an answer's values add to: a state's seconds or a cause's lost seconds.
+struct Slot {
+  int state = -1;  // index in kStates
+  std::optional<Cause> cause;
+};
+
+void add(FleetTally& t, const Slot& s, double v) {
+  switch (s.state) {
+    case 0:
+      t.working_s += v;
+      return;
+    case 1:
+      t.lost_s += v;
+      return;
+    case 2:
+      t.idle_allocated_s += v;
+      return;
+    case 3:
+      t.free_s += v;
+      return;
+    default:
+      break;
+  }
+  if (s.cause) t.by_cause[static_cast<size_t>(*s.cause)] += v;
+}
+
+// Who held each GPU at each step (owner dimensions): owners as rows of --by (several of a GPU's
+// owners can be one row: two jobs of one user), with the steps they held it.
+struct OwnerTable {
+  struct Held {
+    RowKey row;
+    std::vector<bool> steps;
+  };
+  struct Gpu {
+    std::vector<Held> owners;
+    std::vector<uint16_t> count;  // owners at each step
+  };
+  std::map<GpuId, Gpu> gpus;
+};
+
+// What one answer adds up to; answers are folded on their own, then merged in the order asked.
+struct Partial {
+  FleetTally total;
+  std::map<RowKey, FleetTally> rows;
+  std::map<RowKey, std::set<GpuId>> row_gpus;    // rows whose GPUs the answer tells
+  std::map<GpuId, std::vector<bool>> gpu_steps;  // the states: the steps each GPU has seconds in
+};
+
 struct Ctx {
   Ctx(const FleetOptions& options, std::string matchers) : o(options), sel(std::move(matchers)) {}
   const FleetOptions& o;
-  std::string sel;     // ",matchers" or ""
-  int64_t span_s = 0;  // the span, whole seconds
-  int64_t step_s = 0;  // S
-  size_t queries = 0;
+  std::string sel;  // ",matchers" or ""
+  int64_t span_s = 0;
+  Grid grid;
+  std::atomic<size_t> queries{0};
   // Owner label name -> the name the server has it under (exported_job where a scrape renamed it).
   std::map<std::string, std::string> stored;
 
-  Result<std::vector<PromSeries>> instant(const std::string& expr) {
+  Result<std::vector<PromSeries>> instant(const std::string& expr, int64_t at_ms) {
     ++queries;
+    return prometheus_api(o.prom, "query",
+                          "query=" + net::url_encode(expr) + "&time=" + prom_time_param(at_ms));
+  }
+  Result<std::vector<PromSeries>> range(const std::string& expr) {
+    ++queries;
+    const int64_t end = grid.first_ms + static_cast<int64_t>(grid.n - 1) * grid.step_ms;
     return prometheus_api(
-        o.prom, "query",
-        "query=" + net::url_encode(expr) + "&time=" + prom_time_param(o.prom.end_unix_ms));
+        o.prom, "query_range",
+        "query=" + net::url_encode(expr) + "&start=" + prom_time_param(grid.first_ms) +
+            "&end=" + prom_time_param(end) + "&step=" + prom_time_param(grid.step_ms));
   }
   std::string metric(std::string_view name, const std::string& extra = "") const {
     std::string m = extra;
@@ -53,63 +157,111 @@ struct Ctx {
     }
     return out;
   }
-};
-
-double value_of(const PromSeries& s) {
-  return s.points.empty() || !std::isfinite(s.points.back().second) ? 0 : s.points.back().second;
-}
-
-std::string label(const PromSeries& s, const std::string& name) {
-  const auto it = s.labels.find(name);
-  return it == s.labels.end() ? std::string() : it->second;
-}
-
-bool owner_dimension(FleetBy by) {
-  return by == FleetBy::kJob || by == FleetBy::kUser || by == FleetBy::kNamespace ||
-         by == FleetBy::kPod;
-}
-
-const std::vector<std::string>& identity_labels() {
-  return fleet_group_labels(FleetBy::kJob);
-}
-
-// The per-GPU GPU seconds of one step: `series` is the counter with its matchers.
-std::string per_gpu_increase(const Ctx& c, const std::string& series) {
-  return fmt::format("max by (Hostname, UUID) (increase({}[{}s]))", series, c.step_s);
-}
-
-// One step's GPU seconds of `series` by the owners (each its share of its GPU), summed over the
-// span. The GPUs no owner holds are left out: their time is the total's rest.
-std::string rows_expr(const Ctx& c, FleetBy by, const std::string& series) {
-  const std::string oi =
-      fmt::format("max by (Hostname, UUID, {}) ({})", c.labels(identity_labels()),
-                  c.metric("gpudoctor_gpu_owner_info"));
-  const std::string share =
-      fmt::format("({0} / on (Hostname, UUID) group_left() count by (Hostname, UUID) ({0}))", oi);
-  return fmt::format(
-      "sum_over_time((sum by ({}) ({} * on (Hostname, UUID) group_right() {}))[{}s:{}s])",
-      c.labels(fleet_group_labels(by)), per_gpu_increase(c, series), share, c.span_s, c.step_s);
-}
-
-// The row a result series belongs to, under the canonical label names.
-struct RowKey {
-  std::map<std::string, std::string> labels;
-  bool unowned = false;
-  bool operator<(const RowKey& o) const {
-    return std::tie(unowned, labels) < std::tie(o.unowned, o.labels);
+  // The labels of `names` a series has, under their canonical names.
+  std::map<std::string, std::string> canonical(const PromSeries& s,
+                                               const std::vector<std::string>& names) const {
+    std::map<std::string, std::string> out;
+    for (const auto& n : names) {
+      const auto it = stored.find(n);
+      const std::string v = label(s, it == stored.end() ? n : it->second);
+      if (!v.empty()) out[n] = v;
+    }
+    return out;
   }
 };
 
-RowKey key_of(const Ctx& c, FleetBy by, const PromSeries& s) {
-  RowKey k;
-  k.unowned = label(s, "gpudoctor_unowned") == "1";
-  if (k.unowned) return k;
-  for (const auto& n : fleet_group_labels(by)) {
-    const auto it = c.stored.find(n);
-    const std::string v = label(s, it == c.stored.end() ? n : it->second);
-    if (!v.empty()) k.labels[n] = v;
+// The per-GPU seconds of each step of one counter (zeros left out by the server).
+std::string per_step(const Ctx& c, const std::string& series) {
+  return fmt::format("max by (Hostname, UUID) (increase({}[{}ms])) > 0", series, c.grid.step_ms);
+}
+
+OwnerTable owner_table(const Ctx& c, FleetBy by, const std::vector<PromSeries>& res) {
+  OwnerTable t;
+  for (const auto& s : res) {
+    OwnerTable::Gpu& g = t.gpus[gpu_of(s)];
+    if (g.count.empty()) g.count.assign(c.grid.n, 0);
+    OwnerTable::Held held;
+    held.row.labels = c.canonical(s, fleet_group_labels(by));
+    held.steps.assign(c.grid.n, false);
+    bool any = false;
+    for (const auto& [t_ms, v] : s.points) {
+      const auto k = c.grid.at(t_ms);
+      if (!k || held.steps[*k] || !std::isfinite(v)) continue;
+      held.steps[*k] = true;
+      ++g.count[*k];
+      any = true;
+    }
+    if (any) g.owners.push_back(std::move(held));
   }
-  return k;
+  return t;
+}
+
+// A GPU's row by model (no model label: the row of GPUs whose model is not known).
+RowKey model_row(const std::map<GpuId, std::string>& models, const GpuId& gpu) {
+  const auto m = models.find(gpu);
+  if (m == models.end()) return RowKey{};
+  return RowKey{{{"model_name", m->second}}, false};
+}
+
+// One answer (a state's or a cause's per-GPU seconds by step) summed into rows of --by.
+Partial fold(const Ctx& c, FleetBy by, const Slot& slot, const std::vector<PromSeries>& res,
+             const OwnerTable& owners, const std::map<GpuId, std::string>& models) {
+  Partial p;
+  static const OwnerTable::Gpu kNobody;
+  const bool by_owner = owner_dimension(by);
+  for (const auto& s : res) {
+    const GpuId gpu = gpu_of(s);
+    // The rows this GPU's seconds go to, found once per series.
+    FleetTally* row = nullptr;  // host, model, cause: one row for every step
+    const OwnerTable::Gpu* held = &kNobody;
+    std::vector<FleetTally*> owner_rows;
+    FleetTally* nobody = nullptr;
+    if (by_owner) {
+      if (auto it = owners.gpus.find(gpu); it != owners.gpus.end()) held = &it->second;
+      for (const auto& h : held->owners) owner_rows.push_back(&p.rows[h.row]);
+      nobody = &p.rows[RowKey{{}, true}];
+    } else if (by == FleetBy::kHost) {
+      row = &p.rows[RowKey{{{"Hostname", gpu.first}}, false}];
+    } else if (by == FleetBy::kModel) {
+      row = &p.rows[model_row(models, gpu)];
+    } else if (slot.cause && *slot.cause != Cause::kHealthy) {  // by cause: the cause's row
+      const RowKey key{{{"cause", std::string(cause_code(*slot.cause))}}, false};
+      row = &p.rows[key];
+      p.row_gpus[key].insert(gpu);
+    }
+    double unowned = 0;
+    std::vector<bool>* steps = slot.state >= 0 ? &p.gpu_steps[gpu] : nullptr;
+    if (steps && steps->empty()) steps->assign(c.grid.n, false);
+    for (const auto& [t_ms, v] : s.points) {
+      const auto k = c.grid.at(t_ms);
+      if (!k || !std::isfinite(v) || v <= 0) continue;
+      add(p.total, slot, v);
+      if (steps) (*steps)[*k] = true;
+      if (row) {
+        add(*row, slot, v);
+        if (by == FleetBy::kCause)
+          (*slot.cause == Cause::kIdle ? row->idle_allocated_s : row->lost_s) += v;
+      }
+      if (!by_owner) continue;
+      const uint16_t n = held->count.empty() ? 0 : held->count[*k];
+      if (n == 0) {
+        add(*nobody, slot, v);
+        unowned += v;
+        continue;
+      }
+      for (size_t i = 0; i < held->owners.size(); ++i)
+        if (held->owners[i].steps[*k]) add(*owner_rows[i], slot, v / n);
+    }
+    if (unowned > 0) p.row_gpus[RowKey{{}, true}].insert(gpu);
+  }
+  return p;
+}
+
+std::string name_list(const std::vector<std::string>& v) {
+  std::string out;
+  for (size_t i = 0; i < v.size() && i < 10; ++i) out += (i ? ", " : "") + v[i];
+  if (v.size() > 10) out += fmt::format(" and {} more", v.size() - 10);
+  return out;
 }
 
 }  // namespace
@@ -118,62 +270,67 @@ Result<size_t> ledger_gpu_count(const FleetOptions& options) {
   auto m = selector_matchers(options.prom.selector);
   if (!m) return m.error();
   Ctx c(options, m->empty() ? "" : "," + m.value());
-  c.span_s = std::max<int64_t>(1, (options.prom.end_unix_ms - options.prom.start_unix_ms) / 1000);
-  auto r = c.instant(fmt::format("count(max by (Hostname, UUID) (max_over_time({}[{}s])))",
-                                 c.metric("gpudoctor_gpu_seconds_total", "state=\"working\""),
-                                 c.span_s));
+  // The series from the index (no samples read); a store without /api/v1/series is asked a query.
+  const std::string working = c.metric("gpudoctor_gpu_seconds_total", "state=\"working\"");
+  std::set<GpuId> gpus;
+  if (auto s = prometheus_series_labels(options.prom, working)) {
+    for (const auto& l : s.value()) {
+      const auto h = l.find("Hostname");
+      const auto u = l.find("UUID");
+      gpus.emplace(h == l.end() ? "" : h->second, u == l.end() ? "" : u->second);
+    }
+    return gpus.size();
+  }
+  const int64_t span_s =
+      std::max<int64_t>(1, (options.prom.end_unix_ms - options.prom.start_unix_ms) / 1000);
+  auto r = c.instant(
+      fmt::format("count(max by (Hostname, UUID) (last_over_time({}[{}s])))", working, span_s),
+      options.prom.end_unix_ms);
   if (!r) return r.error();
   return r->empty() ? size_t{0} : static_cast<size_t>(value_of(r->front()));
 }
 
-Result<FleetReport> fleet_from_ledger(const FleetOptions& options) {
+Result<FleetReport> fleet_from_ledger(const FleetOptions& options, const FleetProgress& progress) {
   auto m = selector_matchers(options.prom.selector);
   if (!m) return m.error();
   Ctx c(options, m->empty() ? "" : "," + m.value());
-  const int64_t span_ms = options.prom.end_unix_ms - options.prom.start_unix_ms;
-  c.span_s = std::max<int64_t>(1, span_ms / 1000);
+  const int64_t span_ms =
+      std::max<int64_t>(1000, options.prom.end_unix_ms - options.prom.start_unix_ms);
+  c.span_s = span_ms / 1000;
   FleetReport r;
   r.source = options.prom.url;
   r.selector = options.prom.selector;
   r.path = "ledger";
   r.by = options.by;
   r.end_unix_ms = options.prom.end_unix_ms;
-  r.start_unix_ms = r.end_unix_ms - c.span_s * 1000;
-
-  // The GPUs, their hosts and the scrape interval: samples per GPU over the span.
-  auto gpus = c.instant(fmt::format("max by (Hostname, UUID) (count_over_time({}[{}s]))",
-                                    c.metric("gpudoctor_gpu_seconds_total", "state=\"working\""),
-                                    c.span_s));
-  if (!gpus) return gpus.error();
-  if (gpus->empty())
+  r.start_unix_ms = r.end_unix_ms - span_ms;
+  const std::string working = c.metric("gpudoctor_gpu_seconds_total", "state=\"working\"");
+  auto no_ledger = [&] {
     return failure(fmt::format(
         "{}: no gpudoctor_gpu_seconds_total series{} between {} and {}: gpudoctor serve's ledger "
         "is not there (fleets with plain dcgm-exporter: --path diagnosis)",
         options.prom.url, options.prom.selector.empty() ? "" : " matching " + options.prom.selector,
         text::format_timestamp_ms(r.start_unix_ms, '-'),
         text::format_timestamp_ms(r.end_unix_ms, '-')));
-  double most = 0;
-  std::map<std::string, double> host_samples;
-  std::map<std::string, size_t> host_gpus;
-  const PromSeries* best = nullptr;
-  for (const auto& s : gpus.value()) {
-    if (!best || value_of(s) > value_of(*best)) best = &s;
-    most = std::max(most, value_of(s));
-    r.hosts.insert(label(s, "Hostname"));
-    host_samples[label(s, "Hostname")] += value_of(s);
-    ++host_gpus[label(s, "Hostname")];
-  }
-  r.gpus = gpus->size();
-  // The scrape interval: the median gap between the raw samples of the best-covered GPU lately.
+  };
+
+  // The scrape interval: the median gap between one GPU's samples in the last 10 minutes (the
+  // GPU from the index); where it has none lately, the most samples a GPU has in that window (or
+  // the span) tells it.
   double interval_s = 0;
-  {
+  const int64_t recent_s = std::min<int64_t>(c.span_s, 600);
+  if (auto listed = prometheus_series_labels(options.prom, working); listed && !listed->empty()) {
+    ++c.queries;
+    const auto& l = listed->front();
+    const auto h = l.find("Hostname"), u = l.find("UUID");
     auto raw =
         c.instant(fmt::format("{}[{}s]",
                               c.metric("gpudoctor_gpu_seconds_total",
                                        fmt::format("state=\"working\",Hostname=\"{}\",UUID=\"{}\"",
-                                                   promql_string(label(*best, "Hostname")),
-                                                   promql_string(label(*best, "UUID")))),
-                              std::min<int64_t>(c.span_s, 600)));
+                                                   promql_string(h == l.end() ? "" : h->second),
+                                                   promql_string(u == l.end() ? "" : u->second))),
+                              recent_s),
+                  options.prom.end_unix_ms);
     if (!raw) return raw.error();
     std::vector<double> gaps;
     for (const auto& s : raw.value())
@@ -182,24 +339,27 @@ Result<FleetReport> fleet_from_ledger(const FleetOptions& options) {
     if (!gaps.empty()) {
       std::nth_element(gaps.begin(), gaps.begin() + static_cast<long>(gaps.size() / 2), gaps.end());
       interval_s = gaps[gaps.size() / 2];
-    } else {
-      interval_s = most > 1 ? static_cast<double>(c.span_s) / most : 15;
     }
   }
-  // S: four samples at least; at most 400 steps over the span (each step is a join on the server:
-  // 7 days at 25 min 12 s; owner changes are placed to the step).
-  c.step_s = std::max<int64_t>(
-      {1, static_cast<int64_t>(std::ceil(4 * interval_s)), (c.span_s + 399) / 400});
-  r.notes.push_back(fmt::format(
-      "gpudoctor serve's ledger, summed by the server at a step of {} s (about {:.3g} s between "
-      "samples): {} GPU{} on {} host{}",
-      c.step_s, interval_s, r.gpus, r.gpus == 1 ? "" : "s", r.hosts.size(),
-      r.hosts.size() == 1 ? "" : "s"));
+  for (const int64_t window_s : {recent_s, c.span_s}) {
+    if (interval_s > 0) break;
+    auto counted = c.instant(fmt::format("max(count_over_time({}[{}s]))", working, window_s),
+                             options.prom.end_unix_ms);
+    if (!counted) return counted.error();
+    const double most = counted->empty() ? 0 : value_of(counted->front());
+    if (most >= 2) interval_s = static_cast<double>(window_s) / most;
+  }
+  if (interval_s <= 0) return no_ledger();
+  // S: four samples at least, at most 400 steps; the steps tile the span exactly (to the ms).
+  const double wanted_s = std::max(4 * interval_s, static_cast<double>(c.span_s) / 400.0);
+  c.grid.n = std::max<size_t>(
+      1, static_cast<size_t>(std::ceil(static_cast<double>(span_ms) / (wanted_s * 1000) - 1e-9)));
+  c.grid.step_ms = (span_ms + static_cast<int64_t>(c.grid.n) - 1) / static_cast<int64_t>(c.grid.n);
+  c.grid.first_ms = r.end_unix_ms - static_cast<int64_t>(c.grid.n - 1) * c.grid.step_ms;
 
-  // Where the owner labels are (a scrape that does not honour labels renames job to
-  // exported_job, and so on).
-  // The label names come from the index (/api/v1/labels, no samples read); a server without that
-  // endpoint is asked by a query over the span instead.
+  // Index look-ups (no samples read): where the owner labels are (a scrape that does not honour
+  // labels renames job to exported_job, and so on), the causes the counters have, the GPUs'
+  // models, the hosts with dcgm-exporter's series.
   if (owner_dimension(options.by)) {
     std::set<std::string> names;
     if (auto l = prometheus_label_names(options.prom, c.metric("gpudoctor_gpu_owner_info"))) {
@@ -209,8 +369,9 @@ Result<FleetReport> fleet_from_ledger(const FleetOptions& options) {
       std::string both;
       for (const auto& n : identity_labels())
         both += (both.empty() ? "" : ", ") + n + ", exported_" + n;
-      auto probe = c.instant(fmt::format("max by ({}) (max_over_time({}[{}s]))", both,
-                                         c.metric("gpudoctor_gpu_owner_info"), c.span_s));
+      auto probe = c.instant(fmt::format("max by ({}) (last_over_time({}[{}s]))", both,
+                                         c.metric("gpudoctor_gpu_owner_info"), c.span_s),
+                             options.prom.end_unix_ms);
       if (!probe) return probe.error();
       for (const auto& s : probe.value())
         for (const auto& [k, v] : s.labels)
@@ -222,253 +383,189 @@ Result<FleetReport> fleet_from_ledger(const FleetOptions& options) {
     if (names.empty())
       r.notes.push_back("no gpudoctor_gpu_owner_info series in the span: no GPU time has an owner");
   }
+  std::vector<Cause> lost_causes;
+  {
+    std::set<Cause> found;
+    if (auto codes = prometheus_label_values(options.prom, "cause",
+                                             c.metric("gpudoctor_lost_gpu_seconds_total"))) {
+      ++c.queries;
+      for (const auto& code : codes.value())
+        if (auto cause = cause_from_code(code); cause && *cause != Cause::kHealthy)
+          found.insert(*cause);
+    } else {
+      for (const auto& info : causes())
+        if (info.cause != Cause::kHealthy) found.insert(info.cause);
+    }
+    lost_causes.assign(found.begin(), found.end());
+  }
+  std::map<GpuId, std::string> models;
+  if (options.by == FleetBy::kModel) {
+    auto info = prometheus_series_labels(options.prom, c.metric("gpudoctor_gpu_info"));
+    if (!info) return info.error();
+    ++c.queries;
+    for (const auto& l : info.value()) {
+      const auto h = l.find("Hostname"), u = l.find("UUID"), mn = l.find("model_name");
+      if (h != l.end() && u != l.end() && mn != l.end() && !mn->second.empty())
+        models[{h->second, u->second}] = mn->second;
+    }
+  }
 
-  std::map<RowKey, FleetRow> rows;
-  auto row = [&](const RowKey& k) -> FleetRow& {
-    FleetRow& fr = rows[k];
-    fr.labels = k.labels;
-    fr.unowned = k.unowned;
-    return fr;
-  };
-
-  // Every sum is one query; they run a few at a time (each waits on the server). Owner rows need
-  // one query per state and per cause (the join has several series per GPU on both sides), the
-  // causes only those the fleet's totals have; the others take all states, then all causes, in
-  // one query each.
+  // The range queries: the owners first (every fold needs them), then each state and cause.
+  // They run a few at a time; each answer is folded as it comes, the folds merged in order.
   struct Ask {
     std::string expr;
-    std::function<void(const std::vector<PromSeries>&)> use;
+    Slot slot;
+    bool owners = false;
   };
   std::vector<Ask> asks;
-  // The answers, a few queries in flight; each answer is used in the order asked.
-  auto run_asks = [&](std::vector<Ask>& batch) -> std::optional<Error> {
-    std::vector<std::optional<Result<std::vector<PromSeries>>>> answers(batch.size());
-    std::atomic<size_t> next{0};
-    auto work = [&] {
-      for (size_t i; (i = next.fetch_add(1)) < batch.size();) {
-        answers[i] = prometheus_api(options.prom, "query",
-                                    "query=" + net::url_encode(batch[i].expr) +
-                                        "&time=" + prom_time_param(options.prom.end_unix_ms));
+  if (owner_dimension(options.by))
+    asks.push_back({fmt::format("max by (Hostname, UUID, {}) ({})", c.labels(identity_labels()),
+                                c.metric("gpudoctor_gpu_owner_info")),
+                    {},
+                    true});
+  for (size_t i = 0; i < kStates.size(); ++i)
+    asks.push_back({per_step(c, c.metric("gpudoctor_gpu_seconds_total",
+                                         fmt::format("state=\"{}\"", kStates[i]))),
+                    Slot{static_cast<int>(i), std::nullopt}});
+  for (Cause cause : lost_causes)
+    asks.push_back({per_step(c, c.metric("gpudoctor_lost_gpu_seconds_total",
+                                         fmt::format("cause=\"{}\"", cause_code(cause)))),
+                    Slot{-1, cause}});
+
+  OwnerTable owners;
+  std::promise<void> owners_set;
+  std::shared_future<void> owners_ready = owners_set.get_future().share();
+  if (!owner_dimension(options.by)) owners_set.set_value();
+  std::vector<std::optional<Partial>> partials(asks.size());
+  std::optional<Error> failed;
+  std::mutex mu;
+  std::atomic<size_t> next{0}, done{0};
+  auto work = [&] {
+    for (size_t i; (i = next.fetch_add(1)) < asks.size();) {
+      auto answer = c.range(asks[i].expr);
+      if (asks[i].owners) {
+        if (answer) owners = owner_table(c, options.by, answer.value());
+        owners_set.set_value();
+      } else {
+        owners_ready.wait();
+        if (answer) partials[i] = fold(c, options.by, asks[i].slot, answer.value(), owners, models);
       }
-    };
+      std::lock_guard lock(mu);
+      if (!answer && !failed) failed = answer.error();
+      if (progress) progress(++done, asks.size(), "queries answered");
+    }
+  };
+  {
     const unsigned n = std::clamp<unsigned>(options.workers, 1, 8);
     std::vector<std::thread> threads;
-    for (unsigned w = 1; w < n && w < batch.size(); ++w) threads.emplace_back(work);
+    for (unsigned w = 1; w < n && w < asks.size(); ++w) threads.emplace_back(work);
     work();
     for (auto& t : threads) t.join();
-    c.queries += batch.size();
-    for (size_t i = 0; i < batch.size(); ++i) {
-      if (!*answers[i]) return answers[i]->error();
-      batch[i].use(answers[i]->value());
-    }
-    batch.clear();
-    return std::nullopt;
-  };
-  auto add_state = [](FleetTally& t, const std::string& state, double v) {
-    if (state == "working") t.working_s += v;
-    if (state == "lost") t.lost_s += v;
-    if (state == "idle_allocated") t.idle_allocated_s += v;
-    if (state == "free") t.free_s += v;
-  };
-  auto add_cause = [](FleetTally& t, const std::string& code, double v) {
-    if (auto cause = cause_from_code(code); cause && *cause != Cause::kHealthy)
-      t.by_cause[static_cast<size_t>(*cause)] += v;
-  };
-  const std::string states = c.metric("gpudoctor_gpu_seconds_total");
-  const std::string lost = c.metric("gpudoctor_lost_gpu_seconds_total");
-  auto summed = [&](const std::string& step) {
-    return fmt::format("sum_over_time(({})[{}s:{}s])", step, c.span_s, c.step_s);
-  };
-  auto per_gpu = [&](const std::string& series, const char* label) {
-    return fmt::format("max by (Hostname, UUID, {}) (increase({}[{}s]))", label, series, c.step_s);
-  };
-  if (owner_dimension(options.by)) {
-    // The fleet's totals, by state and by cause (no join): what the owners' rows leave is the
-    // time of GPUs no owner held.
-    asks.push_back({summed(fmt::format("sum by (state) ({})", per_gpu(states, "state"))),
-                    [&](const std::vector<PromSeries>& res) {
-                      for (const auto& s : res) add_state(r.total, label(s, "state"), value_of(s));
-                    }});
-    asks.push_back({summed(fmt::format("sum by (cause) ({})", per_gpu(lost, "cause"))),
-                    [&](const std::vector<PromSeries>& res) {
-                      for (const auto& s : res) add_cause(r.total, label(s, "cause"), value_of(s));
-                    }});
-    for (std::string_view state : kStates)
-      if (state != "free")
-        asks.push_back(
-            {rows_expr(c, options.by,
-                       c.metric("gpudoctor_gpu_seconds_total", fmt::format("state=\"{}\"", state))),
-             [&, st = std::string(state)](const std::vector<PromSeries>& res) {
-               for (const auto& s : res)
-                 add_state(row(key_of(c, options.by, s)).t, st, value_of(s));
-             }});
-    asks.push_back(
-        {fmt::format(
-             "count by ({0}, Hostname) (max by (Hostname, UUID, {1}) (max_over_time({2}[{3}s])))",
-             c.labels(fleet_group_labels(options.by)), c.labels(identity_labels()),
-             c.metric("gpudoctor_gpu_owner_info"), c.span_s),
-         [&](const std::vector<PromSeries>& res) {
-           for (const auto& s : res) {
-             FleetRow& fr = row(key_of(c, options.by, s));
-             fr.hosts.insert(label(s, "Hostname"));
-             fr.gpus += static_cast<size_t>(value_of(s));
-           }
-         }});
-    if (auto e = run_asks(asks)) return *e;
-    // Then the owners' share of each cause the fleet's totals have.
-    for (const auto& info : causes()) {
-      if (info.cause == Cause::kHealthy || !(r.total.by_cause[static_cast<size_t>(info.cause)] > 0))
-        continue;
-      asks.push_back({rows_expr(c, options.by,
-                                c.metric("gpudoctor_lost_gpu_seconds_total",
-                                         fmt::format("cause=\"{}\"", info.code))),
-                      [&, code = std::string(info.code)](const std::vector<PromSeries>& res) {
-                        for (const auto& s : res)
-                          add_cause(row(key_of(c, options.by, s)).t, code, value_of(s));
-                      }});
-    }
-  } else {
-    // Rows by host or model; cause rows come from the causes by host. (The answers are used after
-    // this block: its locals are captured by value.)
-    const bool model = options.by == FleetBy::kModel;
-    const std::string key = model ? "model_name" : "Hostname";
-    auto join = [&](const std::string& gpu) {
-      return model ? fmt::format(
-                         "{} * on (Hostname, UUID) group_left(model_name) max by (Hostname, UUID, "
-                         "model_name) ({})",
-                         gpu, c.metric("gpudoctor_gpu_info"))
-                   : gpu;
-    };
-    asks.push_back(
-        {summed(fmt::format("sum by ({}, state) ({})", key, join(per_gpu(states, "state")))),
-         [&, key](const std::vector<PromSeries>& res) {
-           for (const auto& s : res) {
-             const std::string st = label(s, "state");
-             if (options.by == FleetBy::kCause)
-               add_state(r.total, st, value_of(s));
-             else
-               add_state(row({{{key, label(s, key)}}, false}).t, st, value_of(s));
-           }
-         }});
-    asks.push_back(
-        {summed(fmt::format("sum by ({}, cause) ({})", key, join(per_gpu(lost, "cause")))),
-         [&, key](const std::vector<PromSeries>& res) {
-           for (const auto& s : res) {
-             const std::string code = label(s, "cause");
-             const double v = value_of(s);
-             if (options.by != FleetBy::kCause) {
-               add_cause(row({{{key, label(s, key)}}, false}).t, code, v);
-               continue;
-             }
-             add_cause(r.total, code, v);
-             const auto cause = cause_from_code(code);
-             if (!cause || *cause == Cause::kHealthy || v <= 0) continue;
-             FleetRow& fr = row({{{"cause", code}}, false});
-             add_cause(fr.t, code, v);
-             (*cause == Cause::kIdle ? fr.t.idle_allocated_s : fr.t.lost_s) += v;
-           }
-         }});
-    if (options.by == FleetBy::kCause)
-      asks.push_back({fmt::format("count by (cause, Hostname) (max by (Hostname, UUID, cause) "
-                                  "(increase({}[{}s]) > 0))",
-                                  lost, c.span_s),
-                      [&](const std::vector<PromSeries>& res) {
-                        for (const auto& s : res) {
-                          auto it = rows.find({{{"cause", label(s, "cause")}}, false});
-                          if (it == rows.end()) continue;
-                          it->second.hosts.insert(label(s, "Hostname"));
-                          it->second.gpus += static_cast<size_t>(value_of(s));
-                        }
-                      }});
-    else if (model)
-      asks.push_back({fmt::format("count by (model_name, Hostname) (max by (Hostname, UUID, "
-                                  "model_name) (max_over_time({}[{}s])))",
-                                  c.metric("gpudoctor_gpu_info"), c.span_s),
-                      [&](const std::vector<PromSeries>& res) {
-                        for (const auto& s : res) {
-                          auto it = rows.find({{{"model_name", label(s, "model_name")}}, false});
-                          if (it == rows.end()) continue;
-                          it->second.hosts.insert(label(s, "Hostname"));
-                          it->second.gpus += static_cast<size_t>(value_of(s));
-                        }
-                      }});
   }
-  if (auto e = run_asks(asks)) return *e;
-  if (options.by == FleetBy::kHost)
-    for (auto& [k, fr] : rows)
-      if (const auto h = k.labels.find("Hostname"); h != k.labels.end()) {
-        fr.hosts.insert(h->second);
-        fr.gpus = host_gpus[h->second];
+  if (failed) return *failed;
+
+  // Merged in the order asked (the same sums whatever the order answers came in).
+  std::map<RowKey, FleetRow> rows;
+  std::map<GpuId, std::vector<bool>> gpu_steps;
+  for (auto& p : partials) {
+    if (!p) continue;
+    r.total.add(p->total);
+    for (const auto& [k, t] : p->rows) rows[k].t.add(t);
+    for (const auto& [g, steps] : p->gpu_steps) {
+      auto& all = gpu_steps[g];
+      if (all.empty()) all.assign(c.grid.n, false);
+      for (size_t k = 0; k < steps.size(); ++k) all[k] = all[k] || steps[k];
+    }
+  }
+  // The GPUs: those with seconds in a step; a host's coverage is its GPUs' steps with seconds.
+  std::map<std::string, size_t> host_gpus, host_steps, host_last;
+  size_t most = 0;  // steps of the best-covered GPU
+  for (const auto& [g, steps] : gpu_steps) {
+    const auto n = static_cast<size_t>(std::count(steps.begin(), steps.end(), true));
+    if (n == 0) continue;
+    r.hosts.insert(g.first);
+    ++host_gpus[g.first];
+    host_steps[g.first] += n;
+    for (size_t k = steps.size(); k > 0; --k)
+      if (steps[k - 1]) {
+        host_last[g.first] = std::max(host_last[g.first], k);
+        break;
       }
-  if (owner_dimension(options.by)) {
-    // GPU time no owner held: the totals less the owners' shares.
-    FleetTally owned;
-    for (const auto& [k, fr] : rows)
-      if (!k.unowned) owned.add(fr.t);
-    FleetTally& rest = row({{}, true}).t;
-    auto left = [](double all, double part) { return std::max(0.0, all - part); };
-    rest.working_s = left(r.total.working_s, owned.working_s);
-    rest.lost_s = left(r.total.lost_s, owned.lost_s);
-    rest.idle_allocated_s = left(r.total.idle_allocated_s, owned.idle_allocated_s);
-    rest.free_s = left(r.total.free_s, owned.free_s);
-    for (size_t ci = 0; ci < kCauseCount; ++ci)
-      rest.by_cause[ci] = left(r.total.by_cause[ci], owned.by_cause[ci]);
-  } else if (options.by != FleetBy::kCause) {
-    for (const auto& [k, fr] : rows) r.total.add(fr.t);  // hosts, models: the rows add up
+    most = std::max(most, n);
+    ++r.gpus;
   }
+  if (r.gpus == 0) return no_ledger();
+
+  // The rows' GPUs and hosts: owners from the owner table, hosts and models from the GPUs seen,
+  // causes and the unowned row from the GPUs that had such seconds.
+  std::map<RowKey, std::set<GpuId>> row_gpus;
+  for (const auto& p : partials)
+    if (p)
+      for (const auto& [k, g] : p->row_gpus) row_gpus[k].insert(g.begin(), g.end());
+  for (const auto& [g, held] : owners.gpus)
+    for (const auto& h : held.owners) row_gpus[h.row].insert(g);
+  for (const auto& [g, steps] : gpu_steps) {
+    if (options.by == FleetBy::kHost) row_gpus[RowKey{{{"Hostname", g.first}}, false}].insert(g);
+    if (options.by == FleetBy::kModel) row_gpus[model_row(models, g)].insert(g);
+  }
+  for (auto& [k, fr] : rows) {
+    fr.labels = k.labels;
+    fr.unowned = k.unowned;
+    fr.hosts.clear();
+    if (auto it = row_gpus.find(k); it != row_gpus.end()) {
+      fr.gpus = it->second.size();
+      for (const auto& g : it->second) fr.hosts.insert(g.first);
+    }
+  }
+
+  const double step_s = static_cast<double>(c.grid.step_ms) / 1000.0;
+  r.notes.push_back(fmt::format(
+      "gpudoctor serve's ledger at a step of {:.4g} s ({} steps; about {:.3g} s between samples), "
+      "joined with the owners here: {} GPU{} on {} host{}",
+      step_s, c.grid.n, interval_s, r.gpus, r.gpus == 1 ? "" : "s", r.hosts.size(),
+      r.hosts.size() == 1 ? "" : "s"));
 
   // Hosts with GPU series but no ledger (dcgm-exporter alone there): not in these figures.
-  auto bare = c.instant(fmt::format(
-      "count by (Hostname) (max by (Hostname, UUID) (max_over_time({0}[{2}s]))) unless on "
-      "(Hostname) count by (Hostname) (max by (Hostname, UUID) (max_over_time({1}[{2}s])))",
-      c.metric("DCGM_FI_DEV_POWER_USAGE"),
-      c.metric("gpudoctor_gpu_seconds_total", "state=\"working\""), c.span_s));
-  if (!bare) return bare.error();
-  if (!bare->empty()) {
-    std::vector<std::string> names;
-    for (const auto& s : bare.value()) names.push_back(label(s, "Hostname"));
-    std::string list;
-    for (size_t i = 0; i < names.size() && i < 10; ++i) list += (i ? ", " : "") + names[i];
-    if (names.size() > 10) list += fmt::format(" and {} more", names.size() - 10);
-    r.notes.push_back(fmt::format(
-        "{} host{} {} GPU series but no gpudoctor ledger (dcgm-exporter alone): not in these "
-        "figures; `--path diagnosis --selector '{{Hostname=~\"...\"}}'` reads them: {}",
-        names.size(), names.size() == 1 ? "" : "s", names.size() == 1 ? "has" : "have", list));
+  if (auto dcgm =
+          prometheus_label_values(options.prom, "Hostname", c.metric("DCGM_FI_DEV_POWER_USAGE"))) {
+    ++c.queries;
+    std::vector<std::string> bare;
+    for (const auto& h : dcgm.value())
+      if (!r.hosts.count(h)) bare.push_back(h);
+    if (!bare.empty())
+      r.notes.push_back(fmt::format(
+          "{} host{} {} GPU series but no gpudoctor ledger (dcgm-exporter alone): not in these "
+          "figures; `--path diagnosis --selector '{{Hostname=~\"...\"}}'` reads them: {}",
+          bare.size(), bare.size() == 1 ? "" : "s", bare.size() == 1 ? "has" : "have",
+          name_list(bare)));
   }
 
-  // Gaps: a host whose GPUs have far fewer samples than the span holds, or none lately.
-  auto recent =
-      c.instant(fmt::format("max by (Hostname) (count_over_time({}[{}s]))",
-                            c.metric("gpudoctor_gpu_seconds_total", "state=\"working\""),
-                            std::max<int64_t>(5 * c.step_s, std::min<int64_t>(c.span_s, 300))));
-  if (!recent) return recent.error();
-  std::set<std::string> reporting;
-  for (const auto& s : recent.value()) reporting.insert(label(s, "Hostname"));
-  if (const double covered = most * interval_s; covered < 0.9 * static_cast<double>(c.span_s))
+  // Gaps: a host whose GPUs have seconds in far fewer steps than the best-covered GPU, or in none
+  // lately (the last steps covering 5 minutes, at least the last).
+  if (static_cast<double>(most) < 0.9 * static_cast<double>(c.grid.n))
     r.notes.push_back(fmt::format(
         "the best-covered GPU has samples for about {} of the span's {}: the series start later "
         "(or stop earlier, or have gaps), so the GPU-hours cover less than the span",
-        human_duration(covered), human_duration(static_cast<double>(c.span_s))));
+        human_duration(static_cast<double>(most) * step_s),
+        human_duration(static_cast<double>(c.span_s))));
+  const size_t recent_steps = std::max<size_t>(
+      1, static_cast<size_t>(std::ceil(300'000.0 / static_cast<double>(c.grid.step_ms))));
   std::vector<std::string> stopped, sparse;
   for (const auto& h : r.hosts) {
-    if (!reporting.count(h)) stopped.push_back(h);
-    const double expected = most * static_cast<double>(host_gpus[h]);
-    if (expected > 0 && host_samples[h] < 0.9 * expected) sparse.push_back(h);
+    if (host_last[h] + recent_steps <= c.grid.n) stopped.push_back(h);
+    const double expected = static_cast<double>(most * host_gpus[h]);
+    if (static_cast<double>(host_steps[h]) < 0.9 * expected) sparse.push_back(h);
   }
-  auto list = [](const std::vector<std::string>& v) {
-    std::string out;
-    for (size_t i = 0; i < v.size() && i < 10; ++i) out += (i ? ", " : "") + v[i];
-    if (v.size() > 10) out += fmt::format(" and {} more", v.size() - 10);
-    return out;
-  };
   if (!stopped.empty())
     r.notes.push_back(fmt::format("{} host{} stopped reporting before the end of the span: {}",
-                                  stopped.size(), stopped.size() == 1 ? "" : "s", list(stopped)));
+                                  stopped.size(), stopped.size() == 1 ? "" : "s",
+                                  name_list(stopped)));
   if (!sparse.empty())
     r.notes.push_back(fmt::format(
-        "{} host{} have less than 90 % of the samples the best-covered GPU has (gaps, late start "
-        "or an early stop; their GPU-hours count only the time sampled): {}",
-        sparse.size(), sparse.size() == 1 ? "" : "s", list(sparse)));
+        "{} host{} {} samples in less than 90 % of the steps the best-covered GPU has them in "
+        "(gaps, a late start or an early stop; their GPU-hours count only the time sampled): {}",
+        sparse.size(), sparse.size() == 1 ? "" : "s", sparse.size() == 1 ? "has" : "have",
+        name_list(sparse)));
 
   std::vector<FleetRow> list_rows;
   for (auto& [k, fr] : rows)

@@ -1,14 +1,12 @@
 #include "formats/prometheus.hpp"
 
 #include <algorithm>
-#include <charconv>
 #include <cmath>
 #include <limits>
 #include <set>
 #include <unordered_map>
 
 #include <fmt/format.h>
-#include <nlohmann/json.hpp>
 
 #include "core/duration.hpp"
 #include "formats/finish.hpp"
@@ -53,17 +51,6 @@ std::string label_of(const std::map<std::string, std::string>& labels, const cha
   if (b)
     if (auto it = labels.find(b); it != labels.end()) return it->second;
   return "";
-}
-
-std::optional<double> parse_value(std::string_view s) {
-  if (s == "NaN") return std::numeric_limits<double>::quiet_NaN();
-  if (s == "+Inf" || s == "Inf") return std::numeric_limits<double>::infinity();
-  if (s == "-Inf") return -std::numeric_limits<double>::infinity();
-  if (!s.empty() && s.front() == '+') s.remove_prefix(1);
-  double v = 0;
-  const auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
-  if (ec != std::errc() || p != s.data() + s.size()) return std::nullopt;
-  return v;
 }
 
 struct GpuKey {
@@ -186,51 +173,6 @@ std::vector<std::string> prometheus_metric_names() {
   std::sort(own.begin(), own.end());
   dcgm.insert(dcgm.end(), own.begin(), own.end());
   return dcgm;
-}
-
-Result<std::vector<PromSeries>> parse_prometheus_answer(std::string_view body) {
-  auto j = nlohmann::json::parse(body, nullptr, false);
-  if (j.is_discarded() || !j.is_object())
-    return failure("the answer is not the JSON of Prometheus' HTTP API");
-  // Only find() and typed checks on what the server sent: operator[] on a missing key of a const
-  // value is undefined, and value() throws on a wrong type.
-  auto string_at = [](const nlohmann::json& o, const char* key, const char* otherwise) {
-    const auto it = o.find(key);
-    return it != o.end() && it->is_string() ? it->get<std::string>() : std::string(otherwise);
-  };
-  if (string_at(j, "status", "") != "success")
-    return failure(fmt::format("Prometheus answered {}: {}", string_at(j, "errorType", "error"),
-                               string_at(j, "error", "(no message)")));
-  const auto data = j.find("data");
-  if (data == j.end() || !data->is_object()) return failure("the answer has no data.result");
-  const auto result = data->find("result");
-  if (result == data->end() || !result->is_array()) return failure("the answer has no data.result");
-  std::vector<PromSeries> out;
-  for (const auto& r : *result) {
-    PromSeries s;
-    if (r.contains("metric") && r["metric"].is_object())
-      for (const auto& [k, v] : r["metric"].items())
-        if (v.is_string()) s.labels[k] = v.get<std::string>();
-    auto add_point = [&](const nlohmann::json& p) -> bool {
-      if (!p.is_array() || p.size() != 2 || !p[0].is_number() || !p[1].is_string()) return false;
-      // Unix seconds; outside 1970..5138 it is no Prometheus timestamp (and would overflow ms).
-      const double t = p[0].get<double>();
-      if (!(t >= 0 && t < 1e11)) return false;
-      const auto v = parse_value(p[1].get<std::string>());
-      if (!v) return false;
-      s.points.emplace_back(static_cast<int64_t>(std::llround(t * 1000)), *v);
-      return true;
-    };
-    if (r.contains("values") && r["values"].is_array()) {
-      for (const auto& p : r["values"])
-        if (!add_point(p)) return failure("a sample in the answer is not [unix time, \"value\"]");
-    } else if (r.contains("value")) {
-      if (!add_point(r["value"]))
-        return failure("a sample in the answer is not [unix time, \"value\"]");
-    }
-    out.push_back(std::move(s));
-  }
-  return out;
 }
 
 Recording series_by_gpu(const std::vector<PromSeries>& series, const std::string& source) {
@@ -444,63 +386,6 @@ Result<PrometheusQuery> prometheus_query(const std::string& url, const std::stri
   }
   if (q.end_unix_ms <= q.start_unix_ms) return usage_error("--until must be later than --since");
   return q;
-}
-
-namespace {
-
-// One call of the HTTP API: its status and body, or an error that says what went wrong.
-Result<std::pair<int, std::string>> api_body(const PrometheusQuery& q, const std::string& endpoint,
-                                             const std::string& params) {
-  auto url = net::parse_url(q.url);
-  if (!url) return url.error();
-  net::HttpGetOptions get;
-  get.timeout = q.timeout;
-  get.headers.emplace_back("Accept", "application/json");
-  auto r = net::http_get(url.value(), "/api/v1/" + endpoint + "?" + params, get);
-  if (!r) return r.error();
-  if (r->status == 401 || r->status == 403)
-    return failure(
-        fmt::format("{}: Prometheus refused the query (HTTP {}); put the user and "
-                    "password in the URL (http://user:pass@host:9090)",
-                    q.url, r->status));
-  if (r->status == 404)
-    return failure(fmt::format(
-        "{}: no Prometheus HTTP API there (HTTP 404 for /api/v1/{}); give the server's base URL, "
-        "e.g. http://prometheus:9090 (with its --web.route-prefix, if it has one)",
-        q.url, endpoint));
-  return std::make_pair(r->status, std::move(r->body));
-}
-
-}  // namespace
-
-Result<std::vector<PromSeries>> prometheus_api(const PrometheusQuery& q,
-                                               const std::string& endpoint,
-                                               const std::string& params) {
-  auto body = api_body(q, endpoint, params);
-  if (!body) return body.error();
-  auto parsed = parse_prometheus_answer(body->second);
-  if (!parsed)
-    return failure(fmt::format("{} (HTTP {}): {}", q.url, body->first, parsed.error().message));
-  return parsed;
-}
-
-Result<std::vector<std::string>> prometheus_label_names(const PrometheusQuery& q,
-                                                        const std::string& match) {
-  auto body =
-      api_body(q, "labels",
-               "match[]=" + net::url_encode(match) + "&start=" + prom_time_param(q.start_unix_ms) +
-                   "&end=" + prom_time_param(q.end_unix_ms));
-  if (!body) return body.error();
-  const auto j = nlohmann::json::parse(body->second, nullptr, false);
-  const auto data = j.is_object() ? j.find("data") : j.end();
-  const auto status = j.is_object() ? j.find("status") : j.end();
-  if (status == j.end() || *status != "success" || data == j.end() || !data->is_array())
-    return failure(fmt::format("{} (HTTP {}): the answer to /api/v1/labels is not Prometheus'",
-                               q.url, body->first));
-  std::vector<std::string> names;
-  for (const auto& n : *data)
-    if (n.is_string()) names.push_back(n.get<std::string>());
-  return names;
 }
 
 Result<PromFetch> fetch_prometheus_series(const PrometheusQuery& q) {

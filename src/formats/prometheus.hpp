@@ -59,6 +59,13 @@ Result<std::vector<PromSeries>> prometheus_api(const PrometheusQuery& q,
 // the index, no samples).
 Result<std::vector<std::string>> prometheus_label_names(const PrometheusQuery& q,
                                                         const std::string& match);
+// The values of `label` among those series (/api/v1/label/NAME/values: the index).
+Result<std::vector<std::string>> prometheus_label_values(const PrometheusQuery& q,
+                                                         const std::string& label,
+                                                         const std::string& match);
+// The label sets of those series (/api/v1/series: the index).
+Result<std::vector<std::map<std::string, std::string>>> prometheus_series_labels(
+    const PrometheusQuery& q, const std::string& match);
 
 // The GPU series of the query's span, paged, at the scrape interval (or the given step).
 struct PromFetch {

@@ -227,12 +227,15 @@ TEST(Fleet, RanksByLostTimeAndDrillsDown) {
   EXPECT_NE(fleet_markdown(r).find("| 1 | job <script> |"), std::string::npos);
 }
 
-// A stand-in Prometheus for the ledger path: G GPUs on two hosts, with answers shaped like a
-// real server's, recording every query.
+// A stand-in Prometheus for the ledger path, with answers shaped like a real server's, recording
+// every query. G GPUs on two hosts, scraped every 15 s (so a step of 60 s over an hour: 60 steps).
+// n1's GPUs: each step 30 s working, 20 s lost to data starvation, 10 s free; held by job 9 (z)
+// throughout and by job 10 (y) too in the second half. n2's GPUs: 60 s working a step, no owner,
+// and no samples after step 49 (the host stopped reporting). n3 has dcgm-exporter's series only.
 struct LedgerProm {
   size_t gpus;
   std::mutex mu;
-  std::vector<std::string> queries;
+  std::vector<std::string> queries;  // path and query of each request
   std::unique_ptr<HttpServer> server;
 
   static std::string decode(const std::string& s) {
@@ -247,54 +250,98 @@ struct LedgerProm {
     }
     return out;
   }
+  static std::map<std::string, std::string> params(const std::string& query) {
+    std::map<std::string, std::string> p;
+    for (size_t pos = 0; pos <= query.size();) {
+      const size_t amp = std::min(query.find('&', pos), query.size());
+      const std::string kv = query.substr(pos, amp - pos);
+      if (const size_t eq = kv.find('='); eq != std::string::npos)
+        p[kv.substr(0, eq)] = decode(kv.substr(eq + 1));
+      pos = amp + 1;
+    }
+    return p;
+  }
+  static nlohmann::json gpu_labels(size_t i) {
+    return {{"Hostname", i % 2 ? "n2" : "n1"}, {"UUID", fmt::format("GPU-{}", i)}};
+  }
 
   explicit LedgerProm(size_t n) : gpus(n) {
     HttpServerOptions o;
     o.listen = "127.0.0.1:0";
     auto s = HttpServer::start(o, [this](const HttpRequest& req) {
-      std::string q;
-      const size_t at = req.query.find("query=");
-      if (at != std::string::npos)
-        q = decode(req.query.substr(at + 6, req.query.find('&', at) - at - 6));
+      auto p = params(req.query);
+      const std::string q = p.count("query") ? p["query"] : p["match[]"];
       {
         std::lock_guard lock(mu);
-        queries.push_back(q);
+        queries.push_back(req.path + " " + q);
       }
       nlohmann::json result = nlohmann::json::array();
-      auto add = [&](nlohmann::json labels, double v) {
-        result.push_back({{"metric", labels}, {"value", {kT0 / 1000.0, fmt::format("{}", v)}}});
-      };
-      const bool per_gpu = q.rfind("max by (Hostname, UUID) (count_over_time", 0) == 0;
-      if (q.rfind("count(", 0) == 0) {
-        add(nlohmann::json::object(), static_cast<double>(gpus));
-      } else if (per_gpu) {
-        for (size_t i = 0; i < gpus; ++i)
-          add({{"Hostname", i % 2 ? "n2" : "n1"}, {"UUID", fmt::format("GPU-{}", i)}}, 240);
-      } else if (q.find("[600s]") != std::string::npos &&
-                 q.rfind("gpudoctor_gpu_seconds", 0) == 0) {
-        nlohmann::json values = nlohmann::json::array();
-        for (int i = 0; i < 40; ++i) values.push_back({kT0 / 1000.0 + 15 * i, "1"});
-        result.push_back({{"metric", {{"Hostname", "n1"}}}, {"values", values}});
-        return reply(result, "matrix");
-      } else if (q.find("sum by (state)") != std::string::npos) {
-        for (const char* st : {"working", "lost", "idle_allocated", "free"})
-          add({{"state", st}}, 3000.0 * static_cast<double>(gpus));
-      } else if (q.find("sum by (cause)") != std::string::npos) {
-        add({{"cause", "data_starvation"}}, 3600.0 * static_cast<double>(gpus));
-      } else if (q.rfind("count by (cause)", 0) == 0) {  // the causes the span has
-        add({{"cause", "data_starvation"}}, static_cast<double>(gpus));
-      } else if (q.find("exported_owner_kind") != std::string::npos) {
-        add({{"exported_job", "9"}, {"owner_kind", "slurm_job"}}, 1);
-      } else if (q.rfind("sum_over_time((sum by (owner_kind, exported_job", 0) == 0) {
-        add({{"owner_kind", "slurm_job"}, {"exported_job", "9"}, {"user", "z"}},
-            1800.0 * static_cast<double>(gpus));
-      } else if (q.rfind("count by (owner_kind, exported_job", 0) == 0) {
-        add({{"owner_kind", "slurm_job"}, {"exported_job", "9"}, {"user", "z"}, {"Hostname", "n1"}},
-            static_cast<double>(gpus));
-      } else if (q.rfind("max by (Hostname) (count_over_time", 0) == 0) {
-        add({{"Hostname", "n1"}}, 20);  // n2 has stopped reporting
+      if (req.path == "/api/v1/series") {
+        const bool info = q.find("gpudoctor_gpu_info") != std::string::npos;
+        for (size_t i = 0; i < gpus; ++i) {
+          auto l = gpu_labels(i);
+          l["__name__"] = info ? "gpudoctor_gpu_info" : "gpudoctor_gpu_seconds_total";
+          if (info)
+            l["model_name"] = i % 2 ? "NVIDIA A100-SXM4-80GB" : "NVIDIA H100 80GB HBM3";
+          else
+            l["state"] = "working";
+          result.push_back(l);
+        }
+        return list(result);
       }
-      return reply(result, "vector");
+      if (req.path == "/api/v1/labels")
+        return list({"Hostname", "UUID", "__name__", "exported_job", "job", "owner_kind", "user"});
+      if (req.path == "/api/v1/label/cause/values") return list({"data_starvation", "healthy"});
+      if (req.path == "/api/v1/label/Hostname/values") return list({"n1", "n2", "n3"});
+      if (req.path == "/api/v1/query") {  // the scrape interval: one GPU's raw samples
+        const std::string raw =
+            "gpudoctor_gpu_seconds_total{state=\"working\",Hostname=\"n1\",UUID=\"GPU-0\"}[600s]";
+        if (q == raw) {
+          nlohmann::json values = nlohmann::json::array();
+          for (int i = 0; i < 40; ++i) values.push_back({kT0 / 1000.0 + 3000 + 15 * i, "1"});
+          result.push_back({{"metric", gpu_labels(0)}, {"values", values}});
+          return reply(result, "matrix");
+        }
+        return reply(result, "vector");
+      }
+      // Range queries: a point per step; step k ends at start + k * step.
+      const auto ms = [](const std::string& v) { return std::llround(std::stod(v) * 1000); };
+      const int64_t start = ms(p["start"]), end = ms(p["end"]), step = ms(p["step"]);
+      auto points = [&](size_t gpu, const std::function<double(size_t, bool)>& value) {
+        nlohmann::json values = nlohmann::json::array();
+        for (int64_t t = start, k = 0; t <= end; t += step, ++k) {
+          const bool n1 = gpu % 2 == 0;
+          if (!n1 && k >= 50) break;
+          const double v = value(static_cast<size_t>(k), n1);
+          if (v > 0) values.push_back({static_cast<double>(t) / 1000, fmt::format("{}", v)});
+        }
+        return values;
+      };
+      auto per_gpu = [&](const std::function<double(size_t, bool)>& value) {
+        for (size_t i = 0; i < gpus; ++i) {
+          auto v = points(i, value);
+          if (!v.empty()) result.push_back({{"metric", gpu_labels(i)}, {"values", v}});
+        }
+      };
+      if (q.find("gpudoctor_gpu_owner_info") != std::string::npos) {
+        for (size_t i = 0; i < gpus; i += 2)
+          for (const char* job : {"9", "10"}) {
+            auto l = gpu_labels(i);
+            l["owner_kind"] = "slurm_job";
+            l["exported_job"] = job;
+            l["user"] = job[0] == '9' ? "z" : "y";
+            auto v = points(i, [&](size_t k, bool) { return job[0] == '9' || k >= 30 ? 1 : 0; });
+            result.push_back({{"metric", l}, {"values", v}});
+          }
+      } else if (q.find("state=\"working\"") != std::string::npos) {
+        per_gpu([](size_t, bool n1) { return n1 ? 30 : 60; });
+      } else if (q.find("state=\"lost\"") != std::string::npos ||
+                 q.find("cause=\"data_starvation\"") != std::string::npos) {
+        per_gpu([](size_t, bool n1) { return n1 ? 20 : 0; });
+      } else if (q.find("state=\"free\"") != std::string::npos) {
+        per_gpu([](size_t, bool n1) { return n1 ? 10 : 0; });
+      }
+      return reply(result, "matrix");
     });
     EXPECT_TRUE(s);
     server = std::move(s.value());
@@ -306,6 +353,13 @@ struct LedgerProm {
         {"status", "success"},
         {"data",
          {{"resultType", type}, {"result", result}}}}.dump());
+    return r;
+  }
+  static HttpResponse list(const nlohmann::json& data) {
+    HttpResponse r;
+    r.content_type = "application/json";
+    r.body = std::make_shared<const std::string>(
+        nlohmann::json{{"status", "success"}, {"data", data}}.dump());
     return r;
   }
   std::string url() const { return fmt::format("http://127.0.0.1:{}", server->port()); }
@@ -322,42 +376,103 @@ TEST(Fleet, LedgerPathAsksTheSameQueriesForAnyNumberOfGpus) {
     auto count = ledger_gpu_count(o);
     ASSERT_TRUE(count) << count.error().message;
     EXPECT_EQ(count.value(), n);
-    auto r = fleet_from_ledger(o);
+    std::vector<size_t> progress;
+    auto r = fleet_from_ledger(
+        o, [&](size_t done, size_t, std::string_view) { progress.push_back(done); });
     ASSERT_TRUE(r) << r.error().message;
+    EXPECT_EQ(progress.size(), 6u);  // owners, 4 states, 1 cause
     EXPECT_EQ(r->gpus, n);
     EXPECT_EQ(r->hosts.size(), 2u);
-    ASSERT_EQ(r->rows.size(), 2u);
+    const double half = static_cast<double>(n / 2);
+    // The fleet's totals: n1's GPUs over 60 steps, n2's over 50.
+    EXPECT_DOUBLE_EQ(r->total.working_s, half * (30 * 60 + 60 * 50));
+    EXPECT_DOUBLE_EQ(r->total.lost_s, half * 20 * 60);
+    EXPECT_DOUBLE_EQ(r->total.free_s, half * 10 * 60);
+    EXPECT_DOUBLE_EQ(r->total.by_cause[static_cast<size_t>(Cause::kDataStarvation)],
+                     half * 20 * 60);
+    ASSERT_EQ(r->rows.size(), 3u);
+    // Job 9 held n1's GPUs throughout, shared them with job 10 for the second half: 3/4 and 1/4.
     EXPECT_EQ(r->rows[0].label, "job 9 (z)");  // exported_job read back as the job
     EXPECT_EQ(r->rows[0].hosts, std::set<std::string>{"n1"});
-    EXPECT_EQ(r->rows[1].label, "(no owner)");
-    // The fleet's totals; GPU time no owner held is what the owners' shares leave.
-    EXPECT_DOUBLE_EQ(r->total.working_s, 3000.0 * static_cast<double>(n));
-    EXPECT_DOUBLE_EQ(r->rows[1].t.working_s, 1200.0 * static_cast<double>(n));
-    EXPECT_DOUBLE_EQ(r->rows[1].t.free_s, 3000.0 * static_cast<double>(n));
-    // Only the cause the span has is asked for, and it reaches the rows.
+    EXPECT_EQ(r->rows[0].gpus, n / 2);
+    EXPECT_DOUBLE_EQ(r->rows[0].t.working_s, half * 30 * 45);
     EXPECT_DOUBLE_EQ(r->rows[0].t.by_cause[static_cast<size_t>(Cause::kDataStarvation)],
-                     1800.0 * static_cast<double>(n));
+                     half * 20 * 45);
     EXPECT_EQ(r->rows[0].t.main_cause(), Cause::kDataStarvation);
-    bool stopped = false;
-    for (const auto& note : r->notes)
-      stopped = stopped || note.find("stopped reporting") != std::string::npos;
-    EXPECT_TRUE(stopped);
+    EXPECT_EQ(r->rows[1].label, "job 10 (y)");
+    EXPECT_DOUBLE_EQ(r->rows[1].t.lost_s, half * 20 * 15);
+    // n2's GPUs had no owner: their time is the (no owner) row.
+    EXPECT_EQ(r->rows[2].label, "(no owner)");
+    EXPECT_DOUBLE_EQ(r->rows[2].t.working_s, half * 60 * 50);
+    EXPECT_EQ(r->rows[2].hosts, std::set<std::string>{"n2"});
+    // The rows add up to the fleet's totals.
+    FleetTally sum;
+    for (const auto& row : r->rows) sum.add(row.t);
+    EXPECT_DOUBLE_EQ(sum.total_s(), r->total.total_s());
+    std::string notes;
+    for (const auto& note : r->notes) notes += note + "\n";
+    EXPECT_NE(notes.find("1 host stopped reporting before the end of the span: n2"),
+              std::string::npos)
+        << notes;
+    EXPECT_NE(notes.find("but no gpudoctor ledger (dcgm-exporter alone): not in these figures; "),
+              std::string::npos)
+        << notes;
+    EXPECT_NE(notes.find("reads them: n3"), std::string::npos) << notes;
+    EXPECT_NE(notes.find("step of 60 s (60 steps"), std::string::npos) << notes;
     std::lock_guard lock(prom.mu);
     asked.push_back(prom.queries.size());
-    // The owner joins use the label the scrape renamed, and give several owners equal shares.
-    bool joined = false;
-    for (const auto& q : prom.queries)
-      if (q.find("group_right()") != std::string::npos) {
-        joined = true;
+    // The counters per GPU and step, summed on the server only per GPU (no join there); the
+    // owners under the label the scrape renamed.
+    bool owners = false;
+    for (const auto& q : prom.queries) {
+      EXPECT_EQ(q.find("group_"), std::string::npos) << q;
+      if (q.find("increase(") != std::string::npos) {
+        EXPECT_NE(q.find("[60000ms])) > 0"), std::string::npos) << q;
+      }
+      if (q.find("gpudoctor_gpu_owner_info") != std::string::npos &&
+          q.find("query_range") != std::string::npos) {
+        owners = true;
         EXPECT_NE(q.find("max by (Hostname, UUID, owner_kind, exported_job"), std::string::npos)
             << q;
-        EXPECT_NE(q.find("group_left() count by (Hostname, UUID)"), std::string::npos) << q;
-        EXPECT_NE(q.find("[3600s:60s]"), std::string::npos) << q;  // step: 4 x 15 s
       }
-    EXPECT_TRUE(joined);
+    }
+    EXPECT_TRUE(owners);
   }
   EXPECT_EQ(asked[0], asked[1]);
   EXPECT_LE(asked[0], 20u);
+}
+
+TEST(Fleet, LedgerPathByHostModelAndCause) {
+  LedgerProm prom(4);
+  FleetOptions o;
+  o.prom.url = prom.url();
+  o.prom.end_unix_ms = kT0 + 3600 * 1000;
+  o.prom.start_unix_ms = kT0;
+  o.by = FleetBy::kHost;
+  auto r = fleet_from_ledger(o);
+  ASSERT_TRUE(r) << r.error().message;
+  ASSERT_EQ(r->rows.size(), 2u);
+  EXPECT_EQ(r->rows[0].label, "n1");  // n1 lost time; n2 only worked
+  EXPECT_EQ(r->rows[0].gpus, 2u);
+  EXPECT_DOUBLE_EQ(r->rows[0].t.lost_s, 2 * 20 * 60);
+  EXPECT_DOUBLE_EQ(r->rows[1].t.working_s, 2 * 60 * 50);
+  o.by = FleetBy::kModel;
+  r = fleet_from_ledger(o);
+  ASSERT_TRUE(r) << r.error().message;
+  ASSERT_EQ(r->rows.size(), 2u);
+  EXPECT_EQ(r->rows[0].label, "NVIDIA H100 80GB HBM3");
+  EXPECT_EQ(r->rows[0].hosts, std::set<std::string>{"n1"});
+  EXPECT_DOUBLE_EQ(r->rows[0].t.free_s, 2 * 10 * 60);
+  EXPECT_EQ(r->rows[1].label, "NVIDIA A100-SXM4-80GB");
+  o.by = FleetBy::kCause;
+  r = fleet_from_ledger(o);
+  ASSERT_TRUE(r) << r.error().message;
+  ASSERT_EQ(r->rows.size(), 1u);
+  EXPECT_EQ(r->rows[0].label, "data_starvation");
+  EXPECT_DOUBLE_EQ(r->rows[0].t.lost_s, 2 * 20 * 60);
+  EXPECT_EQ(r->rows[0].gpus, 2u);
+  EXPECT_EQ(r->rows[0].hosts, std::set<std::string>{"n1"});
+  EXPECT_DOUBLE_EQ(r->total.working_s, 2 * (30 * 60 + 60 * 50));
 }
 
 // A stand-in Prometheus with dcgm-exporter's series only: host h1's GPU busy in short kernels
@@ -447,8 +562,8 @@ TEST(Fleet, DiagnosisPathReadsHostsInPiecesAndCountsEachSample) {
   o.prom.end_unix_ms = prom.end;
   o.workers = 2;
   std::vector<std::pair<size_t, size_t>> progress;
-  auto r =
-      fleet_by_diagnosis(o, [&](size_t done, size_t total) { progress.emplace_back(done, total); });
+  auto r = fleet_by_diagnosis(
+      o, [&](size_t done, size_t total, std::string_view) { progress.emplace_back(done, total); });
   ASSERT_TRUE(r) << r.error().message;
   EXPECT_EQ(r->path, "diagnosis");
   EXPECT_EQ(r->gpus, 2u);
@@ -472,7 +587,8 @@ TEST(Fleet, DiagnosisPathReadsHostsInPiecesAndCountsEachSample) {
   // Hour pieces: h2's second hour has no series, and that is said.
   o.chunk_s = 3600;
   progress.clear();
-  r = fleet_by_diagnosis(o, [&](size_t done, size_t total) { progress.emplace_back(done, total); });
+  r = fleet_by_diagnosis(
+      o, [&](size_t done, size_t total, std::string_view) { progress.emplace_back(done, total); });
   ASSERT_TRUE(r) << r.error().message;
   EXPECT_EQ(progress.size(), 4u);
   EXPECT_NEAR(r->total.total_s(), 3 * 3600, 61);

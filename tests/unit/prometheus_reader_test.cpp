@@ -58,6 +58,33 @@ TEST(PrometheusReader, ParsesAnswers) {
   }
 }
 
+// The answer is read as a stream (no JSON tree): keys in any order, fields it does not know
+// skipped whatever their shape, points of the wrong shape refused wherever they are.
+TEST(PrometheusReader, ReadsAnswersAsAStream) {
+  auto r = parse_prometheus_answer(R"({"data":{"result":[
+      {"values":[[1700000000,"1"],[1700000030,"2"]],"metric":{"a":"x","n":1,"o":{"p":"q"},"b":"y"},
+       "extra":[[1,"2",3],{"k":[]}]},
+      {"metric":{},"value":[1700000000.25,"7"]}],
+      "resultType":"matrix","stats":{"x":[1,2]}},"warnings":["w"],"status":"success"})");
+  ASSERT_TRUE(r) << r.error().message;
+  ASSERT_EQ(r->size(), 2u);
+  EXPECT_EQ((*r)[0].labels, (std::map<std::string, std::string>{{"a", "x"}, {"b", "y"}}));
+  ASSERT_EQ((*r)[0].points.size(), 2u);
+  EXPECT_EQ((*r)[0].points[1], std::make_pair(int64_t{1700000030000}, 2.0));
+  EXPECT_EQ((*r)[1].points.front(), std::make_pair(int64_t{1700000000250}, 7.0));
+  for (const char* point : {R"([1,"2",3])", R"([1,["2"]])", R"(["1","2"])", R"([1])",
+                            R"([1,{"v":"2"}])", R"([1,"two"])", R"(5)"}) {
+    r = parse_prometheus_answer(fmt::format(
+        R"({{"status":"success","data":{{"result":[{{"metric":{{}},"values":[{}]}}]}}}})", point));
+    ASSERT_FALSE(r) << point;
+    EXPECT_NE(r.error().message.find("[unix time, \"value\"]"), std::string::npos) << point;
+  }
+  // Truncated, or something after the answer.
+  EXPECT_FALSE(parse_prometheus_answer(R"({"status":"success","data":{"result":[)"));
+  EXPECT_FALSE(parse_prometheus_answer(R"({"status":"success","data":{"result":[]}} x)"));
+  EXPECT_TRUE(parse_prometheus_answer(R"({"status":"success","data":{"result":[]}})"));
+}
+
 TEST(PrometheusReader, Selectors) {
   EXPECT_EQ(selector_matchers("").value(), "");
   EXPECT_EQ(selector_matchers("{Hostname=\"node7\"}").value(), "Hostname=\"node7\"");
