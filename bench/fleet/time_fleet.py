@@ -122,18 +122,31 @@ def main():
         fleet_gap = gap(states, causes, truth["fleet"])
         # Rows: the owners' rows, summed per truth row, against the truth's; the unowned row
         # against the truth's 'none' row (no owner: every key empty or "none").
+        # The unowned row is what the owners' rows leave of the headline (fleet leaves it out when
+        # it holds free time only); the truth's row of no owner is also where owners without a
+        # user (namespace) are, so both go to it.
         got = {}
+        rest_states, rest_causes = tally_hours(rep["total"])
         for r in rep["rows"]:
-            table, key = truth_key(by, r["labels"], r["unowned"])
-            add_hours(got.setdefault((table, key), ({}, {})), *tally_hours(r["tally"]))
+            if r["unowned"]:
+                continue
+            table, key = truth_key(by, r["labels"], False)
+            s, c = tally_hours(r["tally"])
+            add_hours(got.setdefault((table, key), ({}, {})), s, c)
+            for k, v in s.items():
+                rest_states[k] -= v
+            for k, v in c.items():
+                rest_causes[k] -= v
+        table = truth_key(by, {}, True)[0]
+        none = next((w for w in truth[table]
+                     if all(w[f] in ("", "none") for f in TRUTH_FIELDS[table])), None)
+        if none is not None:
+            add_hours(got.setdefault((table, tuple(none[f] for f in TRUTH_FIELDS[table])),
+                                     ({}, {})), rest_states, rest_causes)
         row_gap, matched, gaps = 0.0, 0, []
         for (table, key), (s, c) in got.items():
             rows = truth[table]
-            if key is None:
-                t = next((w for w in rows if all(w[f] in ("", "none") for f in TRUTH_FIELDS[table])),
-                         None)
-            else:
-                t = next((w for w in rows if tuple(w[f] for f in TRUTH_FIELDS[table]) == key), None)
+            t = next((w for w in rows if tuple(w[f] for f in TRUTH_FIELDS[table]) == key), None)
             if t is None:
                 continue
             matched += 1

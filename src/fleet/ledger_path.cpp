@@ -1,10 +1,12 @@
 // fleet's first path: gpudoctor serve's ledger. The span is cut into n steps of S; the server
 // gives each GPU's GPU seconds of each step (increase(...[S]) of every state and cause counter,
 // range queries at step S: each sample read once, nothing joined on the server) and the owners
-// each GPU had at each step (the owner info at the same steps); the join is done here: a step's
-// seconds go to the owners the GPU had at that step, an equal share each (so rows add up to the
-// fleet's total), to the `(no owner)` row where it had none. One query per state, per cause the
-// series have and for the owners, whatever the number of GPUs; they run a few at a time.
+// each GPU had during each step (the owner info seen in the step); the join is done here: a
+// step's held seconds (working, lost, idle but allocated) go to the owners the GPU had in that
+// step, an equal share each (so rows add up to the fleet's total), to the `(no owner)` row where
+// it had none; free seconds (nothing held the GPU) are always the `(no owner)` row's. One query
+// per state, per cause the series have and for the owners, whatever the number of GPUs; they run
+// a few at a time.
 #include <algorithm>
 #include <atomic>
 #include <cmath>
@@ -99,8 +101,9 @@ void add(FleetTally& t, const Slot& s, double v) {
   if (s.cause) t.by_cause[static_cast<size_t>(*s.cause)] += v;
 }
 
-// Who held each GPU at each step (owner dimensions): owners as rows of --by (several of a GPU's
-// owners can be one row: two jobs of one user), with the steps they held it.
+// Who held each GPU in each step (owner dimensions): owners as rows of --by (several of a GPU's
+// owners can be one row: two jobs of one user), with the steps they held it in (an owner info
+// sample in the step: an owner that left and one that came within a step both hold it).
 struct OwnerTable {
   struct Held {
     RowKey row;
@@ -243,7 +246,8 @@ Partial fold(const Ctx& c, FleetBy by, const Slot& slot, const std::vector<PromS
           (*slot.cause == Cause::kIdle ? row->idle_allocated_s : row->lost_s) += v;
       }
       if (!by_owner) continue;
-      const uint16_t n = held->count.empty() ? 0 : held->count[*k];
+      // Free seconds are nobody's (the ledger counts a second free only when nothing held the GPU).
+      const uint16_t n = held->count.empty() || slot.state == 3 ? 0 : held->count[*k];
       if (n == 0) {
         add(*nobody, slot, v);
         unowned += v;
@@ -419,8 +423,9 @@ Result<FleetReport> fleet_from_ledger(const FleetOptions& options, const FleetPr
   };
   std::vector<Ask> asks;
   if (owner_dimension(options.by))
-    asks.push_back({fmt::format("max by (Hostname, UUID, {}) ({})", c.labels(identity_labels()),
-                                c.metric("gpudoctor_gpu_owner_info")),
+    asks.push_back({fmt::format("max by (Hostname, UUID, {}) (max_over_time({}[{}ms]))",
+                                c.labels(identity_labels()), c.metric("gpudoctor_gpu_owner_info"),
+                                c.grid.step_ms),
                     {},
                     true});
   for (size_t i = 0; i < kStates.size(); ++i)

@@ -401,10 +401,13 @@ TEST(Fleet, LedgerPathAsksTheSameQueriesForAnyNumberOfGpus) {
     EXPECT_EQ(r->rows[0].t.main_cause(), Cause::kDataStarvation);
     EXPECT_EQ(r->rows[1].label, "job 10 (y)");
     EXPECT_DOUBLE_EQ(r->rows[1].t.lost_s, half * 20 * 15);
-    // n2's GPUs had no owner: their time is the (no owner) row.
+    // n2's GPUs had no owner: their time is the (no owner) row; so are the free seconds of n1's
+    // (nothing held the GPU then, whatever the owner info said).
     EXPECT_EQ(r->rows[2].label, "(no owner)");
     EXPECT_DOUBLE_EQ(r->rows[2].t.working_s, half * 60 * 50);
-    EXPECT_EQ(r->rows[2].hosts, std::set<std::string>{"n2"});
+    EXPECT_DOUBLE_EQ(r->rows[2].t.free_s, half * 10 * 60);
+    EXPECT_DOUBLE_EQ(r->rows[0].t.free_s + r->rows[1].t.free_s, 0);
+    EXPECT_EQ(r->rows[2].hosts, (std::set<std::string>{"n1", "n2"}));
     // The rows add up to the fleet's totals.
     FleetTally sum;
     for (const auto& row : r->rows) sum.add(row.t);
@@ -433,6 +436,9 @@ TEST(Fleet, LedgerPathAsksTheSameQueriesForAnyNumberOfGpus) {
           q.find("query_range") != std::string::npos) {
         owners = true;
         EXPECT_NE(q.find("max by (Hostname, UUID, owner_kind, exported_job"), std::string::npos)
+            << q;
+        // An owner holds the GPU in a step where it was seen in the step.
+        EXPECT_NE(q.find("(max_over_time(gpudoctor_gpu_owner_info{}[60000ms]))"), std::string::npos)
             << q;
       }
     }
