@@ -31,18 +31,10 @@ struct Piece {
   int64_t start_ms = 0, end_ms = 0;
 };
 
-struct RowKey {
-  std::map<std::string, std::string> labels;
-  bool unowned = false;
-  bool operator<(const RowKey& o) const {
-    return std::tie(unowned, labels) < std::tie(o.unowned, o.labels);
-  }
-};
-
 struct Tallies {
   FleetTally total;
-  std::map<RowKey, FleetRow> rows;
-  std::map<RowKey, std::set<std::string>> row_gpus;
+  std::map<FleetRowKey, FleetRow> rows;
+  std::map<FleetRowKey, std::set<std::string>> row_gpus;
   std::set<std::string> gpus;  // host/UUID
 };
 
@@ -111,10 +103,10 @@ void account(const PromRun& run, const Diagnosis& d, FleetBy by, Tallies& out) {
         }
       out.total.add(s);
       const double t = static_cast<double>(cs.unix_ms - run.rec.start_unix_ms) / 1000.0;
-      std::vector<RowKey> keys;
+      std::vector<FleetRowKey> keys;
       if (owner_dimension(by)) {
         for (const Owner* o : owners_at(g, t)) {
-          RowKey k;
+          FleetRowKey k;
           const auto labels = owner_info_labels(*o);
           for (const auto& n : fleet_group_labels(by))
             if (auto it = labels.find(n); it != labels.end() && !it->second.empty())

@@ -18,6 +18,7 @@
 #include <set>
 #include <string>
 #include <string_view>
+#include <tuple>
 #include <vector>
 
 #include "analysis/causes.hpp"
@@ -56,6 +57,16 @@ const std::vector<std::string>& fleet_group_labels(FleetBy by);
 // How a row is named from its labels: "job 41877 (alice)", "pod research/notebook-0 (bob)",
 // "user alice", "node7", "(no owner)".
 std::string fleet_row_label(FleetBy by, const std::map<std::string, std::string>& labels);
+
+// The row a GPU second belongs to: the labels of --by under their canonical names, or the time
+// no owner held.
+struct FleetRowKey {
+  std::map<std::string, std::string> labels;
+  bool unowned = false;
+  bool operator<(const FleetRowKey& o) const {
+    return std::tie(unowned, labels) < std::tie(o.unowned, o.labels);
+  }
+};
 
 struct FleetRow {
   std::map<std::string, std::string> labels;  // fleet_group_labels(by); empty map: no owner

@@ -54,15 +54,6 @@ const std::vector<std::string>& identity_labels() {
   return fleet_group_labels(FleetBy::kJob);
 }
 
-// The row a GPU second belongs to, under the canonical label names.
-struct RowKey {
-  std::map<std::string, std::string> labels;
-  bool unowned = false;
-  bool operator<(const RowKey& o) const {
-    return std::tie(unowned, labels) < std::tie(o.unowned, o.labels);
-  }
-};
-
 // The steps: the k-th (0-based) ends at first_ms + k * step_ms and covers the step_ms before it.
 struct Grid {
   int64_t first_ms = 0, step_ms = 1;
@@ -106,7 +97,7 @@ void add(FleetTally& t, const Slot& s, double v) {
 // sample in the step: an owner that left and one that came within a step both hold it).
 struct OwnerTable {
   struct Held {
-    RowKey row;
+    FleetRowKey row;
     std::vector<bool> steps;
   };
   struct Gpu {
@@ -119,9 +110,9 @@ struct OwnerTable {
 // What one answer adds up to; answers are folded on their own, then merged in the order asked.
 struct Partial {
   FleetTally total;
-  std::map<RowKey, FleetTally> rows;
-  std::map<RowKey, std::set<GpuId>> row_gpus;    // rows whose GPUs the answer tells
-  std::map<GpuId, std::vector<bool>> gpu_steps;  // the states: the steps each GPU has seconds in
+  std::map<FleetRowKey, FleetTally> rows;
+  std::map<FleetRowKey, std::set<GpuId>> row_gpus;  // rows whose GPUs the answer tells
+  std::map<GpuId, std::vector<bool>> gpu_steps;     // the states: the steps each GPU has seconds in
 };
 
 struct Ctx {
@@ -200,10 +191,10 @@ OwnerTable owner_table(const Ctx& c, FleetBy by, const std::vector<PromSeries>& 
 }
 
 // A GPU's row by model (no model label: the row of GPUs whose model is not known).
-RowKey model_row(const std::map<GpuId, std::string>& models, const GpuId& gpu) {
+FleetRowKey model_row(const std::map<GpuId, std::string>& models, const GpuId& gpu) {
   const auto m = models.find(gpu);
-  if (m == models.end()) return RowKey{};
-  return RowKey{{{"model_name", m->second}}, false};
+  if (m == models.end()) return FleetRowKey{};
+  return FleetRowKey{{{"model_name", m->second}}, false};
 }
 
 // One answer (a state's or a cause's per-GPU seconds by step) summed into rows of --by.
@@ -222,13 +213,13 @@ Partial fold(const Ctx& c, FleetBy by, const Slot& slot, const std::vector<PromS
     if (by_owner) {
       if (auto it = owners.gpus.find(gpu); it != owners.gpus.end()) held = &it->second;
       for (const auto& h : held->owners) owner_rows.push_back(&p.rows[h.row]);
-      nobody = &p.rows[RowKey{{}, true}];
+      nobody = &p.rows[FleetRowKey{{}, true}];
     } else if (by == FleetBy::kHost) {
-      row = &p.rows[RowKey{{{"Hostname", gpu.first}}, false}];
+      row = &p.rows[FleetRowKey{{{"Hostname", gpu.first}}, false}];
     } else if (by == FleetBy::kModel) {
       row = &p.rows[model_row(models, gpu)];
     } else if (slot.cause && *slot.cause != Cause::kHealthy) {  // by cause: the cause's row
-      const RowKey key{{{"cause", std::string(cause_code(*slot.cause))}}, false};
+      const FleetRowKey key{{{"cause", std::string(cause_code(*slot.cause))}}, false};
       row = &p.rows[key];
       p.row_gpus[key].insert(gpu);
     }
@@ -256,7 +247,7 @@ Partial fold(const Ctx& c, FleetBy by, const Slot& slot, const std::vector<PromS
       for (size_t i = 0; i < held->owners.size(); ++i)
         if (held->owners[i].steps[*k]) add(*owner_rows[i], slot, v / n);
     }
-    if (unowned > 0) p.row_gpus[RowKey{{}, true}].insert(gpu);
+    if (unowned > 0) p.row_gpus[FleetRowKey{{}, true}].insert(gpu);
   }
   return p;
 }
@@ -470,7 +461,7 @@ Result<FleetReport> fleet_from_ledger(const FleetOptions& options, const FleetPr
   if (failed) return *failed;
 
   // Merged in the order asked (the same sums whatever the order answers came in).
-  std::map<RowKey, FleetRow> rows;
+  std::map<FleetRowKey, FleetRow> rows;
   std::map<GpuId, std::vector<bool>> gpu_steps;
   for (auto& p : partials) {
     if (!p) continue;
@@ -503,14 +494,15 @@ Result<FleetReport> fleet_from_ledger(const FleetOptions& options, const FleetPr
 
   // The rows' GPUs and hosts: owners from the owner table, hosts and models from the GPUs seen,
   // causes and the unowned row from the GPUs that had such seconds.
-  std::map<RowKey, std::set<GpuId>> row_gpus;
+  std::map<FleetRowKey, std::set<GpuId>> row_gpus;
   for (const auto& p : partials)
     if (p)
       for (const auto& [k, g] : p->row_gpus) row_gpus[k].insert(g.begin(), g.end());
   for (const auto& [g, held] : owners.gpus)
     for (const auto& h : held.owners) row_gpus[h.row].insert(g);
   for (const auto& [g, steps] : gpu_steps) {
-    if (options.by == FleetBy::kHost) row_gpus[RowKey{{{"Hostname", g.first}}, false}].insert(g);
+    if (options.by == FleetBy::kHost)
+      row_gpus[FleetRowKey{{{"Hostname", g.first}}, false}].insert(g);
     if (options.by == FleetBy::kModel) row_gpus[model_row(models, g)].insert(g);
   }
   for (auto& [k, fr] : rows) {
