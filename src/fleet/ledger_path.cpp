@@ -29,6 +29,7 @@ namespace gpudoctor {
 namespace {
 
 constexpr std::array<std::string_view, 4> kStates = {"working", "lost", "idle_allocated", "free"};
+constexpr int kFree = 3;  // kStates' free
 
 using GpuId = std::pair<std::string, std::string>;  // Hostname, UUID
 
@@ -83,7 +84,7 @@ void add(FleetTally& t, const Slot& s, double v) {
     case 2:
       t.idle_allocated_s += v;
       return;
-    case 3:
+    case kFree:
       t.free_s += v;
       return;
     default:
@@ -238,7 +239,7 @@ Partial fold(const Ctx& c, FleetBy by, const Slot& slot, const std::vector<PromS
       }
       if (!by_owner) continue;
       // Free seconds are nobody's (the ledger counts a second free only when nothing held the GPU).
-      const uint16_t n = held->count.empty() || slot.state == 3 ? 0 : held->count[*k];
+      const uint16_t n = held->count.empty() || slot.state == kFree ? 0 : held->count[*k];
       if (n == 0) {
         add(*nobody, slot, v);
         unowned += v;
@@ -438,6 +439,10 @@ Result<FleetReport> fleet_from_ledger(const FleetOptions& options, const FleetPr
   std::atomic<size_t> next{0}, done{0};
   auto work = [&] {
     for (size_t i; (i = next.fetch_add(1)) < asks.size();) {
+      {
+        std::lock_guard lock(mu);
+        if (failed && !asks[i].owners) continue;  // one failed: the rest are not asked
+      }
       auto answer = c.range(asks[i].expr);
       if (asks[i].owners) {
         if (answer) owners = owner_table(c, options.by, answer.value());

@@ -234,6 +234,7 @@ TEST(Fleet, RanksByLostTimeAndDrillsDown) {
 // and no samples after step 49 (the host stopped reporting). n3 has dcgm-exporter's series only.
 struct LedgerProm {
   size_t gpus;
+  bool refuse_causes = false;  // answer the cause queries as a server that ran out of time
   std::mutex mu;
   std::vector<std::string> queries;  // path and query of each request
   std::unique_ptr<HttpServer> server;
@@ -335,6 +336,13 @@ struct LedgerProm {
           }
       } else if (q.find("state=\"working\"") != std::string::npos) {
         per_gpu([](size_t, bool n1) { return n1 ? 30 : 60; });
+      } else if (refuse_causes && q.find("cause=") != std::string::npos) {
+        HttpResponse e;
+        e.status = 503;
+        e.content_type = "application/json";
+        e.body = std::make_shared<const std::string>(
+            R"({"status":"error","errorType":"timeout","error":"query timed out in expression evaluation"})");
+        return e;
       } else if (q.find("state=\"lost\"") != std::string::npos ||
                  q.find("cause=\"data_starvation\"") != std::string::npos) {
         per_gpu([](size_t, bool n1) { return n1 ? 20 : 0; });
@@ -446,6 +454,22 @@ TEST(Fleet, LedgerPathAsksTheSameQueriesForAnyNumberOfGpus) {
   }
   EXPECT_EQ(asked[0], asked[1]);
   EXPECT_LE(asked[0], 20u);
+}
+
+TEST(Fleet, LedgerPathSaysWhichQueryFailed) {
+  LedgerProm prom(4);
+  prom.refuse_causes = true;
+  FleetOptions o;
+  o.prom.url = prom.url();
+  o.prom.end_unix_ms = kT0 + 3600 * 1000;
+  o.prom.start_unix_ms = kT0;
+  o.workers = 1;
+  auto r = fleet_from_ledger(o);
+  ASSERT_FALSE(r);
+  EXPECT_NE(r.error().message.find(prom.url() + " (HTTP 503): Prometheus answered timeout: query "
+                                                "timed out in expression evaluation"),
+            std::string::npos)
+      << r.error().message;
 }
 
 TEST(Fleet, LedgerPathByHostModelAndCause) {
