@@ -208,19 +208,26 @@ Result<std::pair<int, std::string>> api_body(const PrometheusQuery& q, const std
   return std::make_pair(r->status, std::move(r->body));
 }
 
-// The "data" array of strings of the labels and label values endpoints.
-Result<std::vector<std::string>> string_list(const PrometheusQuery& q, const std::string& endpoint,
-                                             const std::string& params) {
+// The "data" array of an index endpoint's answer (labels, label values, series).
+Result<nlohmann::json> data_array(const PrometheusQuery& q, const std::string& endpoint,
+                                  const std::string& params) {
   auto body = api_body(q, endpoint, params);
   if (!body) return body.error();
-  const auto j = nlohmann::json::parse(body->second, nullptr, false);
+  auto j = nlohmann::json::parse(body->second, nullptr, false);
   const auto data = j.is_object() ? j.find("data") : j.end();
   const auto status = j.is_object() ? j.find("status") : j.end();
   if (status == j.end() || *status != "success" || data == j.end() || !data->is_array())
     return failure(fmt::format("{} (HTTP {}): the answer to /api/v1/{} is not Prometheus'", q.url,
                                body->first, endpoint));
+  return std::move(*data);
+}
+
+Result<std::vector<std::string>> string_list(const PrometheusQuery& q, const std::string& endpoint,
+                                             const std::string& params) {
+  auto data = data_array(q, endpoint, params);
+  if (!data) return data.error();
   std::vector<std::string> names;
-  for (const auto& n : *data)
+  for (const auto& n : data.value())
     if (n.is_string()) names.push_back(n.get<std::string>());
   return names;
 }
@@ -271,16 +278,10 @@ Result<std::vector<std::string>> prometheus_label_values(const PrometheusQuery& 
 
 Result<std::vector<std::map<std::string, std::string>>> prometheus_series_labels(
     const PrometheusQuery& q, const std::string& match) {
-  auto body = api_body(q, "series", span_params(q, match));
-  if (!body) return body.error();
-  const auto j = nlohmann::json::parse(body->second, nullptr, false);
-  const auto data = j.is_object() ? j.find("data") : j.end();
-  const auto status = j.is_object() ? j.find("status") : j.end();
-  if (status == j.end() || *status != "success" || data == j.end() || !data->is_array())
-    return failure(fmt::format("{} (HTTP {}): the answer to /api/v1/series is not Prometheus'",
-                               q.url, body->first));
+  auto data = data_array(q, "series", span_params(q, match));
+  if (!data) return data.error();
   std::vector<std::map<std::string, std::string>> out;
-  for (const auto& s : *data) {
+  for (const auto& s : data.value()) {
     if (!s.is_object()) continue;
     auto& labels = out.emplace_back();
     for (const auto& [k, v] : s.items())
