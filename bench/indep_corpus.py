@@ -15,7 +15,22 @@ The hardware truth is a 100 ms timeline per GPU (kernel running or not, power, c
 each layout samples it at its interval the way its tool does (GPU-Util: share of the interval
 with a kernel running; power: the mean over the last second; the rest: the instant value).
 
-  indep_corpus.py OUT_DIR [RUNS_PER_CAUSE=6] [SEED=1]
+With --no-name, each case is written instead with no model name and no limit column, in the
+layouts that carry a percent-of-limit, clock-reason or activity column (issue 24):
+
+  gpuz      GPU-Z sensor log: Board Power Draw [W], Power Consumption (%) [% TDP], PerfCap
+            Reason (1 power, 2 thermal), latin-1, one GPU
+  hwinfo    HWiNFO CSV: GPU Power [W], Total GPU Power [% of TDP], Performance Limit - Power /
+            Thermal [Yes/No], d.m.yyyy dates, one GPU
+  wandb     W&B's wandb-events.jsonl: system.gpu.N.powerWatts and .powerPercent (of the enforced
+            limit), .gpu, .memory, .temp
+  dcgm      dcgmi dmon with DCGM's short tags, read without --gpu-name (SMACT, DRAMA, POWER)
+
+A layout takes only the causes its columns can show: a lowered cap and heat need the reason
+columns (GPU-Z, HWiNFO); locked clocks need the maximum clock, which none of these has, so that
+cause is left out of this set.
+
+  indep_corpus.py OUT_DIR [RUNS_PER_CAUSE=6] [SEED=1] [--no-name]
 
 Writes OUT_DIR/*.{csv,txt} and OUT_DIR/labels.jsonl (read by gpudoctor_accuracy).
 """
@@ -231,20 +246,135 @@ def write_generic(path, model, samples, base):
         f.write("\n".join(lines) + "\n")
 
 
+PERFCAP = {"power": 1, "thermal": 2, "idle": 16}
+NONAME_LAYOUTS = ["gpuz", "hwinfo", "wandb", "dcgm"]
+NONAME_CAN = {
+    "gpuz": {"healthy", "idle", "data_starvation", "launch_overhead", "memory_bound",
+             "power_capped", "thermal_throttle"},
+    "hwinfo": {"healthy", "idle", "data_starvation", "launch_overhead", "memory_bound",
+               "power_capped", "thermal_throttle"},
+    "wandb": {"healthy", "idle", "data_starvation", "launch_overhead", "communication_wait",
+              "memory_bound"},
+    "dcgm": {"healthy", "idle", "data_starvation", "launch_overhead", "communication_wait",
+             "memory_bound"},
+}
+
+
+def reason_kind(mask):
+    if mask & 0x4:
+        return "power"
+    if mask & 0x60:
+        return "thermal"
+    if mask & 0x1:
+        return "idle"
+    return ""
+
+
+def write_gpuz(path, model, samples, base):
+    import datetime
+    cols = ["Date", "GPU Clock [MHz]", "GPU Temperature [\u00b0C]", "Memory Used [MB]",
+            "GPU Load [%]", "Memory Controller Load [%]", "Board Power Draw [W]",
+            "Power Consumption (%) [% TDP]", "PerfCap Reason []"]
+    lines = [" , ".join(f"{c:>12}" for c in cols) + " ,"]
+    for t, row in samples:
+        s = row[0]
+        d = datetime.datetime.fromtimestamp(base + t, datetime.timezone.utc)
+        cells = [d.strftime("%Y-%m-%d %H:%M:%S"), f"{s['clock']:.1f}", f"{s['temp']:.1f}",
+                 str(s["mem_used"]), str(s["util"]), str(s["mu"]), f"{s['power']:.1f}",
+                 f"{100 * s['power'] / model[1]:.1f}", str(PERFCAP.get(reason_kind(s["reasons"]), 0))]
+        lines.append(" , ".join(f"{c:>12}" for c in cells) + " ,")
+    with open(path, "w", encoding="latin-1") as f:
+        f.write("\r\n".join(lines) + "\r\n")
+
+
+def write_hwinfo(path, model, samples, base):
+    import datetime
+    cols = ["Date", "Time", "GPU Temperature [\u00b0C]", "GPU Core Load [%]",
+            "GPU Memory Controller Load [%]", "GPU Clock [MHz]", "GPU Power [W]",
+            "Total GPU Power [% of TDP]", "GPU Memory Allocated [MB]",
+            "Performance Limit - Power [Yes/No]", "Performance Limit - Thermal [Yes/No]"]
+    lines = [",".join(f'"{c}"' for c in cols)]
+    for t, row in samples:
+        s = row[0]
+        d = datetime.datetime.fromtimestamp(base + t, datetime.timezone.utc)
+        kind = reason_kind(s["reasons"])
+        cells = [f"{d.day}.{d.month}.{d.year}", d.strftime("%H:%M:%S.") + f"{d.microsecond // 1000:03d}",
+                 f"{s['temp']:.1f}", f"{s['util']:.1f}", f"{s['mu']:.1f}", f"{s['clock']:.1f}",
+                 f"{s['power']:.3f}", f"{100 * s['power'] / model[1]:.1f}", str(s["mem_used"]),
+                 "Yes" if kind == "power" else "No", "Yes" if kind == "thermal" else "No"]
+        lines.append(",".join(cells))
+    with open(path, "w", encoding="latin-1") as f:
+        f.write("\n".join(lines) + "\n")
+
+
+def write_wandb(path, model, samples, base):
+    lines = []
+    for t, row in samples:
+        rec = {}
+        for g, s in enumerate(row):
+            p = f"system.gpu.{g}."
+            rec[p + "gpu"] = s["util"]
+            rec[p + "memory"] = s["mu"]
+            rec[p + "memoryAllocated"] = round(100 * s["mem_used"] / model[3], 2)
+            rec[p + "temp"] = s["temp"]
+            rec[p + "powerWatts"] = round(s["power"], 2)
+            rec[p + "powerPercent"] = round(100 * s["power"] / s["cap"], 2)
+        rec["_wandb"] = True
+        rec["_timestamp"] = round(base + t, 3)
+        rec["_runtime"] = round(t, 3)
+        lines.append(json.dumps(rec))
+    with open(path, "w") as f:
+        f.write("\n".join(lines) + "\n")
+
+
 def main():
     if len(sys.argv) < 2:
         print(__doc__)
         return 2
-    out = sys.argv[1]
-    runs = int(sys.argv[2]) if len(sys.argv) > 2 else 6
-    seed = int(sys.argv[3]) if len(sys.argv) > 3 else 1
+    no_name = "--no-name" in sys.argv
+    args = [a for a in sys.argv[1:] if a != "--no-name"]
+    out = args[0]
+    runs = int(args[1]) if len(args) > 1 else 6
+    seed = int(args[2]) if len(args) > 2 else 1
     os.makedirs(out, exist_ok=True)
     rng = random.Random(seed)
     labels = []
     base = 1_735_000_000.0
     for cause in CAUSES:
+        if no_name and cause == "clocks_limited":
+            continue
         for k in range(runs):
             interval = INTERVALS[(k + CAUSES.index(cause)) % len(INTERVALS)]
+            if no_name:
+                # The next layout (in turn) whose columns can show the cause.
+                j = k + 2 * CAUSES.index(cause)
+                while cause not in NONAME_CAN[NONAME_LAYOUTS[j % len(NONAME_LAYOUTS)]]:
+                    j += 1
+                layout = NONAME_LAYOUTS[j % len(NONAME_LAYOUTS)]
+                # GPU-Z stamps whole seconds; W&B samples every few seconds at the fastest.
+                interval = max(interval, {"gpuz": 1, "wandb": 2}.get(layout, 0))
+                model, ngpu, gpus, samples = simulate(rng, cause, interval)
+                if layout in ("gpuz", "hwinfo"):
+                    samples = [(t, row[:1]) for t, row in samples]
+                    ngpu = 1
+                name = f"{cause}_{k:02d}_{layout}_{str(interval).replace('.', 'p')}s"
+                label = {"cause": cause, "scenario": cause, "format": layout, "model": model[0],
+                         "interval_s": interval, "gpu_causes": [cause] * ngpu}
+                if layout == "gpuz":
+                    name += ".txt"
+                    write_gpuz(os.path.join(out, name), model, samples, base)
+                elif layout == "hwinfo":
+                    name += ".CSV"
+                    write_hwinfo(os.path.join(out, name), model, samples, base)
+                elif layout == "wandb":
+                    name += ".jsonl"
+                    write_wandb(os.path.join(out, name), model, samples, base)
+                else:
+                    name += ".txt"
+                    write_dcgm(os.path.join(out, name), model, samples)
+                label["file"] = name
+                labels.append(label)
+                continue
             layout = LAYOUTS[(k + 2 * CAUSES.index(cause)) % len(LAYOUTS)]
             # Layouts that cannot carry a cause's evidence: a lowered cap needs the limit or the
             # power-cap reason (dmon and DCGM's dump here have neither); clocks held by

@@ -11,6 +11,7 @@
 
 #include "analysis/data_quality.hpp"
 #include "analysis/detectors/detector.hpp"
+#include "analysis/power_limit.hpp"
 #include "analysis/workload.hpp"
 #include "core/clock_reasons.hpp"
 #include "core/duration.hpp"
@@ -96,21 +97,14 @@ GpuData prepare(const GpuSeries& s, const DiagnosisConfig& cfg) {
     d.dt[i] = i + 1 < n ? std::min(s.time_s[i + 1] - s.time_s[i], 2 * d.interval_s) : d.interval_s;
 
   const auto model = s.info.name.empty() ? std::nullopt : gpu_model_by_name(s.info.name);
-  const double col_default = median_of(s.column(Field::kPowerLimitDefault));
-  double enforced = median_of(s.column(Field::kPowerLimitEnforced));
-  if (!known(enforced)) enforced = median_of(s.column(Field::kPowerLimit));
-  if (known(col_default) && col_default > 0) {
-    d.default_limit_w = col_default;
-    d.default_limit_known = true;
-    d.limit_source = s.power_limit_source.empty() ? "log" : s.power_limit_source;
-  } else if (model) {
-    d.default_limit_w = model->tdp_w;
-    d.default_limit_known = true;
-    d.limit_source = "model-table";
-  } else if (known(enforced) && enforced > 0) {
-    d.default_limit_w = enforced;
-    d.limit_source = s.power_limit_source.empty() ? "log" : s.power_limit_source;
-  }
+  PowerLimitEvidence limit = resolve_power_limit(s, cfg);
+  if (limit.default_w > 0) d.default_limit_w = limit.default_w;
+  d.default_limit_known = limit.is_default;
+  d.limit_source = limit.source;
+  d.limit_confidence = limit.confidence;
+  d.plateau_w = limit.plateau_w;
+  d.cap_levels_w = limit.cap_levels_w;
+  d.power_ratio = std::move(limit.power_ratio);
   d.clock_max_mhz = median_of(s.column(Field::kClockSmMax));
   if (!known(d.clock_max_mhz) && model) d.clock_max_mhz = model->sm_clock_max_mhz;
   d.slowdown_temp_c = median_of(s.column(Field::kTempSlowdown));
@@ -118,27 +112,13 @@ GpuData prepare(const GpuSeries& s, const DiagnosisConfig& cfg) {
   d.mem_total_mib = median_of(s.column(Field::kMemTotal));
   if (!known(d.mem_total_mib) && model) d.mem_total_mib = model->mem_total_mib;
 
-  // Without any limit: the power the GPU holds while the SW power cap reason is set (the
-  // plateau of a capped GPU) is its enforced limit.
-  const auto* reasons = s.column(Field::kClockEventReasons);
-  if (!known(d.default_limit_w) && reasons && s.column(Field::kPower)) {
-    std::vector<double> capped;
-    const auto& pw = *s.column(Field::kPower);
-    for (size_t i = 0; i < n; ++i)
-      if (known((*reasons)[i]) && (*reasons)[i] >= 0 && (*reasons)[i] < 1e15 &&
-          (static_cast<uint64_t>((*reasons)[i]) & kReasonSwPowerCap) && known(pw[i]))
-        capped.push_back(pw[i]);
-    if (capped.size() >= static_cast<size_t>(cfg.min_samples)) {
-      std::sort(capped.begin(), capped.end());
-      d.default_limit_w = capped[capped.size() * 9 / 10];
-      d.limit_source = "power-cap plateau";
-    }
-  }
-
-  const auto* util = s.column(Field::kUtilGpu);
+  d.util = s.column(Field::kUtilGpu);
+  if (!d.util) d.util = s.column(Field::kGpmGraphicsUtil);
+  const auto* util = d.util;
   const auto* power = s.column(Field::kPower);
   const auto* sm = s.column(Field::kGpmSmUtil);
   const auto* pstate = s.column(Field::kPstate);
+  const auto* reasons = s.column(Field::kClockEventReasons);
   d.efficiency.assign(n, kNaN);
   d.active.assign(n, 0);
   // Activity, from the most direct signal the sample has: GPU-Util, SM activity, power against
@@ -152,7 +132,7 @@ GpuData prepare(const GpuSeries& s, const DiagnosisConfig& cfg) {
   double last_power = kNaN;  // the latest power reading (a long-format log splits its rows)
   for (size_t i = 0; i < n; ++i) {
     if (power && known((*power)[i])) last_power = (*power)[i];
-    const double pr = power && known(d.default_limit_w) ? (*power)[i] / d.default_limit_w : kNaN;
+    const double pr = d.power_ratio[i];
     const double a = sm ? (*sm)[i] / 100 : kNaN;
     double e = kNaN;
     if (known(pr) && known(a))
@@ -196,6 +176,87 @@ GpuData prepare(const GpuSeries& s, const DiagnosisConfig& cfg) {
     d.active[i] = static_cast<uint8_t>(last != 0);
   }
   return d;
+}
+
+// Where a GPU's limit came from when the log did not simply state it: said in the input notes.
+std::string limit_note(const GpuData& d) {
+  auto levels = [&] {
+    std::vector<std::string> w;
+    for (double x : d.cap_levels_w) w.push_back(fmt::format("{:.0f}", x));
+    return fmt::format("{} W", fmt::join(w, ", "));
+  };
+  const std::string& src = d.limit_source;
+  if (src == "percent-of-limit column" && known(d.default_limit_w))
+    return fmt::format("power limit {:.0f} W from the percent-of-limit column (power / percent)",
+                       d.default_limit_w);
+  if (src == "percent-of-limit column")
+    return "power as a share of the limit from the percent-of-limit column (no watts needed)";
+  if (src == "highest cap in the log")
+    return fmt::format(
+        "the cap column moves ({}): the highest, {:.0f} W, is taken as the board's limit and the "
+        "caps below it as lowered",
+        levels(), d.default_limit_w);
+  if (src == "highest power-cap plateau")
+    return fmt::format(
+        "the SW power cap held the power at several levels ({}): the highest, {:.0f} W, is taken "
+        "as the board's limit and the levels below it as lowered caps",
+        levels(), d.default_limit_w);
+  if (src == "power-cap plateau")
+    return fmt::format(
+        "power limit {:.0f} W from the power the SW power cap held the GPU at (a lowered cap "
+        "cannot be told from the default)",
+        d.default_limit_w);
+  if (src == "power plateau")
+    return fmt::format(
+        "power limit {:.0f} W from a plateau: the power sits flat at its top while busy, as at a "
+        "limit (the default may be higher; give --gpu-name MODEL to check for a lowered cap)",
+        d.default_limit_w);
+  return "";
+}
+
+// The verdict rule, the same for one GPU and for a run: where the judged GPU time went. Time that
+// is mostly working (healthy windows holding healthy_share of it) is healthy, its smaller
+// findings listed under it; otherwise the problem that lost the most GPU time among those holding
+// at least finding_min_share of the GPU time observed (then the one covering most). A finding below
+// that share is listed, never the verdict. nullopt when nothing was judged.
+struct TimeOfCause {
+  double lost_h = 0, hours = 0;
+};
+std::optional<Cause> where_time_went(const std::map<Cause, TimeOfCause>& by_cause, double judged_h,
+                                     double observed_h, const DiagnosisConfig& cfg) {
+  if (judged_h <= 0) return std::nullopt;
+  const auto healthy = by_cause.find(Cause::kHealthy);
+  const double healthy_h = healthy == by_cause.end() ? 0 : healthy->second.hours;
+  if (healthy_h >= cfg.healthy_share * judged_h) return Cause::kHealthy;
+  std::optional<Cause> best;
+  double best_lost = -1, best_cover = -1;
+  for (const auto& [cause, t] : by_cause) {
+    if (cause == Cause::kHealthy ||
+        t.hours < cfg.finding_min_share * std::max(judged_h, observed_h))
+      continue;
+    if (t.lost_h > best_lost + 1e-12 ||
+        (std::abs(t.lost_h - best_lost) <= 1e-12 && t.hours > best_cover))
+      best = cause, best_lost = t.lost_h, best_cover = t.hours;
+  }
+  if (!best && healthy_h >= cfg.finding_min_share * std::max(judged_h, observed_h))
+    return Cause::kHealthy;
+  return best;
+}
+
+// The run's one line: the verdict's meaning, or, when some GPUs of the run idled while others
+// worked, how many and what share of the GPU time ("2 of 8 GPUs idle: 25 % of the GPU time").
+std::string headline(const Diagnosis& d, double idle_h, double observed_h) {
+  if (!d.verdict) return "cannot tell from this input (see limitations)";
+  const size_t idle =
+      static_cast<size_t>(std::count_if(d.gpus.begin(), d.gpus.end(), [](const GpuDiagnosis& g) {
+        return g.verdict == Cause::kIdle;
+      }));
+  const bool some_idle = d.gpus.size() > 1 && idle > 0 && idle < d.gpus.size() && observed_h > 0;
+  if (!some_idle) return std::string(cause_info(*d.verdict).what);
+  const std::string gpus = fmt::format("{} of {} GPUs idle: {:.0f} % of the GPU time", idle,
+                                       d.gpus.size(), 100 * idle_h / observed_h);
+  if (*d.verdict == Cause::kIdle) return gpus;
+  return fmt::format("{} ({})", cause_info(*d.verdict).what, gpus);
 }
 
 struct Run {
@@ -391,16 +452,16 @@ nlohmann::ordered_json gpu_metrics(const Context& ctx, size_t g,
   }
   // Busy but idle: share of steady samples with util >= busy and power < low_power_ratio.
   double bi_n = 0, bi = 0;
-  const auto* u = d.col(Field::kUtilGpu);
-  const auto* p = d.col(Field::kPower);
+  const auto* u = d.util;
+  const auto& pr_of = d.power_ratio;
   // Memory churn: the largest change of memory used per second, as a share of the total.
   double churn = kNaN;
   const auto* mem = d.col(Field::kMemUsed);
   for (const Judged* j : steady) {
     for (size_t i = j->w->i0; i < j->w->i1; ++i) {
-      if (u && p && known((*u)[i]) && known((*p)[i]) && known(d.default_limit_w)) {
+      if (u && known((*u)[i]) && known(pr_of[i])) {
         bi_n += 1;
-        bi += (*u)[i] >= cfg.busy_util_pct && (*p)[i] / d.default_limit_w < cfg.low_power_ratio;
+        bi += (*u)[i] >= cfg.busy_util_pct && pr_of[i] < cfg.low_power_ratio;
       }
       if (mem && i > j->w->i0 && known(d.mem_total_mib) && d.mem_total_mib > 0) {
         const double dt = d.s->time_s[i] - d.s->time_s[i - 1];
@@ -605,13 +666,20 @@ Diagnosis diagnose(const Recording& input, const DiagnosisConfig& cfg) {
   std::vector<double> judged_h(ctx.gpus.size(), 0);
   for (const auto& j : judged) judged_h[j.gpu] += j.hours;
 
-  // Per GPU, per cause: lost hours and covered hours (for verdicts).
-  std::vector<std::map<Cause, std::pair<double, double>>> per_gpu(ctx.gpus.size());
+  // Per GPU and for the run, per cause: lost hours and covered hours (for verdicts).
+  std::vector<std::map<Cause, TimeOfCause>> per_gpu(ctx.gpus.size());
+  std::map<Cause, TimeOfCause> per_run;
   for (const auto& j : judged) {
-    auto& e = per_gpu[j.gpu][j.cause];
-    e.first += j.lost_h.value_or(0);
-    e.second += j.hours;
+    for (auto* e : {&per_gpu[j.gpu][j.cause], &per_run[j.cause]}) {
+      e->lost_h += j.lost_h.value_or(0);
+      e->hours += j.hours;
+    }
   }
+  // Every GPU's observed time, the denominator of a finding's share of the run.
+  double observed_h = 0;
+  for (const auto& d : ctx.gpus)
+    for (double x : d.dt) observed_h += x / 3600;
+  out.gpu_hours = round_to(observed_h, 3);
 
   for (const auto& gr : groups) {
     Finding f;
@@ -652,6 +720,7 @@ Diagnosis diagnose(const Recording& input, const DiagnosisConfig& cfg) {
     else
       f.severity = Severity::kWarning;
     f.evidence["duration_s"] = round_to(gr.t1 - gr.t0, 1);
+    f.share = observed_h > 0 ? round_to(hours / observed_h, 3) : 0;
     f.summary = detector_for(f.cause).describe(f);
     // Alternatives carried by at least half of the finding's time, ranked by confidence.
     {
@@ -683,7 +752,6 @@ Diagnosis diagnose(const Recording& input, const DiagnosisConfig& cfg) {
                    });
 
   // Per-GPU results.
-  std::map<Cause, double> run_lost, run_hours;
   for (size_t g = 0; g < ctx.gpus.size(); ++g) {
     const GpuData& d = ctx.gpus[g];
     GpuDiagnosis gd;
@@ -715,48 +783,37 @@ Diagnosis diagnose(const Recording& input, const DiagnosisConfig& cfg) {
     if (auto it = gd.metrics.find("efficiency"); it != gd.metrics.end())
       gd.efficiency = it->get<double>();
     if (lost_known) gd.lost_gpu_hours = round_to(lost, 3);
-    // Verdict: among causes covering at least finding_min_share of the judged time, the one that
-    // lost the most GPU time (then the one covering most); healthy when no problem qualifies.
-    std::optional<Cause> best;
-    double best_lost = -1, best_cover = -1;
-    for (const auto& [cause, lc] : per_gpu[g]) {
-      if (cause == Cause::kHealthy || judged_h[g] <= 0) continue;
-      if (lc.second / judged_h[g] < cfg.finding_min_share) continue;
-      if (lc.first > best_lost + 1e-12 ||
-          (std::abs(lc.first - best_lost) <= 1e-12 && lc.second > best_cover))
-        best = cause, best_lost = lc.first, best_cover = lc.second;
-    }
-    if (!best && judged_h[g] > 0) best = Cause::kHealthy;
+    double gpu_observed_h = 0;
+    for (double x : d.dt) gpu_observed_h += x / 3600;
+    std::optional<Cause> best = where_time_went(per_gpu[g], judged_h[g], gpu_observed_h, cfg);
     gd.verdict = best;
     if (best) {
       for (const auto& j : judged)
         if (j.gpu == g && j.cause == *best) conf += j.c.confidence * j.hours, conf_h += j.hours;
       gd.confidence = conf_h > 0 ? round_to(conf / conf_h, 2) : 0;
-      const auto& lc = per_gpu[g][*best];
-      run_lost[*best] += lc.first;
-      run_hours[*best] += lc.second;
     }
     out.gpus.push_back(std::move(gd));
   }
-  // The run's verdict: the problem that lost the most GPU time over the GPUs it is the verdict
-  // of (then the one covering most); healthy when every judged GPU is.
+  // The run's verdict by the same rule over every GPU's judged time; healthy only when every GPU
+  // that worked could be judged (a GPU busy with nothing to judge it by may be the one with the
+  // problem).
   {
-    std::optional<Cause> best;
-    double best_lost = -1, best_hours = -1;
-    for (const auto& [cause, l] : run_lost) {
-      if (cause == Cause::kHealthy) continue;
-      if (l > best_lost + 1e-12 ||
-          (std::abs(l - best_lost) <= 1e-12 && run_hours[cause] > best_hours))
-        best = cause, best_lost = l, best_hours = run_hours[cause];
-    }
-    // Healthy only when every GPU that worked could be judged: a GPU busy with nothing to judge
-    // it by may be the one with the problem.
+    double run_judged_h = 0;
+    for (double h : judged_h) run_judged_h += h;
+    std::optional<Cause> best = where_time_went(per_run, run_judged_h, observed_h, cfg);
     bool unjudged_work = false;
     for (size_t g = 0; g < ctx.gpus.size(); ++g)
       unjudged_work = unjudged_work || (!out.gpus[g].verdict &&
                                         steady_samples[g] >= static_cast<size_t>(cfg.min_samples));
-    if (!best && run_hours.count(Cause::kHealthy) && !unjudged_work) best = Cause::kHealthy;
+    if (best == Cause::kHealthy && unjudged_work) best.reset();
     out.verdict = best;
+    double lost = 0;
+    bool lost_known = false;
+    for (const auto& g : out.gpus)
+      if (g.lost_gpu_hours) lost += *g.lost_gpu_hours, lost_known = true;
+    if (lost_known) out.lost_gpu_hours = round_to(lost, 3);
+    const auto idle = per_run.find(Cause::kIdle);
+    out.headline = headline(out, idle == per_run.end() ? 0 : idle->second.hours, observed_h);
   }
 
   // What this input could not show.
@@ -775,7 +832,10 @@ Diagnosis diagnose(const Recording& input, const DiagnosisConfig& cfg) {
         "no power draw in this input: efficiency and the power-based causes (busy but idle, "
         "power cap, launch overhead, communication wait, memory bound) cannot be judged; "
         "verdicts rest on GPU-Util, SM activity and clocks");
-  if (!any_has(Field::kUtilGpu))
+  if (!any_has(Field::kUtilGpu) && any_has(Field::kGpmGraphicsUtil))
+    lim.push_back(
+        "no GPU-Util in this input: the graphics engine's active time (GRACT) stands in for it");
+  else if (!any_has(Field::kUtilGpu))
     lim.push_back("no GPU-Util in this input: duty cycles (data starvation) cannot be seen");
   if (!any_has(Field::kGpmSmUtil))
     lim.push_back(
@@ -805,7 +865,11 @@ Diagnosis diagnose(const Recording& input, const DiagnosisConfig& cfg) {
     const GpuData& d = ctx.gpus[g];
     const auto& s = *d.s;
     const std::string who = fmt::format("GPU {}", s.info.index);
-    if (!known(d.default_limit_w) && s.has(Field::kPower))
+    const bool ratio_known =
+        std::any_of(d.power_ratio.begin(), d.power_ratio.end(), [](double x) { return known(x); });
+    if (const std::string note = limit_note(d); !note.empty())
+      out.input_notes.push_back(fmt::format("{}: {}", who, note));
+    if (!known(d.default_limit_w) && !ratio_known && s.has(Field::kPower))
       lim.push_back(fmt::format(
           "{}: no power limit in the input and none known for {}: efficiency cannot be computed, "
           "so the causes judged by it (healthy, busy but idle, a lowered cap) are not asserted; "
@@ -827,9 +891,13 @@ Diagnosis diagnose(const Recording& input, const DiagnosisConfig& cfg) {
     if (!out.gpus[g].verdict && s.size() >= 2 &&
         steady_samples[g] >= static_cast<size_t>(cfg.min_samples))
       lim.push_back(
-          fmt::format("{}: busy, but the input has neither power nor SM activity to tell "
-                      "real work from busy-but-idle",
-                      who));
+          s.has(Field::kPower)
+              ? fmt::format("{}: busy, but with no power limit its power draw cannot say how hard "
+                            "it worked: give --gpu-name MODEL or --power-limit W",
+                            who)
+              : fmt::format("{}: busy, but the input has neither power nor SM activity to tell "
+                            "real work from busy-but-idle",
+                            who));
   }
   {
     double worst = 0;

@@ -65,6 +65,9 @@ struct Finding {
   std::vector<Alternative> alternatives;  // most likely first; empty when the input decides
   std::vector<std::string> fixes;         // for the workload (both kinds when it is unknown)
   std::vector<std::string> owners;        // who held its GPUs meanwhile ("job 41877.0 (alice)")
+  // The finding's share of the run's GPU time (its GPUs' judged time over every GPU's observed
+  // time): a finding under finding_min_share is listed, never the verdict.
+  double share = 0;
 };
 
 struct GpuDiagnosis {
@@ -91,6 +94,10 @@ struct GpuDiagnosis {
 
 struct Diagnosis {
   std::optional<Cause> verdict;  // nullopt only when no GPU could be judged
+  // One line for the verdict: the cause's meaning, or "2 of 8 GPUs idle: 25 % of the GPU time".
+  std::string headline;
+  double gpu_hours = 0;                  // every GPU's observed time
+  std::optional<double> lost_gpu_hours;  // the run's total; nullopt where no GPU's is known
   std::string source;
   int64_t start_unix_ms = 0;
   double duration_s = 0;

@@ -704,7 +704,8 @@ void Reader::finish() {
         fmt::join(no_list, ", ")));
   if (!graphics_only_.empty())
     note(fmt::format(
-        "graphics-only processes (type G) are not compute work and are left out of the process "
+        "graphics processes (type G, and C+G desktop clients without GPU memory of their own) are "
+        "not compute work and are left out of the process "
         "spans: {}",
         fmt::join(graphics_only_, ", ")));
   if (err_values_.count > 0)

@@ -303,7 +303,7 @@ ProcessRow parse_process_row(Tool tool, std::string_view inner, size_t numeric_c
     return ProcessRow::kBad;
   p.gpu = static_cast<unsigned>(*gpu);
   p.pid = static_cast<uint32_t>(pid);
-  p.compute = tokens[type_at].find_first_of("C") != std::string_view::npos;
+  const std::string_view type = tokens[type_at];
   const std::string_view mem = tokens.back();
   if (tokens.size() > type_at + 2) {
     const char* b = tokens[type_at + 1].data();
@@ -315,6 +315,10 @@ ProcessRow parse_process_row(Tool tool, std::string_view inner, size_t numeric_c
   } else if (tokens.size() == type_at + 2 && !iequals(mem, "N/A")) {
     p.name = std::string(mem);  // a name and no memory column
   }
+  // Compute work: type C, or C+G (Windows lists desktop programs, browsers and games so) only
+  // with GPU memory of its own beyond what a desktop client holds.
+  p.compute = type == "C" || (type.find('C') != std::string_view::npos &&
+                              p.memory_mib.value_or(0) >= kDesktopClientMemoryMib);
   return ProcessRow::kProcess;
 }
 

@@ -40,6 +40,10 @@ constexpr std::array<std::string_view, kSlots> kSlotLabel{
 
 enum class Cell : uint8_t { kNone, kValue, kNa, kNotSupported, kErr, kBad };
 
+// A C+G process (Windows lists desktop programs so) with less GPU memory than this is a desktop
+// client, not compute work.
+inline constexpr double kDesktopClientMemoryMib = 1024;
+
 struct SnapProcess {
   unsigned gpu = 0;
   uint32_t pid = 0;

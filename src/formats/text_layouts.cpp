@@ -272,10 +272,14 @@ Result<Recording> gpustat(std::string_view raw, const std::string& origin,
     if (parts.size() < 3) continue;
     std::string_view temp, util, power, limit, used, total;
     text::split_trimmed(parts[1], ',', fields);
-    for (const auto f : fields) {
+    for (auto f : fields) {
+      // "0 % (E:   0 %  D:   0 %)": GPU-Util followed by the codecs' (--show-codec).
+      if (const size_t codec = f.find(" ("); codec != std::string_view::npos)
+        f = text::trim(f.substr(0, codec));
       if (f.ends_with("C")) {
         temp = f.substr(0, f.find_first_not_of("0123456789.- "));
       } else if (f.ends_with("%")) {
+        // "temp, util %", or with --show-fan "temp, fan %, util %": the last is GPU-Util.
         util = text::trim(f.substr(0, f.size() - 1));
       } else if (f.ends_with("W")) {
         const size_t slash = f.find('/');

@@ -63,6 +63,9 @@ nlohmann::ordered_json diagnosis_json(const Diagnosis& d) {
   j["schema_version"] = kDiagnosisSchemaVersion;
   j["verdict"] = d.verdict ? nlohmann::ordered_json(std::string(cause_code(*d.verdict)))
                            : nlohmann::ordered_json(nullptr);
+  j["headline"] = d.headline;
+  j["gpu_hours"] = std::round(d.gpu_hours * 1000) / 1000;
+  j["lost_gpu_hours"] = opt(d.lost_gpu_hours);
   j["source"] = d.source;
   j["start"] = d.start_unix_ms > 0 ? nlohmann::ordered_json(iso8601_utc(d.start_unix_ms))
                                    : nlohmann::ordered_json(nullptr);
@@ -106,6 +109,7 @@ nlohmann::ordered_json diagnosis_json(const Diagnosis& d) {
     o["evidence"] = f.evidence;
     o["fixes"] = f.fixes;
     o["lost_gpu_hours"] = opt(f.lost_gpu_hours);
+    o["share"] = f.share;
     o["alternatives"] = nlohmann::ordered_json::array();
     for (const auto& a : f.alternatives)
       o["alternatives"].push_back({{"cause", std::string(cause_code(a.cause))},
@@ -136,12 +140,14 @@ std::string diagnosis_text(const Diagnosis& d, bool brief) {
   s += fmt::format("gpudoctor diagnosis of {} ({} GPU{}, {})\n",
                    d.source.empty() ? "input" : d.source, d.gpus.size(),
                    d.gpus.size() == 1 ? "" : "s", dur(d.duration_s));
-  if (d.verdict) {
-    const auto& info = cause_info(*d.verdict);
-    s += fmt::format("Verdict: {}: {}\n\n", upper(info.code), info.what);
-  } else {
-    s += "Verdict: cannot tell from this input (see limitations)\n\n";
-  }
+  if (d.verdict)
+    s += fmt::format("Verdict: {}: {}\n", upper(cause_code(*d.verdict)), d.headline);
+  else
+    s += fmt::format("Verdict: {}\n", d.headline);
+  if (d.lost_gpu_hours)
+    s += fmt::format("GPU time: {:.2f} GPU-h observed, {:.2f} lost\n", d.gpu_hours,
+                     *d.lost_gpu_hours);
+  s += "\n";
   for (const auto& g : d.gpus) s += gpu_line(g) + "\n";
   const auto shown = std::count_if(d.findings.begin(), d.findings.end(),
                                    [](const Finding& f) { return f.severity != Severity::kInfo; });
@@ -151,8 +157,9 @@ std::string diagnosis_text(const Diagnosis& d, bool brief) {
     for (const auto& f : d.findings) {
       if (f.severity == Severity::kInfo && shown > 0 && n >= 5) break;
       ++n;
-      s += fmt::format("  [{}] {} {}-{}, confidence {:.2f}", severity_code(f.severity),
-                       cause_code(f.cause), clock(f.start_s), clock(f.end_s), f.confidence);
+      s += fmt::format("  [{}] {} {}-{}, {:.0f} % of the GPU time, confidence {:.2f}",
+                       severity_code(f.severity), cause_code(f.cause), clock(f.start_s),
+                       clock(f.end_s), 100 * f.share, f.confidence);
       if (f.lost_gpu_hours) s += fmt::format(", lost {:.2f} GPU-h", *f.lost_gpu_hours);
       s += "\n    " + f.summary + "\n";
       if (!f.owners.empty()) s += fmt::format("    held by {}\n", fmt::join(f.owners, ", "));
@@ -207,7 +214,7 @@ std::string diagnosis_markdown(const Diagnosis& d) {
                    d.gpus.size() == 1 ? "" : "s", dur(d.duration_s));
   if (d.verdict) {
     const auto& info = cause_info(*d.verdict);
-    s += fmt::format("**Verdict: {}** ({}): {}\n\n", info.title, info.code, info.what);
+    s += fmt::format("**Verdict: {}** ({}): {}\n\n", info.title, info.code, d.headline);
   } else {
     s += "**Verdict: cannot tell from this input** (see the limitations).\n\n";
   }

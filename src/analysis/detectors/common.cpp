@@ -76,7 +76,7 @@ Features Context::features(size_t g, size_t i0, size_t i1) const {
   Features f;
   f.n = i1 - i0;
   if (f.n == 0) return f;
-  const auto* util = d.col(Field::kUtilGpu);
+  const auto* util = d.util;
   if (util) {
     Acc a;
     size_t dips = 0, busy = 0, flat = 0, n = 0;
@@ -95,14 +95,12 @@ Features Context::features(size_t g, size_t i0, size_t i1) const {
       f.flat_fraction = static_cast<double>(flat) / static_cast<double>(n);
     }
   }
-  if (const auto* p = d.col(Field::kPower)) {
+  if (const auto* p = d.col(Field::kPower)) f.power_w = mean_of(p, i0, i1);
+  if (!d.power_ratio.empty()) {
     Acc a;
-    for (size_t i = i0; i < i1; ++i) a.add((*p)[i]);
-    f.power_w = a.mean();
-    if (known(d.default_limit_w) && d.default_limit_w > 0) {
-      f.power_ratio = f.power_w / d.default_limit_w;
-      f.power_sd_ratio = a.sd() / d.default_limit_w;
-    }
+    for (size_t i = i0; i < i1; ++i) a.add(d.power_ratio[i]);
+    f.power_ratio = a.mean();
+    f.power_sd_ratio = a.sd();
   }
   const auto* enf = d.col(Field::kPowerLimitEnforced);
   if (!enf) enf = d.col(Field::kPowerLimit);

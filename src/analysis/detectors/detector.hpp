@@ -84,8 +84,15 @@ struct GpuData {
   double interval_s = 1;             // median time between samples
   std::vector<double> dt;            // per sample, gaps capped at 2 intervals
   double default_limit_w = kNaN;     // efficiency denominator
-  std::string limit_source;          // "log", "model-table", "flag", ""
+  std::string limit_source;          // "log", "model-table", "flag", "" (power_limit.hpp)
   bool default_limit_known = false;  // a real default (not the enforced limit standing in)
+  double limit_confidence = 0;       // how sure the denominator is
+  double plateau_w = 0;              // flat top of the power while busy, 0 when none
+  std::vector<double> cap_levels_w;  // levels a cap held the GPU at, low first
+  std::vector<double> power_ratio;   // per sample: power / limit, or a percent column / 100
+  // GPU-Util, or where the input has none the graphics engine's active time (DCGM GRACT), the
+  // same kind of measure; nullptr when neither.
+  const std::vector<double>* util = nullptr;
   double clock_max_mhz = kNaN, slowdown_temp_c = kNaN, mem_total_mib = kNaN;
   std::vector<double> efficiency;  // per sample (NaN unknown)
   std::vector<uint8_t> active;     // per sample

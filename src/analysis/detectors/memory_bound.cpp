@@ -13,6 +13,8 @@ namespace {
 std::optional<Candidate> check(const Context& ctx, size_t, const Window& w) {
   if (w.idle) return std::nullopt;
   const Features& f = w.f;
+  // A GPU near its power limit is working, whatever its memory controller says.
+  if (f.power_ratio >= ctx.cfg.working_power_ratio) return std::nullopt;
   const bool from_dram = known(f.dram);
   const double dram = from_dram ? f.dram : f.mem_util;
   // Without efficiency (no power limit, no SM activity) only the memory controller itself can
@@ -57,9 +59,9 @@ std::string describe(const Finding& f) {
 
 bool memory_controller_bound(const Context& ctx, const Features& f) {
   const auto& cfg = ctx.cfg;
-  return !known(f.dram) && f.mem_util >= cfg.memory_bound_mem_util_pct &&
-         f.util >= cfg.busy_util_pct && !(f.efficiency >= cfg.reference_efficiency) &&
-         !(f.tensor >= cfg.memory_bound_tensor_pct);
+  return !known(f.dram) && !(f.power_ratio >= cfg.working_power_ratio) &&
+         f.mem_util >= cfg.memory_bound_mem_util_pct && f.util >= cfg.busy_util_pct &&
+         !(f.efficiency >= cfg.reference_efficiency) && !(f.tensor >= cfg.memory_bound_tensor_pct);
 }
 
 const Detector kMemoryBoundDetector{Cause::kMemoryBound, check, describe};

@@ -13,6 +13,31 @@ std::optional<Candidate> check(const Context& ctx, size_t g, const Window& w) {
   const Features& f = w.f;
   const GpuData& d = ctx.gpus[g];
   if (!d.default_limit_known) return std::nullopt;
+  if (!known(f.enforced_w) && f.has_reasons && f.reason(kReasonSwPowerCap) >= 0.5 &&
+      known(f.power_ratio) && f.power_ratio >= ctx.cfg.idle_power_ratio) {
+    // No cap column, but the SW power-cap reason held the GPU at a level below the board's limit.
+    // Where the log shows several such levels, the highest stands for the board's limit and each
+    // one below it is a lowered cap; against a known default, a level clearly below it is.
+    // Against a known default the power must also sit flat at its level: at the default limit
+    // the cap reason flickers on and off as dense work meets the limit, with power moving.
+    const bool levels = d.cap_levels_w.size() > 1 && d.limit_source.starts_with("highest");
+    const bool held = levels ? f.power_ratio < 0.97
+                             : f.power_ratio < ctx.cfg.cap_lowered_ratio - 0.05 &&
+                                   f.power_sd_ratio < 0.02 && f.reason(kReasonSwPowerCap) >= 0.8;
+    if (held) {
+      Candidate c;
+      c.confidence = levels ? 0.7 : 0.75;
+      c.variant = "reason";
+      c.evidence["enforced_limit_w"] = nullptr;
+      c.evidence["cap_level_w"] = round_to(f.power_w, 1);
+      c.evidence["default_limit_w"] = round_to(d.default_limit_w, 1);
+      c.evidence["limit_source"] = d.limit_source;
+      c.evidence["power_w"] = round_to(f.power_w, 1);
+      c.evidence["sw_power_cap_fraction"] = round_to(f.reason(kReasonSwPowerCap), 3);
+      c.evidence["clock_ratio"] = round_to(f.clock_ratio, 3);
+      return c;
+    }
+  }
   if (!known(f.enforced_w)) {
     // The input has no enforced limit (nvidia-smi dmon): a power controller holding a cap pins
     // the power flat while it lowers the clocks; a GPU below its cap follows its work instead.
@@ -53,6 +78,17 @@ std::optional<Candidate> check(const Context& ctx, size_t g, const Window& w) {
 }
 
 std::string describe(const Finding& f) {
+  if (known(ev(f, "cap_level_w"))) {
+    std::string src;
+    if (const auto it = f.evidence.find("limit_source"); it != f.evidence.end() && it->is_string())
+      src = it->get<std::string>();
+    return fmt::format(
+        "{} held by the SW power cap at {:.0f} W, below {:.0f} W, {} (the power-cap clock "
+        "reason active in {} of samples)",
+        gpu_list(f.gpus), ev(f, "cap_level_w"), ev(f, "default_limit_w"),
+        src.starts_with("highest") ? "the highest level this log shows" : "the default limit",
+        pct(ev(f, "sw_power_cap_fraction")));
+  }
   if (!known(ev(f, "enforced_limit_w")))
     return fmt::format(
         "{} probably held at a lowered power cap: power flat at {:.0f} W of the {:.0f} W default "

@@ -1,0 +1,202 @@
+#include "analysis/power_limit.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <limits>
+
+#include "core/clock_reasons.hpp"
+#include "core/gpu_models.hpp"
+
+namespace gpudoctor {
+namespace {
+
+constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
+bool known(double v) {
+  return !std::isnan(v);
+}
+
+double median(std::vector<double> v) {
+  if (v.empty()) return kNaN;
+  std::nth_element(v.begin(), v.begin() + static_cast<long>(v.size() / 2), v.end());
+  return v[v.size() / 2];
+}
+
+std::vector<double> known_values(const std::vector<double>* c) {
+  std::vector<double> out;
+  if (!c) return out;
+  for (double x : *c)
+    if (known(x)) out.push_back(x);
+  return out;
+}
+
+bool cap_reason(double r) {
+  return known(r) && r >= 0 && r < 1e15 &&
+         (static_cast<uint64_t>(r) & static_cast<uint64_t>(0x4));  // SW power cap
+}
+
+}  // namespace
+
+double power_plateau_w(std::vector<double> v) {
+  if (v.size() < 20) return 0;
+  std::sort(v.begin(), v.end());
+  const size_t n = v.size();
+  const double top = v[(n - 1) * 95 / 100];
+  if (!(top > 0)) return 0;
+  const double band = std::max(1.5, 0.02 * top);
+  size_t in = 0, above = 0, below = 0;
+  std::vector<double> at;
+  for (double x : v) {
+    if (x > top + band)
+      ++above;
+    else if (x >= top - band)
+      ++in, at.push_back(x);
+    else if (x < top - 3 * band)
+      ++below;
+  }
+  const double nd = static_cast<double>(n);
+  // A ceiling, not a steady draw: many samples at the top, almost none above it, and the work
+  // drawing visibly less at other times (a steady load's noise spreads both ways instead).
+  if (in < 0.3 * nd || above > 0.02 * nd || below < 0.1 * nd) return 0;
+  return median(at);
+}
+
+std::vector<double> power_levels_w(std::vector<double> v, double min_share) {
+  std::vector<double> levels;
+  if (v.size() < 10) return levels;
+  std::sort(v.begin(), v.end());
+  // A histogram in bins of 1 % of the top, smoothed over three bins: its peaks, each held by at
+  // least min_share of the samples and parted from the next by a valley, are the levels.
+  const double top = v[(v.size() - 1) * 95 / 100];
+  const double width = std::max(1.0, 0.01 * top);
+  const double lo = v.front();
+  const size_t bins = static_cast<size_t>((v.back() - lo) / width) + 1;
+  if (bins > 100000) return levels;
+  std::vector<double> count(bins, 0), smooth(bins, 0);
+  for (double x : v) count[static_cast<size_t>((x - lo) / width)] += 1;
+  for (size_t i = 0; i < bins; ++i)
+    smooth[i] = count[i] + (i > 0 ? count[i - 1] : 0) + (i + 1 < bins ? count[i + 1] : 0);
+  const double need = min_share * static_cast<double>(v.size());
+  std::vector<size_t> peaks;
+  for (size_t i = 0; i < bins; ++i) {
+    const double left = i > 0 ? smooth[i - 1] : -1, right = i + 1 < bins ? smooth[i + 1] : -1;
+    if (smooth[i] < need || smooth[i] < left || smooth[i] <= right) continue;
+    if (!peaks.empty()) {
+      const size_t p = peaks.back();
+      double valley = smooth[p];
+      for (size_t k = p; k <= i; ++k) valley = std::min(valley, smooth[k]);
+      if (valley > 0.6 * std::min(smooth[p], smooth[i])) {
+        if (smooth[i] > smooth[p]) peaks.back() = i;  // one broad peak: keep its top
+        continue;
+      }
+    }
+    peaks.push_back(i);
+  }
+  for (size_t p : peaks) {
+    std::vector<double> at;
+    const double c = lo + (static_cast<double>(p) + 0.5) * width;
+    for (double x : v)
+      if (std::abs(x - c) <= 1.5 * width) at.push_back(x);
+    if (!at.empty()) levels.push_back(median(std::move(at)));
+  }
+  return levels;
+}
+
+PowerLimitEvidence resolve_power_limit(const GpuSeries& s, const DiagnosisConfig& cfg) {
+  PowerLimitEvidence e;
+  const size_t n = s.size();
+  const auto* power = s.column(Field::kPower);
+  const auto* percent = s.column(Field::kPowerPercent);
+  const auto* util = s.column(Field::kUtilGpu);
+  if (!util) util = s.column(Field::kGpmGraphicsUtil);
+  const auto* reasons = s.column(Field::kClockEventReasons);
+  const auto* enforced_col = s.column(Field::kPowerLimitEnforced);
+  if (!enforced_col) enforced_col = s.column(Field::kPowerLimit);
+  const auto model = s.info.name.empty() ? std::nullopt : gpu_model_by_name(s.info.name);
+
+  auto take = [&](double w, bool is_default, std::string source, double confidence) {
+    e.default_w = w, e.is_default = is_default, e.source = std::move(source);
+    e.confidence = confidence;
+  };
+  const double col_default = median(known_values(s.column(Field::kPowerLimitDefault)));
+  const std::vector<double> enforced = known_values(enforced_col);
+
+  // Power while the SW power cap held the GPU, and the distinct levels it held it at.
+  std::vector<double> capped;
+  if (reasons && power)
+    for (size_t i = 0; i < n; ++i)
+      if (cap_reason((*reasons)[i]) && known((*power)[i])) capped.push_back((*power)[i]);
+  if (capped.size() >= static_cast<size_t>(cfg.min_samples))
+    e.cap_levels_w = power_levels_w(capped, 0.1);
+  // Busy samples' power, for a plateau.
+  if (power) {
+    std::vector<double> busy;
+    double top = 0;
+    for (size_t i = 0; i < n; ++i)
+      if (known((*power)[i])) top = std::max(top, (*power)[i]);
+    for (size_t i = 0; i < n; ++i) {
+      const double p = (*power)[i];
+      if (!known(p)) continue;
+      const bool is_busy =
+          util && known((*util)[i]) ? (*util)[i] >= cfg.busy_util_pct : p >= 0.5 * top;
+      if (is_busy) busy.push_back(p);
+    }
+    e.plateau_w = power_plateau_w(std::move(busy));
+  }
+
+  if (known(col_default) && col_default > 0) {
+    const std::string src = s.power_limit_source.empty() ? "log" : s.power_limit_source;
+    take(col_default, true, src, src == "log" ? 0.95 : 0.9);
+  } else if (model) {
+    take(model->tdp_w, true, "model-table", 0.9);
+  }
+  // A percent-of-limit column beside the watts says the limit: power / percent.
+  if (e.source.empty() && power && percent) {
+    std::vector<double> lim;
+    for (size_t i = 0; i < n; ++i) {
+      const double p = (*power)[i], q = (*percent)[i];
+      if (known(p) && known(q) && q >= 20 && p > 0) lim.push_back(p * 100 / q);
+    }
+    if (lim.size() >= static_cast<size_t>(cfg.min_samples))
+      take(std::round(median(std::move(lim))), true, "percent-of-limit column", 0.85);
+  }
+  // A cap column that moves: the highest cap is the board's, those below it lowered.
+  if (e.source.empty() && !enforced.empty()) {
+    const auto [lo, hi] = std::minmax_element(enforced.begin(), enforced.end());
+    if (*hi > 0 && *hi - *lo > 0.05 * *hi) {
+      take(*hi, true, "highest cap in the log", 0.6);
+      std::vector<double> caps = enforced;
+      std::sort(caps.begin(), caps.end());
+      caps.erase(std::unique(caps.begin(), caps.end()), caps.end());
+      e.cap_levels_w = caps;
+    } else if (*hi > 0) {
+      take(median(enforced), false, s.power_limit_source.empty() ? "log" : s.power_limit_source,
+           0.7);
+    }
+  }
+  // The power the SW power cap held the GPU at: one level stands in for the limit (a lowered cap
+  // cannot be told from the default); at several, the highest is the nearest to the board's.
+  if (e.source.empty() && !e.cap_levels_w.empty()) {
+    if (e.cap_levels_w.size() > 1)
+      take(e.cap_levels_w.back(), true, "highest power-cap plateau", 0.55);
+    else
+      take(e.cap_levels_w.back(), false, "power-cap plateau", 0.6);
+  }
+  // A ceiling the power sits at while busy: the GPU at its limit.
+  if (e.source.empty() && e.plateau_w > 0) take(e.plateau_w, false, "power plateau", 0.5);
+
+  e.power_ratio.assign(n, kNaN);
+  if (power && e.default_w > 0) {
+    for (size_t i = 0; i < n; ++i)
+      if (known((*power)[i])) e.power_ratio[i] = (*power)[i] / e.default_w;
+  } else if (percent) {
+    // No watts (or no limit for them): the percent column is the ratio itself.
+    for (size_t i = 0; i < n; ++i)
+      if (known((*percent)[i])) e.power_ratio[i] = (*percent)[i] / 100;
+    e.ratio_from_percent = true;
+    if (e.source.empty()) e.source = "percent-of-limit column", e.confidence = 0.8;
+  }
+  return e;
+}
+
+}  // namespace gpudoctor
