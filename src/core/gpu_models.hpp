@@ -82,7 +82,7 @@ std::string gpu_name_not_found(std::string_view name);
 
 // A GPU's name in at most `width` characters for a table column, without losing what tells
 // boards apart: as it is when it fits, else without the vendor words ("NVIDIA", "GeForce",
-// "Tesla"), else cut in the middle ("RTX PRO 6000...on Edition"), never at the end (a cut end
+// "Tesla"), else cut in the middle ("RTX PRO 600...on Edition"), never at the end (a cut end
 // turns "RTX 3060 Laptop GPU" into the desktop card).
 std::string gpu_name_for_column(std::string_view name, std::size_t width);
 

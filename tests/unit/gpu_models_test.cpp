@@ -525,3 +525,20 @@ TEST(GpuModelTable, SelectByTextOrName) {
 
 }  // namespace
 }  // namespace gpudoctor
+
+namespace gpudoctor {
+namespace {
+
+// diagnose's per-GPU line: a name that does not fit loses its vendor words, then its middle,
+// never its end ("... Laptop GPU" once read as the desktop card's name).
+TEST(GpuModelTable, NameForAColumnKeepsTheEnd) {
+  EXPECT_EQ(gpu_name_for_column("NVIDIA H100 80GB HBM3", 24), "NVIDIA H100 80GB HBM3");
+  EXPECT_EQ(gpu_name_for_column("NVIDIA GeForce RTX 3060 Laptop GPU", 24), "RTX 3060 Laptop GPU");
+  const std::string cut =
+      gpu_name_for_column("NVIDIA RTX PRO 6000 Blackwell Max-Q Workstation Edition", 24);
+  EXPECT_EQ(cut.size(), 24u);
+  EXPECT_EQ(cut, "RTX PRO 600...on Edition");
+}
+
+}  // namespace
+}  // namespace gpudoctor
