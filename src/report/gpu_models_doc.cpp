@@ -55,7 +55,7 @@ std::string md_escape(std::string_view s) {
 }
 
 constexpr std::string_view kFamilyNote =
-    "* no published figure: the default of the board's kind and architecture (docs/gpu-models.md)";
+    "* slowdown unpublished: the default of the board's kind and architecture (docs/gpu-models.md)";
 
 }  // namespace
 
@@ -75,34 +75,39 @@ std::vector<GpuModel> select_gpu_models(std::string_view text) {
 }
 
 std::string render_gpu_models_text(std::span<const GpuModel> models) {
-  std::array<std::size_t, 7> w{4, 3, 4, 11, 6, 8, 6};
+  // Fits 100 columns for all but the longest keys: names shortened (vendor words, then the
+  // middle), limits in W and memory in GiB without units in the cells.
+  std::array<std::size_t, 7> w{4, 3, 4, 7, 6, 6, 7};
   const auto row = [](const GpuModel& m) {
-    std::string_view name = m.nvml_name;
-    if (name.starts_with("NVIDIA ")) name.remove_prefix(7);  // narrower; the rest is the name
-    return std::array<std::string, 7>{std::string(name),
-                                      std::string(m.key),
-                                      std::string(gpu_kind_name(m.kind)),
-                                      limit_text(m),
-                                      fmt::format("{:g}", m.sm_clock_max_mhz),
-                                      slowdown_text(m, ""),
-                                      memory_text(m)};
+    const std::string limit =
+        m.limit_range_max_w > 0
+            ? fmt::format("{:g} ({:g}-{:g})", m.tdp_w, m.limit_range_min_w, m.limit_range_max_w)
+            : fmt::format("{:g}", m.tdp_w);
+    return std::array<std::string, 7>{
+        gpu_name_for_column(m.nvml_name, 26),         std::string(m.key),
+        std::string(gpu_kind_name(m.kind)),           limit,
+        fmt::format("{:g}", m.sm_clock_max_mhz),      slowdown_text(m, ""),
+        fmt::format("{:.0f}", m.mem_total_mib / 1024)};
   };
   for (const auto& m : models) {
     const auto r = row(m);
     for (std::size_t i = 0; i < r.size(); ++i) w[i] = std::max(w[i], r[i].size());
   }
   const auto line = [&](const std::array<std::string, 7>& r) {
-    return fmt::format("{:<{}}  {:<{}}  {:<{}}  {:>{}}  {:>{}}  {:>{}}  {}\n", r[0], w[0], r[1],
-                       w[1], r[2], w[2], r[3], w[3], r[4], w[4], r[5], w[5], r[6]);
+    return fmt::format("{:<{}}  {:<{}}  {:<{}}  {:>{}}  {:>{}}  {:>{}}  {:>{}}\n", r[0], w[0], r[1],
+                       w[1], r[2], w[2], r[3], w[3], r[4], w[4], r[5], w[5], r[6], w[6]);
   };
-  std::string out = line({"NAME", "KEY", "KIND", "POWER LIMIT", "SM MHZ", "SLOWDOWN", "MEMORY"});
+  std::string out = line({"NAME", "KEY", "KIND", "LIMIT W", "SM MHZ", "SLOW C", "MEM GIB"});
   bool family = false;
+  bool laptop = false;
   for (const auto& m : models) {
     out += line(row(m));
     family = family || m.slowdown_is_family_default;
+    laptop = laptop || m.limit_range_max_w > 0;
   }
   out += fmt::format("{} model(s)", models.size());
-  if (family) out += fmt::format("; slowdown in C, {}", kFamilyNote);
+  if (laptop) out += "; a laptop's limit: typical (the range its maker picks from)";
+  if (family) out += fmt::format("\n{}", kFamilyNote);
   out += '\n';
   return out;
 }

@@ -519,7 +519,8 @@ TEST(GpuModelTable, SelectByTextOrName) {
             std::string::npos)
       << json;
   const std::string text = render_gpu_models_text(select_gpu_models("rtx-3060-laptop"));
-  EXPECT_NE(text.find("60-115 W (90)"), std::string::npos) << text;
+  EXPECT_NE(text.find("90 (60-115)"), std::string::npos) << text;
+  EXPECT_NE(text.find("RTX 3060 Laptop GPU"), std::string::npos) << text;
   EXPECT_NE(text.find("87*"), std::string::npos) << text;
 }
 
