@@ -68,6 +68,7 @@ Command add_top_command(CLI::App& root);
 Command add_capture_command(CLI::App& root);
 Command add_fields_command(CLI::App& root);
 Command add_formats_command(CLI::App& root);
+Command add_models_command(CLI::App& root);
 Command add_sim_command(CLI::App& root);
 Command add_demo_command(CLI::App& root);
 Command add_record_command(CLI::App& root);

@@ -27,7 +27,8 @@ int main(int argc, char** argv) {
       add_export_command(app),  add_diagnose_command(app), add_fleet_command(app),
       add_run_command(app),     add_report_command(app),   add_baseline_command(app),
       add_serve_command(app),   add_demo_command(app),     add_sim_command(app),
-      add_capture_command(app), add_fields_command(app),   add_formats_command(app)};
+      add_capture_command(app), add_fields_command(app),   add_formats_command(app),
+      add_models_command(app)};
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {

@@ -228,7 +228,7 @@ void name_unnamed_gpus(Recording& rec, const std::string& name) {
     return;
   }
   add_note(rec, fmt::format("GPU name \"{}\" from --gpu-name{}", name,
-                            m.model ? std::string() : ": not in the model table"));
+                            m.model ? std::string() : ": " + gpu_name_not_found(name)));
   const bool all_limited = std::all_of(rec.gpus.begin(), rec.gpus.end(), [](const GpuSeries& g) {
     return !g.power_limit_source.empty();
   });

@@ -7,6 +7,7 @@
 #include <fmt/format.h>
 
 #include "core/duration.hpp"
+#include "core/gpu_models.hpp"
 
 namespace gpudoctor {
 namespace {
@@ -38,7 +39,8 @@ nlohmann::ordered_json opt(const std::optional<double>& v) {
 }
 
 std::string gpu_line(const GpuDiagnosis& g) {
-  std::string s = fmt::format("GPU {:<2} {:<24.24} ", g.index, g.name.empty() ? "?" : g.name);
+  std::string s = fmt::format("GPU {:<2} {:<24} ", g.index,
+                              gpu_name_for_column(g.name.empty() ? "?" : g.name, 24));
   s += fmt::format("{:<18}", g.verdict ? std::string(cause_code(*g.verdict)) : "cannot tell");
   if (g.efficiency)
     s += fmt::format(" efficiency {:.2f}", *g.efficiency);

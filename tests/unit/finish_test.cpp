@@ -145,7 +145,12 @@ TEST(Finish, NamesCutShortMatchTheModelTableByPrefix) {
   EXPECT_EQ(gpus[3].info.architecture, Architecture::kUnknown);
   // A name not cut short is never matched by prefix.
   EXPECT_FALSE(match_model("NVIDIA GeForce RTX 4090 Laptop GPU").truncated);
-  EXPECT_TRUE(match_model("NVIDIA GeForce RTX 4090 Lap...").candidates.empty());
+  // Cut short, a laptop's name fits the laptop row alone, never the desktop card.
+  const ModelMatch laptop = match_model("NVIDIA GeForce RTX 4090 Lap...");
+  EXPECT_EQ(laptop.candidates,
+            (std::vector<std::string_view>{"NVIDIA GeForce RTX 4090 Laptop GPU"}));
+  ASSERT_TRUE(laptop.model);
+  EXPECT_EQ(laptop.model->key, "rtx-4090-laptop");
 }
 
 TEST(Finish, NoLimitAnywhere) {

@@ -611,17 +611,18 @@ TEST(NvitopTable, WithoutDateLinesSnapshotsAreOneSecondApart) {
 
 TEST(NvitopTable, NamesCutOnTheLeftFansAtMaxAndMemoryInBytes) {
   std::string text = fixture("nvitop_t4_ascii_midnight.txt");
-  text = replaced(text, "Tesla T4        ", "..000 Ada Generation");
+  text = replaced(text, "Tesla T4        ", "..0 SFF Ada Generation");
   text = replaced(text, "| N/A   34C    P8      9W", "| MAX   34C    P8      9W");
   text = replaced(text, "2.00MiB / 15360MiB", "0B / 15360MiB");
   const Recording rec = read_ok(text);
   ASSERT_EQ(rec.gpus.size(), 1u) << all_notes(rec);
   const GpuSeries& g = rec.gpus[0];
-  EXPECT_EQ(g.info.name, "..000 Ada Generation");
+  EXPECT_EQ(g.info.name, "..0 SFF Ada Generation");
   EXPECT_EQ(g.info.architecture, Architecture::kAda);
-  EXPECT_TRUE(has_note(rec,
-                       "GPU name \"..000 Ada Generation\" is cut short in nvitop's table: it fits "
-                       "NVIDIA RTX 6000 Ada Generation"))
+  EXPECT_TRUE(
+      has_note(rec,
+               "GPU name \"..0 SFF Ada Generation\" is cut short in nvitop's table: it fits "
+               "NVIDIA RTX 4000 SFF Ada Generation"))
       << all_notes(rec);
   const auto fan = col(g, Field::kFan);
   ASSERT_EQ(fan.size(), 2u);
