@@ -8,6 +8,7 @@
 
 #include "core/duration.hpp"
 #include "host/markers.hpp"
+#include "report/html_charts.hpp"
 
 namespace gpudoctor {
 
@@ -40,103 +41,19 @@ std::string html_escape(std::string_view s) {
 
 namespace {
 
+using html::chart;
+using html::downsample;
+using html::Line;
+using html::num;
+using html::Shade;
+
 std::string esc(std::string_view s) {
   return html_escape(s);
-}
-
-std::string num(double v, int digits = 1) {
-  if (std::isnan(v)) return "-";
-  return fmt::format("{:.{}f}", v, digits);
 }
 
 double jnum(const nlohmann::ordered_json& j, const char* k) {
   const auto it = j.find(k);
   return it != j.end() && it->is_number() ? it->get<double>() : std::nan("");
-}
-
-struct Line {
-  std::string label, color;
-  std::vector<double> t, v;
-  bool dashed = false;
-};
-
-struct Shade {
-  double t0, t1;
-  std::string color, label;
-};
-
-// Mean per bucket, so a day of 100 ms samples stays a few hundred points.
-void downsample(const std::vector<double>& t, const std::vector<double>& v, Line& out,
-                size_t max_points = 600) {
-  const size_t n = std::min(t.size(), v.size());
-  const size_t per = std::max<size_t>(1, (n + max_points - 1) / max_points);
-  for (size_t i = 0; i < n; i += per) {
-    double st = 0, sv = 0;
-    size_t k = 0;
-    for (size_t j = i; j < std::min(n, i + per); ++j)
-      if (!std::isnan(v[j])) st += t[j], sv += v[j], ++k;
-    if (k)
-      out.t.push_back(st / static_cast<double>(k)), out.v.push_back(sv / static_cast<double>(k));
-  }
-}
-
-thread_local int g_chart_id = 0;
-
-std::string chart(const std::string& title, const std::string& unit, double t_end,
-                  const std::vector<Line>& lines, const std::vector<Shade>& shades,
-                  double y_min_max = 0) {
-  const double W = 560, H = 160, L = 46, R = 8, T = 34, B = 22;
-  double ymax = y_min_max;
-  size_t points = 0;
-  for (const auto& l : lines)
-    for (double v : l.v) ymax = std::max(ymax, v), ++points;
-  if (ymax <= 0) ymax = 1;
-  ymax *= 1.05;
-  const double tmax = std::max(t_end, 1e-9);
-  auto X = [&](double t) { return L + (W - L - R) * std::clamp(t / tmax, 0.0, 1.0); };
-  auto Y = [&](double v) { return T + (H - T - B) * (1 - std::clamp(v / ymax, 0.0, 1.0)); };
-  std::string s = fmt::format(
-      "<figure class=\"chart\"><svg viewBox=\"0 0 {} {}\" role=\"img\" aria-label=\"{}\" "
-      "data-points=\"{}\" id=\"chart{}\">",
-      W, H, esc(title), points, ++g_chart_id);
-  s += fmt::format("<text x=\"{}\" y=\"14\" class=\"title\">{}</text>", L, esc(title));
-  for (const auto& sh : shades)
-    s += fmt::format(
-        "<rect x=\"{:.1f}\" y=\"{}\" width=\"{:.1f}\" height=\"{}\" fill=\"{}\" "
-        "opacity=\"0.18\"><title>{}</title></rect>",
-        X(sh.t0), T, std::max(0.5, X(sh.t1) - X(sh.t0)), H - T - B, sh.color, esc(sh.label));
-  for (int k = 0; k <= 2; ++k) {
-    const double v = ymax / 1.05 * k / 2;
-    s += fmt::format(
-        "<line x1=\"{}\" x2=\"{}\" y1=\"{:.1f}\" y2=\"{:.1f}\" class=\"grid\"/><text x=\"{}\" "
-        "y=\"{:.1f}\" class=\"tick\" text-anchor=\"end\">{}</text>",
-        L, W - R, Y(v), Y(v), L - 4, Y(v) + 4, num(v, v >= 10 || v == 0 ? 0 : 1));
-  }
-  s += fmt::format("<text x=\"4\" y=\"{}\" class=\"tick\">{}</text>", T - 4, esc(unit));
-  for (int k = 0; k <= 2; ++k) {
-    const double t = tmax * k / 2;
-    s +=
-        fmt::format("<text x=\"{:.1f}\" y=\"{}\" class=\"tick\" text-anchor=\"{}\">{}</text>", X(t),
-                    H - 6, k == 0 ? "start" : (k == 2 ? "end" : "middle"), human_duration(t));
-  }
-  double lx = W - R;
-  for (auto it = lines.rbegin(); it != lines.rend(); ++it) {
-    const auto& l = *it;
-    std::string pts;
-    for (size_t i = 0; i < l.t.size(); ++i)
-      pts += fmt::format("{:.1f},{:.1f} ", X(l.t[i]), Y(l.v[i]));
-    if (!pts.empty())
-      s += fmt::format(
-          "<polyline points=\"{}\" fill=\"none\" stroke=\"{}\" stroke-width=\"1.4\"{}/>", pts,
-          l.color, l.dashed ? " stroke-dasharray=\"5 3\"" : "");
-    lx -= 7.0 * static_cast<double>(l.label.size()) + 16;
-    s += fmt::format(
-        "<rect x=\"{:.0f}\" y=\"21\" width=\"10\" height=\"3\" fill=\"{}\"/><text x=\"{:.0f}\" "
-        "y=\"26\" class=\"legend\">{}</text>",
-        lx, l.color, lx + 13, esc(l.label));
-  }
-  s += "</svg></figure>";
-  return s;
 }
 
 const char* const kCss = R"(
@@ -156,7 +73,15 @@ svg .title{font-size:12px;font-weight:600}svg .tick,svg .legend{font-size:10px;f
 svg .grid{stroke:#eaeef2;stroke-width:1}
 code,pre{font-family:ui-monospace,SFMono-Regular,Menlo,monospace;font-size:12px}pre{background:#f6f8fa;padding:8px;white-space:pre-wrap}
 .muted{color:#57606a}
-@media print{body{max-width:none;margin:0}.finding,figure.chart,table{break-inside:avoid}.charts{grid-template-columns:1fr 1fr}}
+figure.timebar{margin:6px 0 0}figure.timebar svg{border-radius:4px}svg .barlabel{font-size:12px;font-weight:600;fill:#fff}svg .barlabel.dark{fill:#1b1f24}
+ul.timebar-legend,ul.gpu-legend{list-style:none;padding:0;margin:6px 0;display:flex;flex-wrap:wrap;gap:4px 18px}
+ul.timebar-legend i,ul.gpu-legend i{display:inline-block;width:12px;height:12px;border-radius:2px;margin-right:5px;vertical-align:-1px}
+ul.gpu-legend i{height:4px;vertical-align:3px;width:16px}
+ul.timebar-legend i.hatch{background:repeating-linear-gradient(45deg,#d0d7de 0 3px,#f6f8fa 3px 6px)!important}
+ul.gpu-legend i.limit{background:repeating-linear-gradient(90deg,#8c959f 0 5px,transparent 5px 8px)}
+ul.gpu-legend i.dashed{background-image:linear-gradient(90deg,transparent 60%,#fff 60%)!important;background-size:6px 4px}
+.overlay figure.chart+figure.chart{margin-top:4px}
+@media print{body{max-width:none;margin:0}.finding,figure.chart,figure.timebar,table{break-inside:avoid}.charts{grid-template-columns:1fr 1fr}}
 )";
 
 }  // namespace
@@ -167,7 +92,8 @@ const char* html_report_css() {
 
 namespace {
 
-// Checks itself when opened: every chart has data, no script errors (read by the tests).
+// Checks itself when opened: every chart has data, no script errors, the time bar's parts and
+// percent, the lines on the overlaid chart (read by the tests).
 const char* kScript = R"(
 (function(){
   var errors=[];
@@ -176,42 +102,25 @@ const char* kScript = R"(
     var charts=document.querySelectorAll('figure.chart svg');var withData=0;
     charts.forEach(function(c){if(parseInt(c.getAttribute('data-points'),10)>0&&c.querySelector('polyline'))withData++;});
     document.body.dataset.charts=String(charts.length);document.body.dataset.chartsWithData=String(withData);
+    var parts=document.querySelectorAll('figure.timebar rect[data-part]');var pct=0;
+    parts.forEach(function(r){pct+=parseFloat(r.getAttribute('data-pct'));});
+    document.body.dataset.barParts=String(parts.length);document.body.dataset.barPct=pct.toFixed(2);
+    var bar=document.querySelector('figure.timebar svg');
+    var h2=document.querySelector('h2');
+    document.body.dataset.barWidth=bar?String(Math.round(bar.getBoundingClientRect().width)):'0';
+    document.body.dataset.pageWidth=h2?String(Math.round(h2.getBoundingClientRect().width)):'0';
+    var over=document.querySelector('.overlay figure.chart svg');
+    document.body.dataset.overlayLines=over?String(over.querySelectorAll('polyline').length):'0';
     document.body.dataset.errors=errors.join(' | ');document.body.dataset.ready='1';
   });
 })();
 )";
 
-const char* cause_color(Cause c) {
-  switch (c) {
-    case Cause::kIdle:
-      return "#8c959f";
-    case Cause::kDataStarvation:
-      return "#d4760a";
-    case Cause::kCommunicationWait:
-      return "#8250df";
-    case Cause::kLaunchOverhead:
-      return "#bf3989";
-    case Cause::kMemoryBound:
-      return "#0969da";
-    case Cause::kThermalThrottle:
-      return "#cf222e";
-    case Cause::kPowerCapped:
-      return "#9a6700";
-    case Cause::kClocksLimited:
-      return "#953800";
-    case Cause::kContention:
-      return "#1a7f37";
-    case Cause::kHealthy:
-      return "#2da44e";
-  }
-  return "#888";
-}
-
 }  // namespace
 
 std::string render_html_report(const Recording& rec, const Diagnosis& d,
                                const HtmlReportOptions& options) {
-  g_chart_id = 0;
+  html::reset_chart_ids();
   std::string h = "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">";
   h += "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">";
   h += fmt::format("<title>{}</title><style>{}</style></head><body>\n", esc(options.title), kCss);
@@ -233,6 +142,11 @@ std::string render_html_report(const Recording& rec, const Diagnosis& d,
     h += "<p class=\"verdict none\"><b>Verdict: cannot tell from this input</b> (see the limits "
          "below)</p>\n";
   }
+
+  // Where the GPU time went, then every GPU on one time axis; the per-GPU panels come later.
+  const double t_end = std::max(d.duration_s, 1.0);
+  h += html::time_bar(gpu_time_breakdown(d), d.gpus.size());
+  h += html::overlay_charts(rec, d, t_end);
 
   h += "<h2>GPUs</h2><table><tr><th>GPU</th><th>name</th><th>verdict</th><th>efficiency</th>"
        "<th>mean power</th><th>limit</th><th>util</th><th>SM activity</th><th>lost GPU-h</th>"
@@ -334,9 +248,9 @@ std::string render_html_report(const Recording& rec, const Diagnosis& d,
   }
 
   // Charts per GPU.
-  h += "<h2>Over time</h2><p class=\"muted\">Shaded: phases other than steady work (grey) and "
+  h += "<h2>Each GPU over time</h2><p class=\"muted\">Shaded: phases other than steady work (grey) "
+       "and "
        "findings (their cause's colour).</p>\n";
-  const double t_end = std::max(d.duration_s, 1.0);
   for (size_t gi = 0; gi < rec.gpus.size(); ++gi) {
     const auto& s = rec.gpus[gi];
     const GpuDiagnosis* gd = gi < d.gpus.size() ? &d.gpus[gi] : nullptr;
@@ -347,7 +261,7 @@ std::string render_html_report(const Recording& rec, const Diagnosis& d,
     for (const auto& f : d.findings)
       if (std::find(f.gpus.begin(), f.gpus.end(), s.info.index) != f.gpus.end())
         shades.push_back(
-            {f.start_s, f.end_s, cause_color(f.cause), std::string(cause_code(f.cause))});
+            {f.start_s, f.end_s, html::cause_color(f.cause), std::string(cause_code(f.cause))});
     auto line = [&](Field f, const char* label, const char* color, bool dashed = false) {
       Line l{label, color, {}, {}, dashed};
       if (const auto* c = s.column(f)) downsample(s.time_s, *c, l);

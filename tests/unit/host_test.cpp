@@ -309,6 +309,12 @@ TEST(Run, HtmlReportIsSelfContainedAndEscaped) {
   EXPECT_NE(html.find("waiting for data"), std::string::npos);
   EXPECT_NE(html.find("governor powersave"), std::string::npos);
   EXPECT_NE(html.find("<polyline"), std::string::npos);
+  // It opens with where the GPU time went and the GPU's power over the run
+  // (tests/unit/html_report_test.cpp checks the bar's numbers).
+  EXPECT_LT(html.find("Verdict:"), html.find("<h2>Where the GPU time went</h2>"));
+  EXPECT_NE(html.find("data-part=\"working\""), std::string::npos);
+  EXPECT_LT(html.find("<h2>Where the GPU time went</h2>"), html.find("<h2>The GPU over time</h2>"));
+  EXPECT_LT(html.find("aria-label=\"Power over the run\""), html.find("<h2>GPUs</h2>"));
   EXPECT_EQ(html.find("http://"), std::string::npos);  // nothing fetched from the network
   EXPECT_EQ(html.find("https://"), std::string::npos);
   EXPECT_EQ(html.find("src="), std::string::npos);
