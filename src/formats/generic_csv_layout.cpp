@@ -417,6 +417,30 @@ bool is_smi_header(const std::vector<std::string_view>& cells) {
 
 }  // namespace
 
+// A header longer than the head that detection sees, of a logger of a whole machine's sensors
+// (HWiNFO: "Date,Time," then hundreds of "NAME [UNIT]" columns, the GPU's past column 190): the
+// head ends inside it, and the GPU's columns are not in it yet. Claimed when it starts with a date
+// and a time column and most of its named cells carry a unit in brackets; the reader, seeing the
+// whole header, says so if it holds no GPU column after all.
+bool cut_sensor_header(std::string_view head, std::string_view line, char sep) {
+  if (line.data() + line.size() != head.data() + head.size() &&
+      text::trim(head.substr(static_cast<size_t>(line.data() + line.size() - head.data()))).size() >
+          0)
+    return false;
+  std::vector<std::string_view> cells;
+  text::split_trimmed(line, sep, cells);
+  if (cells.size() < 16) return false;
+  auto unquoted = [](std::string_view c) {
+    if (c.size() >= 2 && c.front() == '"' && c.back() == '"') c = c.substr(1, c.size() - 2);
+    return c;
+  };
+  if (!iequals(unquoted(cells[0]), "date") || !iequals(unquoted(cells[1]), "time")) return false;
+  size_t with_unit = 0;
+  for (size_t i = 2; i + 1 < cells.size(); ++i)  // (the last may be cut)
+    if (unquoted(cells[i]).ends_with(']')) ++with_unit;
+  return with_unit * 4 >= (cells.size() - 3) * 3;
+}
+
 bool looks_like_generic_csv(std::string_view head) {
   return log_reader::guarded_check([&] {
     head = text::strip_bom(head);
@@ -468,6 +492,7 @@ bool looks_like_generic_csv(std::string_view head) {
         row_cell[4] == '/' && row_cell[19] == '.' && text::parse_timestamp_ms(row_cell))
       return false;
     if (usable(line)) return true;
+    if (cut_sensor_header(head, line, sep)) return true;
     return !comment.empty() && usable(comment.substr(1));
   });
 }
