@@ -291,6 +291,8 @@ constexpr CatalogueEntry kEntries[] = {
     // MSI Afterburner log column names (the 02 line of a .hml).
     {"gpu_usage", Role::kField, Field::kUtilGpu, Rule::kPercentOrRatio, "MSI Afterburner"},
     {"fb_usage", Role::kField, Field::kUtilMem, Rule::kPercentOrRatio, "MSI Afterburner"},
+    // "GPU1 usage" (graphs of several GPUs are numbered): GPU-Util.
+    {"usage", Role::kField, Field::kUtilGpu, Rule::kPercentOrRatio, "MSI Afterburner", 1, true},
     // Afterburner's "Power percent" (and "GPU1 power percent"); W&B's "gpu.0.powerPercent".
     {"power_percent", Role::kField, Field::kPowerPercent, Rule::kAsIs,
      "MSI Afterburner, Weights & Biases"},
