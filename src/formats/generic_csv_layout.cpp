@@ -435,7 +435,6 @@ bool is_smi_header(const std::vector<std::string_view>& cells) {
   return false;
 }
 
-
 // A header longer than the head that detection sees, of a logger of a whole machine's sensors
 // (HWiNFO: "Date,Time," then hundreds of "NAME [UNIT]" columns, the GPU's past column 190): the
 // head ends inside it, and the GPU's columns are not in it yet. Claimed when it starts with a date

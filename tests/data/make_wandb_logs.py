@@ -14,7 +14,7 @@ sharing no code with gpudoctor's reader:
   (Record field 26: gpu, gpu_count, gpu_nvidia with each GPU's name and UUID). Two RTX 4090s.
 - run-2023-percent.wandb: as the 2023 SDK writes it: powerWatts and powerPercent, no limit key
   and no GPU name in the file (GPU 0 at 300 W = 66.67 % of a 450 W limit).
-- run-no-gpu.wandb: system metrics of a machine without a GPU (cpu, disk, network only).
+- ../../no-gpu-metric/run-no-gpu.wandb: system metrics of a machine without a GPU (cpu, disk, network only).
 
 Two GPUs for 10 minutes: GPU 0 works (98 % util, 385 of 400 W), GPU 1 sits idle (0 %, 60 W).
 Run: python3 tests/data/make_wandb_logs.py (writes tests/data/logs/wandb/).
@@ -153,7 +153,7 @@ def write_no_gpu():
     log.write(field_varint(1, 1) + field_bytes(17, field_bytes(1, "cpu1") + field_bytes(13, "laptop")))
     for t in range(0, 120, 15):
         log.write(stats_items(t, [("cpu", 35.0), ("disk./.usagePercent", 71.2), ("network.sent", 10.0 * t)]))
-    with open(os.path.join(HERE, "run-no-gpu.wandb"), "wb") as f:
+    with open(os.path.join(HERE, "..", "..", "no-gpu-metric", "run-no-gpu.wandb"), "wb") as f:
         f.write(log.buf)
 
 

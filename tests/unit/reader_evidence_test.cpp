@@ -3,14 +3,12 @@
 // the layouts of whole machines and fleets (HWiNFO's hundreds of sensors, GPUtil blocks of one
 // GPU, a dcgm-exporter scrape of several hosts), W&B run files of every SDK generation, and a
 // file without any GPU metric said as such. Fixtures: tests/data/logs/tools/ (written for these
-// tests; make_machine_logs.py writes the HWiNFO ones) and tests/data/logs/wandb/
-// (make_wandb_logs.py).
+// tests; make_machine_logs.py writes the HWiNFO ones), tests/data/logs/wandb/ (make_wandb_logs.py)
+// and tests/data/no-gpu-metric/.
 #include <gtest/gtest.h>
 
 #include <algorithm>
 #include <cmath>
-#include <fstream>
-#include <sstream>
 #include <string>
 
 #include "core/clock_reasons.hpp"
@@ -23,12 +21,9 @@ std::string data(const std::string& rel) {
   return std::string(GPUDOCTOR_SOURCE_DIR) + "/tests/data/logs/" + rel;
 }
 
-std::string slurp(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  EXPECT_TRUE(in.good()) << "cannot open " << path;
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
+// Files without any GPU metric: errors, so not among the fixtures every reader must read.
+std::string no_gpu(const std::string& name) {
+  return std::string(GPUDOCTOR_SOURCE_DIR) + "/tests/data/no-gpu-metric/" + name;
 }
 
 std::string notes_of(const Recording& rec) {
@@ -43,7 +38,7 @@ bool has_note(const Recording& rec, std::string_view part) {
 }
 
 Recording load_ok(const std::string& rel) {
-  auto r = load_telemetry(data(rel));
+  auto r = load_telemetry(data(rel), LoadOptions{});
   EXPECT_TRUE(r.ok()) << rel << ": " << (r.ok() ? std::string() : r.error().message);
   if (!r.ok()) return {};
   return std::move(r).value();
@@ -178,7 +173,7 @@ TEST(MachineLogs, DcgmExporterScrapeOfSeveralHosts) {
 }
 
 TEST(MachineLogs, GpuColumnsWithoutAnyValueAreAnError) {
-  auto r = load_telemetry(data("tools/no_gpu_values.csv"));
+  auto r = load_telemetry(no_gpu("no_gpu_values.csv"), LoadOptions{});
   ASSERT_FALSE(r.ok());
   EXPECT_EQ(r.error().kind, Error::Kind::kFailure);
   EXPECT_NE(r.error().message.find("no GPU metric"), std::string::npos) << r.error().message;
@@ -218,7 +213,7 @@ TEST(WandbGenerations, PercentGivesTheLimitWhereNothingElseDoes) {
 }
 
 TEST(WandbGenerations, NoGpuMetricIsAnErrorNamingTheKeys) {
-  auto r = load_telemetry(data("wandb/run-no-gpu.wandb"));
+  auto r = load_telemetry(no_gpu("run-no-gpu.wandb"), LoadOptions{});
   ASSERT_FALSE(r.ok());
   EXPECT_EQ(r.error().kind, Error::Kind::kFailure);
   const std::string& m = r.error().message;
