@@ -160,6 +160,7 @@ struct Reader {
   std::string host;
   std::string env_gpu;                 // the environment record's name for every GPU
   std::vector<std::string> gpu_names;  // its GPUs' own names, in index order
+  std::vector<std::string> gpu_uuids;  // and UUIDs
   log_reader::UniqueNames other_keys;  // keys of system-metrics records without GPU figures
   size_t stats = 0, other_stats = 0, malformed = 0, bad_crc = 0, broken_chains = 0,
          process_items = 0;
@@ -184,29 +185,41 @@ struct Reader {
 
   void environment_record(std::string_view data) {
     Proto env(data);
-    std::vector<std::string> names;
+    std::vector<std::string> names, uuids;
+    std::string gpu;
     while (auto f = env.next()) {
       if (f->wire != 2) continue;
-      if (f->number == kEnvGpu && env_gpu.empty()) env_gpu = std::string(text::trim(f->data));
+      if (f->number == kEnvGpu) gpu = std::string(text::trim(f->data));
       if (f->number == kEnvGpuNvidia) {
-        Proto gpu(f->data);
-        std::string name;
-        while (auto g = gpu.next())
-          if (g->wire == 2 && g->number == kGpuInfoName) name = std::string(text::trim(g->data));
-        if (!gpu.bad()) names.push_back(std::move(name));
+        Proto info(f->data);
+        std::string name, uuid;
+        while (auto g = info.next()) {
+          if (g->wire != 2) continue;
+          if (g->number == kGpuInfoName) name = std::string(text::trim(g->data));
+          if (g->number == kGpuInfoUuid) uuid = std::string(text::trim(g->data));
+        }
+        if (info.bad()) return;
+        names.push_back(std::move(name));
+        uuids.push_back(std::move(uuid));
       }
     }
-    if (env.bad()) return;  // (a record of another message under this number: no names)
-    if (gpu_names.empty()) gpu_names = std::move(names);
+    if (env.bad() || !gpu_names.empty() || !env_gpu.empty()) return;  // (the first one counts)
+    env_gpu = std::move(gpu);
+    gpu_names = std::move(names);
+    gpu_uuids = std::move(uuids);
   }
 
-  // The names as columns: "gpu.N.name" for each GPU the record lists, else "name" for all.
+  // The names as columns: "gpu.N.name" (and "gpu.N.uuid") for each GPU the record lists, else
+  // "name" for all.
   std::vector<std::pair<std::string, std::string>> name_columns() const {
     std::vector<std::pair<std::string, std::string>> cols;
-    for (size_t i = 0; i < gpu_names.size(); ++i)
+    for (size_t i = 0; i < gpu_names.size(); ++i) {
       if (!gpu_names[i].empty() && text::valid_utf8(gpu_names[i]))
         cols.emplace_back(fmt::format("gpu.{}.name", i), gpu_names[i]);
-    if (cols.empty() && !env_gpu.empty() && text::valid_utf8(env_gpu))
+      if (!gpu_uuids[i].empty() && text::valid_utf8(gpu_uuids[i]))
+        cols.emplace_back(fmt::format("gpu.{}.uuid", i), gpu_uuids[i]);
+    }
+    if (gpu_names.empty() && !env_gpu.empty() && text::valid_utf8(env_gpu))
       cols.emplace_back("name", env_gpu);
     return cols;
   }

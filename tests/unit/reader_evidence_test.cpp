@@ -195,6 +195,7 @@ TEST(WandbGenerations, SplitRecordsAndTheEnvironmentRecord) {
   EXPECT_NEAR(at(rec.gpus[0], Field::kUtilGpu, 0), 97.0, 1e-9);
   EXPECT_NEAR(at(rec.gpus[0], Field::kPowerPercent, 0), 88.89, 1e-9);
   EXPECT_NEAR(at(rec.gpus[1], Field::kPower, 0), 21.5, 1e-9);
+  EXPECT_EQ(rec.gpus[1].info.uuid, "GPU-40900001-0000-0000-0000-000000000000");
   EXPECT_EQ(rec.system.hostname, "ws-4090");
   EXPECT_TRUE(has_note(rec, "20 system-metrics record(s) with GPU figures")) << notes_of(rec);
   EXPECT_TRUE(has_note(rec, "80 system-metrics record(s) without GPU figures")) << notes_of(rec);
