@@ -100,6 +100,7 @@ constexpr CatalogueEntry kEntries[] = {
     {"utilization", Role::kField, Field::kUtilGpu, Rule::kPercentOrRatio, "home-made"},
     {"gpu_util", Role::kField, Field::kUtilGpu, Rule::kPercentOrRatio, "home-made"},
     {"gpu_utilization", Role::kField, Field::kUtilGpu, Rule::kPercentOrRatio, "nvitop"},
+    {"gpu_pct", Role::kField, Field::kUtilGpu, Rule::kAsIs, "home-made"},  // "GPU%"
     {"utilization_gpu", Role::kField, Field::kUtilGpu, Rule::kPercentOrRatio, "gpustat"},
     {"mem_util", Role::kField, Field::kUtilMem, Rule::kPercentOrRatio, "home-made"},
     {"memory_util", Role::kField, Field::kUtilMem, Rule::kPercentOrRatio, "home-made"},

@@ -462,6 +462,11 @@ std::optional<size_t> ws_header(std::string_view text) {
     while (after.next(next) && (text::is_blank(next) || is_rule(next))) any_rule = true;
     std::string last_date;
     split_row(next, r, last_date);
+    // A title over the header ("GPU Utilization Monitor - Press Ctrl+C to stop") names a column
+    // too, but what follows it is no row of numbers: the header is further down.
+    const bool numbers =
+        std::any_of(r.begin(), r.end(), [](std::string_view c) { return text::parse_double(c); });
+    if (!numbers) continue;
     if (r.size() == h.size() && any_rule) return static_cast<size_t>(line.data() - text.data());
     return std::nullopt;
   }
