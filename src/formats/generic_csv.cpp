@@ -263,6 +263,7 @@ void Reader::finish() {
           parts.push_back(fmt::format("{} {} = GPU {}", gpus_[i].host,
                                       gpus_[i].id.empty() ? "-" : gpus_[i].id, i));
         gpus_[i].series.info.index = static_cast<unsigned>(i);
+        gpus_[i].series.host = gpus_[i].host;  // (the GPU's identity: host and its id there)
       }
       if (gpus_.size() > parts.size())
         parts.push_back(fmt::format("and {} more", gpus_.size() - parts.size()));
