@@ -4,7 +4,8 @@
 //     (bench/indep_corpus.py), one JSON object per run;
 //   - a directory with LABELS.tsv: the real logs (../shared/data/real-logs), labelled by hand:
 //     `a|b` accepts either, `*` anything (the log must still be read), `accept=` other right run
-//     verdicts, `columns=`/`power-limit=` passed as a user would (--columns, --power-limit).
+//     verdicts, `columns=`/`power-limit=`/`map=` passed as a user would (--columns, --power-limit,
+//     --map).
 // Prints a confusion matrix, the misses (with --verbose), the per-GPU verdicts by confidence band,
 // and the figures the issue asks for; exit status 1 when a minimum given on the command line is
 // not met, when a log cannot be read, or (with a minimum) when a healthy run or GPU is called
@@ -116,6 +117,10 @@ std::vector<Label> read_tsv(const std::filesystem::path& dir) {
         const std::string k = flag.substr(0, eq), v = flag.substr(eq + 1);
         if (k == "columns") l.opt.columns = split(v, ',');
         if (k == "power-limit") l.opt.power_limit_w = std::atof(v.c_str());
+        if (k == "map")  // map=COLUMN=FIELD[;COLUMN=FIELD...]: --map
+          for (const auto& m : split(v, ';'))
+            if (const auto at = m.find('='); at != std::string::npos)
+              l.opt.map.emplace_back(m.substr(0, at), m.substr(at + 1));
         if (k == "accept")
           for (auto& a : alternatives(v)) l.verdicts.insert(a);
       }

@@ -18,6 +18,7 @@
 
 #include "core/reading.hpp"
 #include "formats/column_catalogue.hpp"
+#include "formats/dcgm_scrape.hpp"
 #include "formats/finish.hpp"
 #include "formats/text.hpp"
 
@@ -955,6 +956,7 @@ Result<Recording> read_dcgmi_dmon(std::string_view text, const std::string& orig
 }
 
 bool looks_like_dcgm_long(std::string_view head) {
+  if (looks_like_dcgm_scrape(head)) return true;  // (read_dcgm_long hands it on)
   return log_reader::guarded_check([&] {
     head = text::strip_bom(head);
     if (head.empty() || text::looks_binary(head.substr(0, 4096))) return false;
@@ -975,6 +977,11 @@ bool looks_like_dcgm_long(std::string_view head) {
 
 Result<Recording> read_dcgm_long(std::string_view text, const std::string& origin,
                                  const DcgmOptions& opt) {
+  if (looks_like_dcgm_scrape(text.substr(0, 4096))) {
+    GenericCsvOptions o;
+    o.power_limit_w = opt.power_limit_w;
+    return read_dcgm_scrape(text, origin, o);
+  }
   return log_reader::guarded_read(origin, "DCGM field dump", [&] {
     LongReader reader(text, origin, opt);
     return reader.run();

@@ -42,10 +42,12 @@ bool looks_like_dcgmi_dmon(std::string_view head);
 Result<Recording> read_dcgmi_dmon(std::string_view text, const std::string& origin,
                                   const DcgmOptions& opt);
 
-// True when the text looks like a DCGM long field dump: a "GPUId,TimeStampUs,Field,Values" header.
+// True when the text looks like a DCGM long field dump: a "GPUId,TimeStampUs,Field,Values" header
+// (or a dcgm-exporter scrape CSV: looks_like_dcgm_scrape).
 bool looks_like_dcgm_long(std::string_view head);
 
-// Parses a whole DCGM long field dump. origin names the input in messages and notes.
+// Parses a whole DCGM long field dump. origin names the input in messages and notes. A
+// dcgm-exporter scrape saved as long CSV (formats/dcgm_scrape) is detected and read here too.
 Result<Recording> read_dcgm_long(std::string_view text, const std::string& origin,
                                  const DcgmOptions& opt);
 

@@ -129,6 +129,54 @@ void mark_logged_power_limits(Recording& rec) {
     if (g.power_limit_source.empty() && has_logged_power_limit(g)) g.power_limit_source = "log";
 }
 
+namespace {
+
+// The limit a GPU's power and power-percent columns imply (W&B's powerPercent, GPU-Z's and
+// HWiNFO's % of TDP, Afterburner's power percent: power / limit x 100): the median of power x 100 /
+// percent over the samples with both, those at 10 % or more where there are some (a small percent
+// is rounded coarsely). nullopt without such samples.
+std::optional<double> limit_from_percent(const GpuSeries& g) {
+  const auto* power = g.column(Field::kPower);
+  const auto* pct = g.column(Field::kPowerPercent);
+  if (power == nullptr || pct == nullptr) return std::nullopt;
+  for (const double floor : {10.0, 1.0}) {
+    std::vector<double> limits;
+    for (size_t i = 0; i < power->size() && i < pct->size(); ++i) {
+      const double w = (*power)[i], p = (*pct)[i];
+      if (is_missing(w) || is_missing(p) || p < floor || w <= 0) continue;
+      limits.push_back(w * 100 / p);
+    }
+    if (limits.empty()) continue;
+    auto mid = limits.begin() + static_cast<std::ptrdiff_t>(limits.size() / 2);
+    std::nth_element(limits.begin(), mid, limits.end());
+    if (*mid >= 5 && *mid <= 5000) return *mid;
+  }
+  return std::nullopt;
+}
+
+// GPUs without a limit column but with power and its percent of the limit: the implied limit as
+// their enforced limit (the log's own, source "log"), with one note per limit.
+void limits_from_percent(Recording& rec, const std::vector<GpuToFinish>& gpus) {
+  std::vector<std::pair<double, std::vector<unsigned>>> found;  // limit (rounded W) -> GPUs
+  for (const auto& [s, counts] : gpus) {
+    if (has_logged_power_limit(*s)) continue;
+    const auto limit = limit_from_percent(*s);
+    if (!limit) continue;
+    const double w = std::round(*limit);
+    auto& col = s->column_for_write(Field::kPowerLimitEnforced);
+    std::fill(col.begin(), col.end(), w);
+    auto it = std::find_if(found.begin(), found.end(), [&](const auto& e) { return e.first == w; });
+    if (it == found.end()) it = found.insert(found.end(), {w, {}});
+    it->second.push_back(s->info.index);
+  }
+  for (const auto& [w, idx] : found)
+    add_note(rec, fmt::format("power limit {} W worked out from the log's power and its percent of "
+                              "the limit (power x 100 / percent) for GPU(s) {}",
+                              fmt_watts(w), fmt::join(idx, ", ")));
+}
+
+}  // namespace
+
 void finish_gpus(Recording& rec, const std::vector<GpuToFinish>& gpus, const FinishOptions& opt) {
   // Fields the log had but never with a value: unsupported where the log said so.
   std::array<bool, kFieldCount> field_seen{};
@@ -167,7 +215,9 @@ void finish_gpus(Recording& rec, const std::vector<GpuToFinish>& gpus, const Fin
                                                  : fmt::format(" ({} throughout)", opt.placeholder),
                          fmt::join(empty, ", ")));
 
-  // Power limit: the denominator of the efficiency score. The log's own limit first.
+  // Power limit: the denominator of the efficiency score. The log's own limit first: a limit
+  // column, else the limit its power and percent-of-limit columns imply.
+  limits_from_percent(rec, gpus);
   bool option_used = false;
   for (const auto& [s, counts] : gpus) {
     if (has_logged_power_limit(*s)) {

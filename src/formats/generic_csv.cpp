@@ -76,6 +76,27 @@ Result<Recording> Reader::finish_reading() {
     return usage_error(fmt::format("{}: no readable rows", origin_));
   }
   finish();
+  // Columns of GPU metrics that never hold a value (a tracker's export of a run on a machine
+  // without a GPU, a logger whose NVML calls all failed): said, not diagnosed as empty GPUs.
+  const bool any_value = std::any_of(rec_.gpus.begin(), rec_.gpus.end(), [](const GpuSeries& g) {
+    for (size_t fi = 0; fi < kFieldCount; ++fi) {
+      // (The default limit: filled from the model table by the finishing step.)
+      if (static_cast<Field>(fi) == Field::kPowerLimitDefault) continue;
+      const auto* c = g.column(static_cast<Field>(fi));
+      if (c && std::any_of(c->begin(), c->end(), [](double v) { return !is_missing(v); }))
+        return true;
+    }
+    return false;
+  });
+  if (!any_value) {
+    std::vector<std::string_view> names;
+    for (const auto& c : cols_)
+      if (c.m.role == Role::kField || c.m.role == Role::kReason) names.push_back(c.name);
+    return failure(
+        fmt::format("{}: no GPU metric in the log: its GPU columns ({}) hold no value "
+                    "in any of its {} row(s)",
+                    origin_, log_reader::join_names(names, 10), rows_read_));
+  }
   return std::move(rec_);
 }
 
@@ -242,6 +263,7 @@ void Reader::finish() {
           parts.push_back(fmt::format("{} {} = GPU {}", gpus_[i].host,
                                       gpus_[i].id.empty() ? "-" : gpus_[i].id, i));
         gpus_[i].series.info.index = static_cast<unsigned>(i);
+        gpus_[i].series.host = gpus_[i].host;  // (the GPU's identity: host and its id there)
       }
       if (gpus_.size() > parts.size())
         parts.push_back(fmt::format("and {} more", gpus_.size() - parts.size()));

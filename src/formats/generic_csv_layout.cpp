@@ -30,6 +30,16 @@
 
 namespace gpudoctor::generic_csv_reader {
 
+namespace {
+
+// A column name that says it is the GPU's ("GPU Memory Clock [MHz]", "gpu_temp").
+bool gpu_named(std::string_view name) {
+  return name.size() > 3 && text::istarts_with(name, "gpu") &&
+         (name[3] == ' ' || name[3] == '_' || name[3] == '.');
+}
+
+}  // namespace
+
 std::optional<Error> Reader::find_header() {
   text::LineReader lines(body_);
   std::string_view line, comment;
@@ -227,6 +237,16 @@ std::optional<Error> Reader::make_layout() {
           continue;
         }
         int& f = first_field[index_of(c.m.field)];
+        if (f >= 0 && gpu_named(c.name) && !gpu_named(cols_[static_cast<size_t>(f)].name)) {
+          // A whole machine's sensors: "Memory Clock" is the RAM's, "GPU Memory Clock" the GPU's.
+          Column& earlier = cols_[static_cast<size_t>(f)];
+          duplicates_.emplace_back(earlier.name, c.name);
+          earlier.m.role = Role::kIgnore;
+          for (auto& fc : fields_)
+            if (fc.col == static_cast<size_t>(f)) fc.col = i;
+          f = static_cast<int>(i);
+          continue;
+        }
         if (f >= 0) {
           duplicates_.emplace_back(c.name, cols_[static_cast<size_t>(f)].name);
           c.m.role = Role::kIgnore;
@@ -415,6 +435,30 @@ bool is_smi_header(const std::vector<std::string_view>& cells) {
   return false;
 }
 
+// A header longer than the head that detection sees, of a logger of a whole machine's sensors
+// (HWiNFO: "Date,Time," then hundreds of "NAME [UNIT]" columns, the GPU's past column 190): the
+// head ends inside it, and the GPU's columns are not in it yet. Claimed when it starts with a date
+// and a time column and most of its named cells carry a unit in brackets; the reader, seeing the
+// whole header, says so if it holds no GPU column after all.
+bool cut_sensor_header(std::string_view head, std::string_view line, char sep) {
+  if (line.data() + line.size() != head.data() + head.size() &&
+      text::trim(head.substr(static_cast<size_t>(line.data() + line.size() - head.data()))).size() >
+          0)
+    return false;
+  std::vector<std::string_view> cells;
+  text::split_trimmed(line, sep, cells);
+  if (cells.size() < 16) return false;
+  auto unquoted = [](std::string_view c) {
+    if (c.size() >= 2 && c.front() == '"' && c.back() == '"') c = c.substr(1, c.size() - 2);
+    return c;
+  };
+  if (!iequals(unquoted(cells[0]), "date") || !iequals(unquoted(cells[1]), "time")) return false;
+  size_t with_unit = 0;
+  for (size_t i = 2; i + 1 < cells.size(); ++i)  // (the last may be cut)
+    if (unquoted(cells[i]).ends_with(']')) ++with_unit;
+  return with_unit * 4 >= (cells.size() - 3) * 3;
+}
+
 }  // namespace
 
 bool looks_like_generic_csv(std::string_view head) {
@@ -468,6 +512,7 @@ bool looks_like_generic_csv(std::string_view head) {
         row_cell[4] == '/' && row_cell[19] == '.' && text::parse_timestamp_ms(row_cell))
       return false;
     if (usable(line)) return true;
+    if (cut_sensor_header(head, line, sep)) return true;
     return !comment.empty() && usable(comment.substr(1));
   });
 }

@@ -64,7 +64,8 @@ std::optional<int64_t> parse_time_of_day(std::string_view s) {
   if (s.size() >= 8 && s[2] == ':' && s[5] == ':') {
     char buf[64] = "1970-01-01 ";
     std::memcpy(buf + 11, s.data(), s.size());
-    return text::parse_timestamp_ms(std::string_view(buf, 11 + s.size()));
+    // (Else "22:44:4.713": HWiNFO writes seconds without their leading zero, read below.)
+    if (auto t = text::parse_timestamp_ms(std::string_view(buf, 11 + s.size()))) return t;
   }
   // H:M:S with one or two digits each, then an optional fraction.
   char buf[64] = "1970-01-01 ";

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstddef>
+#include <deque>
 #include <optional>
 #include <string>
 #include <utility>
@@ -43,12 +44,47 @@ Result<Recording> read_flat(const CellTable& table, const std::string& origin,
 // ---------------------------------------------------------------------------------------------
 // MSI Afterburner .hml
 
+// A graph's name with its unit: "Power [W]"; a power graph in % is the power percent ("GPU1 power"
+// in % -> "GPU1 power percent [%]"), not watts.
+std::string unit_named(const std::string& name, std::string_view unit) {
+  const std::string_view n = name;
+  if (unit == "%" && n.size() >= 5 && iequals(n.substr(n.size() - 5), "power"))
+    return fmt::format("{} percent [%]", name);
+  return fmt::format("{} [{}]", name, unit);
+}
+
+// The GPUs' names from the 01 line as columns: "name" when no graph is numbered ("GPU temperature":
+// the first GPU's), else "GPU<n> name" for each GPU number the graphs use ("GPU1 usage").
+void name_columns(const std::vector<std::string>& names, const std::vector<std::string>& gpu_names,
+                  std::vector<std::pair<std::string, std::string>>& out) {
+  out.clear();
+  if (gpu_names.empty()) return;
+  std::vector<size_t> numbers;
+  for (const auto& n : names) {
+    if (n.size() < 4 || !iequals(std::string_view(n).substr(0, 3), "gpu")) continue;
+    size_t k = 3, v = 0;
+    while (k < n.size() && n[k] >= '0' && n[k] <= '9')
+      v = v * 10 + static_cast<size_t>(n[k++] - '0');
+    if (k > 3 && k < n.size() && n[k] == ' ' &&
+        std::find(numbers.begin(), numbers.end(), v) == numbers.end())
+      numbers.push_back(v);
+  }
+  if (numbers.empty()) {
+    out.emplace_back("name", gpu_names.front());
+    return;
+  }
+  for (const size_t v : numbers)
+    if (v >= 1 && v <= gpu_names.size())
+      out.emplace_back(fmt::format("GPU{} name", v), gpu_names[v - 1]);
+}
+
 Result<Recording> afterburner(std::string_view text, const std::string& origin,
                               const GenericCsvOptions& opt) {
   text::LineReader lines(text);
   std::string_view line;
   std::vector<std::string_view> cells;
-  std::vector<std::string> names;
+  std::vector<std::string> names, gpu_names;
+  std::vector<std::pair<std::string, std::string>> name_cols;  // (column, the GPU's name)
   CellTable flat;
   bool header = false;
   size_t rows = 0, names_line = 0;
@@ -72,14 +108,28 @@ Result<Recording> afterburner(std::string_view text, const std::string& origin,
       header = true;
       continue;
     }
+    if (cells[0] == "01" && gpu_names.empty()) {
+      // "01, DATE, NVIDIA GeForce GTX 1650, Intel(R) UHD Graphics": the GPUs, GPU1 first.
+      for (size_t i = 2; i < cells.size(); ++i)
+        if (!cells[i].empty()) gpu_names.emplace_back(cells[i]);
+      continue;
+    }
     if (cells[0] == "03" && header && cells.size() >= 3) {
-      // "03, NAME, UNIT, min, max, ...": the unit of a graph, added as a bracket.
-      for (auto& n : names) {
-        if (n == cells[1] && !cells[2].empty() && n.find('[') == std::string::npos) {
-          n = fmt::format("{} [{}]", n, cells[2]);
-          break;
-        }
+      // The unit of a graph, added as a bracket: "03, DATE, INDEX, UNIT, min, max, ..." as
+      // Afterburner writes it, or "03, NAME, UNIT, min, max, ...".
+      std::string* n = nullptr;
+      std::string_view unit;
+      if (const auto i = text::parse_int(cells[2]);
+          i && cells.size() >= 4 && *i >= 0 && static_cast<size_t>(*i) < names.size()) {
+        n = &names[static_cast<size_t>(*i)];
+        unit = cells[3];
+      } else {
+        for (auto& name : names)
+          if (name == cells[1]) n = &name;
+        unit = cells[2];
       }
+      if (n != nullptr && !unit.empty() && n->find('[') == std::string::npos)
+        *n = unit_named(*n, unit);
       continue;
     }
     if (cells[0] != "80" || !header) continue;
@@ -87,9 +137,13 @@ Result<Recording> afterburner(std::string_view text, const std::string& origin,
       // The units of 03 lines come before the first data line: the header again, with them.
       std::vector<std::string_view> h{"time"};
       for (const auto& n : names) h.push_back(n);
+      name_columns(names, gpu_names, name_cols);
+      for (const auto& c : name_cols) h.push_back(c.first);
       flat.set_header(h, names_line);
     }
     cells.erase(cells.begin());
+    cells.resize(names.size() + 1);
+    for (const auto& c : name_cols) cells.push_back(c.second);
     flat.add_row(cells, lines.line_number());
     ++rows;
   }
@@ -119,8 +173,23 @@ std::optional<std::string_view> block_time(std::string_view line) {
   return t;
 }
 
+// The key of a memory pair's total ("GPU Memory" -> "GPU Memory total", "Memory Used" ->
+// "Memory total"), kept in `totals`; nullopt for pairs of other quantities.
+std::optional<std::string_view> memory_total_key(std::string_view key,
+                                                 std::deque<std::string>& totals) {
+  std::string_view stem = key;
+  if (stem.size() > 5 && iequals(stem.substr(stem.size() - 5), " used"))
+    stem = stem.substr(0, stem.size() - 5);
+  if (stem.size() < 6 || !iequals(stem.substr(stem.size() - 6), "memory")) return std::nullopt;
+  const std::string name = std::string(stem) + " total";
+  for (const auto& t : totals)
+    if (t == name) return std::string_view(t);
+  return std::string_view(totals.emplace_back(name));
+}
+
 Result<Recording> key_value_blocks(std::string_view text, const std::string& origin,
                                    const GenericCsvOptions& opt) {
+  std::deque<std::string> totals;  // the total keys' names (the keys are views of them)
   struct Gpu {
     std::string_view time, gpu, name;
     size_t first = 0;  // its values: values[first, next GPU's first)
@@ -163,26 +232,40 @@ Result<Recording> key_value_blocks(std::string_view text, const std::string& ori
     }
     if (rows.empty() || rows.back().time.data() != time.data())
       rows.push_back({time, "", "", values.size(), lines.line_number()});
-    // "1234MB / 24576MB": the first of the pair.
+    // "1234MB / 24576MB": the first of the pair; of memory, the second is the total ("GPU
+    // Memory: 0.0MB / 6144.0MB (0.0%)" -> "GPU Memory" and "GPU Memory total").
     std::string_view v = value;
-    if (const size_t slash = v.find(" / "); slash != std::string_view::npos)
+    if (const size_t slash = v.find(" / "); slash != std::string_view::npos) {
       v = text::trim(v.substr(0, slash));
+      if (const auto total = memory_total_key(key, totals)) {
+        std::string_view t = text::trim(value.substr(slash + 3));
+        t = text::trim(t.substr(0, t.find(" (")));
+        values.emplace_back(key_index(*total), t);
+      }
+    }
     values.emplace_back(key_index(key), v);
   }
   if (rows.empty())
     return usage_error(fmt::format("{}: no \"=== time ===\" block with values", origin));
+  // Blocks without "GPU N: NAME" lines are of one GPU: no GPU and name columns then.
+  const bool gpu_lines =
+      std::any_of(rows.begin(), rows.end(), [](const Gpu& r) { return !r.gpu.empty(); });
+  const size_t lead = gpu_lines ? 3 : 1;
   CellTable flat;
   std::vector<std::string_view> cells{"time", "gpu", "name"};
+  cells.resize(lead);
   for (const auto k : keys) cells.push_back(k);
   flat.set_header(cells, rows.front().line);  // (no header line in the file: the first value's)
   for (size_t i = 0; i < rows.size(); ++i) {
     const Gpu& r = rows[i];
-    cells.assign(3 + keys.size(), {});
+    cells.assign(lead + keys.size(), {});
     cells[0] = r.time;
-    cells[1] = r.gpu;
-    cells[2] = r.name;
+    if (gpu_lines) {
+      cells[1] = r.gpu;
+      cells[2] = r.name;
+    }
     const size_t end = i + 1 < rows.size() ? rows[i + 1].first : values.size();
-    for (size_t j = r.first; j < end; ++j) cells[3 + values[j].first] = values[j].second;
+    for (size_t j = r.first; j < end; ++j) cells[lead + values[j].first] = values[j].second;
     flat.add_row(cells, r.line);
   }
   return read_flat(flat, origin, opt, "key-value blocks");
@@ -383,6 +466,11 @@ std::optional<size_t> ws_header(std::string_view text) {
     while (after.next(next) && (text::is_blank(next) || is_rule(next))) any_rule = true;
     std::string last_date;
     split_row(next, r, last_date);
+    // A title over the header ("GPU Utilization Monitor - Press Ctrl+C to stop") names a column
+    // too, but what follows it is no row of numbers: the header is further down.
+    const bool numbers =
+        std::any_of(r.begin(), r.end(), [](std::string_view c) { return text::parse_double(c); });
+    if (!numbers) continue;
     if (r.size() == h.size() && any_rule) return static_cast<size_t>(line.data() - text.data());
     return std::nullopt;
   }

@@ -1,14 +1,18 @@
 #include "formats/wandb.hpp"
 
+#include <algorithm>
 #include <array>
 #include <cstddef>
 #include <deque>
 #include <optional>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "formats/encoding.hpp"
 #include "formats/finish.hpp"
 #include "formats/flat_table.hpp"
 #include "formats/generic_csv.hpp"
@@ -114,12 +118,52 @@ constexpr uint64_t kStatsTimestamp = 2, kStatsItem = 3;
 constexpr uint64_t kTimestampSeconds = 1, kTimestampNanos = 2;
 constexpr uint64_t kItemKey = 1, kItemValueJson = 16;
 constexpr uint64_t kRunHost = 13;
+// Record.environment (SDK 0.19 and later): the metadata wandb-metadata.json holds in older runs.
+// Its GPUs: gpu (a name for all), gpu_nvidia (one GpuNvidiaInfo each: name, ..., uuid).
+constexpr uint64_t kRecordEnvironment = 26;
+constexpr uint64_t kEnvGpu = 18, kEnvGpuNvidia = 24;
+constexpr uint64_t kGpuInfoName = 1, kGpuInfoUuid = 5;
+
+// A key of one GPU's figures: "gpu.0.powerWatts" (not "gpu.process.0.*", the run's own GPUs).
+bool gpu_key(std::string_view key) {
+  return key.size() > 4 && text::istarts_with(key, "gpu.") && key[4] >= '0' && key[4] <= '9';
+}
+
+// A table with constant columns added to every row (the GPUs' names, known once the whole file
+// is read).
+class WithColumns : public log_reader::CellRows {
+ public:
+  WithColumns(const log_reader::CellRows& base,
+              const std::vector<std::pair<std::string, std::string>>& extra)
+      : base_(base), extra_(extra) {}
+  size_t columns() const override { return base_.columns() + extra_.size(); }
+  std::string_view name(size_t c) const override {
+    return c < base_.columns() ? base_.name(c)
+                               : std::string_view(extra_[c - base_.columns()].first);
+  }
+  size_t rows() const override { return base_.rows(); }
+  void row(size_t r, std::vector<std::string_view>& cells) const override {
+    base_.row(r, cells);
+    for (const auto& e : extra_) cells.push_back(e.second);
+  }
+  size_t header_line() const override { return base_.header_line(); }
+  size_t line(size_t r) const override { return base_.line(r); }
+
+ private:
+  const log_reader::CellRows& base_;
+  const std::vector<std::pair<std::string, std::string>>& extra_;
+};
 
 struct Reader {
   std::string origin;
   log_reader::FlatTable table;
   std::string host;
-  size_t stats = 0, malformed = 0, bad_crc = 0, broken_chains = 0, process_items = 0;
+  std::string env_gpu;                 // the environment record's name for every GPU
+  std::vector<std::string> gpu_names;  // its GPUs' own names, in index order
+  std::vector<std::string> gpu_uuids;  // and UUIDs
+  log_reader::UniqueNames other_keys;  // keys of system-metrics records without GPU figures
+  size_t stats = 0, other_stats = 0, malformed = 0, bad_crc = 0, broken_chains = 0,
+         process_items = 0;
   bool truncated = false;
 
   void record(std::string_view data) {
@@ -128,6 +172,7 @@ struct Reader {
       if (f->wire != 2) continue;
       if (f->number == kRecordStats) stats_record(f->data);
       if (f->number == kRecordRun) run_record(f->data);
+      if (f->number == kRecordEnvironment) environment_record(f->data);
     }
     if (rec.bad()) ++malformed;
   }
@@ -136,6 +181,47 @@ struct Reader {
     Proto run(data);
     while (auto f = run.next())
       if (f->number == kRunHost && f->wire == 2 && host.empty()) host = std::string(f->data);
+  }
+
+  void environment_record(std::string_view data) {
+    Proto env(data);
+    std::vector<std::string> names, uuids;
+    std::string gpu;
+    while (auto f = env.next()) {
+      if (f->wire != 2) continue;
+      if (f->number == kEnvGpu) gpu = std::string(text::trim(f->data));
+      if (f->number == kEnvGpuNvidia) {
+        Proto info(f->data);
+        std::string name, uuid;
+        while (auto g = info.next()) {
+          if (g->wire != 2) continue;
+          if (g->number == kGpuInfoName) name = std::string(text::trim(g->data));
+          if (g->number == kGpuInfoUuid) uuid = std::string(text::trim(g->data));
+        }
+        if (info.bad()) return;
+        names.push_back(std::move(name));
+        uuids.push_back(std::move(uuid));
+      }
+    }
+    if (env.bad() || !gpu_names.empty() || !env_gpu.empty()) return;  // (the first one counts)
+    env_gpu = std::move(gpu);
+    gpu_names = std::move(names);
+    gpu_uuids = std::move(uuids);
+  }
+
+  // The names as columns: "gpu.N.name" (and "gpu.N.uuid") for each GPU the record lists, else
+  // "name" for all.
+  std::vector<std::pair<std::string, std::string>> name_columns() const {
+    std::vector<std::pair<std::string, std::string>> cols;
+    for (size_t i = 0; i < gpu_names.size(); ++i) {
+      if (!gpu_names[i].empty() && text::valid_utf8(gpu_names[i]))
+        cols.emplace_back(fmt::format("gpu.{}.name", i), gpu_names[i]);
+      if (!gpu_uuids[i].empty() && text::valid_utf8(gpu_uuids[i]))
+        cols.emplace_back(fmt::format("gpu.{}.uuid", i), gpu_uuids[i]);
+    }
+    if (gpu_names.empty() && !env_gpu.empty() && text::valid_utf8(env_gpu))
+      cols.emplace_back("name", env_gpu);
+    return cols;
   }
 
   void stats_record(std::string_view data) {
@@ -166,6 +252,15 @@ struct Reader {
     }
     if (st.bad() || !time_s) {
       ++malformed;
+      return;
+    }
+    // SDKs from 2024 on write the GPUs' figures in records of their own, and the CPU's, disk's,
+    // network's and memory's each in another at nearly the same time: a row is a record with
+    // GPU figures, or the rows would be apart by milliseconds and mostly empty.
+    if (std::none_of(items.begin(), items.end(),
+                     [](const auto& kv) { return gpu_key(kv.first); })) {
+      ++other_stats;
+      for (const auto& kv : items) other_keys.add(kv.first);
       return;
     }
     ++stats;
@@ -303,6 +398,11 @@ Result<Recording> read_wandb_run_unguarded(std::string_view bytes, const std::st
   }
   if (in_chain) r.truncated = true;
 
+  if (r.table.rows() == 0 && r.other_stats > 0)
+    return failure(fmt::format(
+        "{}: no GPU metric in this W&B run file: its {} system-metrics record(s) hold {} (no "
+        "gpu.N.* key; was the run on a machine without an NVIDIA GPU, or GPU monitoring off?)",
+        origin, r.other_stats, log_reader::join_names(r.other_keys.list, 10)));
   if (r.table.rows() == 0)
     return usage_error(fmt::format(
         "{}: a W&B run file without system metrics (no stats records{}); W&B writes them every "
@@ -311,13 +411,24 @@ Result<Recording> read_wandb_run_unguarded(std::string_view bytes, const std::st
   GenericCsvOptions o;
   o.map = options.map;
   o.power_limit_w = options.power_limit_w;
-  auto rec = read_generic_csv(r.table, origin, o);
+  const auto names = r.name_columns();
+  const WithColumns table(r.table, names);
+  auto rec = read_generic_csv(table, origin, o);
   if (!rec) return rec;
   Recording& out = rec.value();
   out.source = "W&B run file: " + origin;
   if (!r.host.empty()) out.system.hostname = r.host;
+  if (r.other_stats > 0)
+    out.notes.insert(out.notes.begin(),
+                     fmt::format("{} system-metrics record(s) without GPU figures (CPU, disk, "
+                                 "network, memory: {}) not read",
+                                 r.other_stats, log_reader::join_names(r.other_keys.list, 6)));
+  if (!names.empty())
+    out.notes.insert(out.notes.begin(), "GPU names from the run's environment record");
   out.notes.insert(out.notes.begin(),
-                   fmt::format("read as a W&B run file: {} system-metrics record(s)", r.stats));
+                   fmt::format("read as a W&B run file: {} system-metrics record(s) with GPU "
+                               "figures",
+                               r.stats));
   if (r.process_items)
     log_reader::add_note(out,
                          "W&B's gpu.process.* copies of the figures (the GPUs of the run's "

@@ -127,7 +127,8 @@ const std::set<std::string> kNotInSmiCsv = {"energy_mj",
                                             "gpm_pcie_tx_mibs",
                                             "gpm_pcie_rx_mibs",
                                             "gpm_nvlink_rx_mibs",
-                                            "gpm_nvlink_tx_mibs"};
+                                            "gpm_nvlink_tx_mibs",
+                                            "power_pct"};
 
 // CSV text as columns by name.
 std::map<std::string, std::vector<std::string>> columns_of(const std::string& csv) {

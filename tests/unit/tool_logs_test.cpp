@@ -629,7 +629,7 @@ TEST(RealLogs, EveryLogIsReadWithoutError) {
     for (const auto& n : r->notes) EXPECT_TRUE(text::valid_utf8(n)) << n;
     ++read;
   }
-  EXPECT_EQ(read, 24u);
+  EXPECT_EQ(read, 48u);
 }
 
 }  // namespace
