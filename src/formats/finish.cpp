@@ -154,27 +154,6 @@ std::optional<double> limit_from_percent(const GpuSeries& g) {
   return std::nullopt;
 }
 
-// GPUs without a limit column but with power and its percent of the limit: the implied limit as
-// their enforced limit (the log's own, source "log"), with one note per limit.
-void limits_from_percent(Recording& rec, const std::vector<GpuToFinish>& gpus) {
-  std::vector<std::pair<double, std::vector<unsigned>>> found;  // limit (rounded W) -> GPUs
-  for (const auto& [s, counts] : gpus) {
-    if (has_logged_power_limit(*s)) continue;
-    const auto limit = limit_from_percent(*s);
-    if (!limit) continue;
-    const double w = std::round(*limit);
-    auto& col = s->column_for_write(Field::kPowerLimitEnforced);
-    std::fill(col.begin(), col.end(), w);
-    auto it = std::find_if(found.begin(), found.end(), [&](const auto& e) { return e.first == w; });
-    if (it == found.end()) it = found.insert(found.end(), {w, {}});
-    it->second.push_back(s->info.index);
-  }
-  for (const auto& [w, idx] : found)
-    add_note(rec, fmt::format("power limit {} W worked out from the log's power and its percent of "
-                              "the limit (power x 100 / percent) for GPU(s) {}",
-                              fmt_watts(w), fmt::join(idx, ", ")));
-}
-
 }  // namespace
 
 void finish_gpus(Recording& rec, const std::vector<GpuToFinish>& gpus, const FinishOptions& opt) {
@@ -216,12 +195,18 @@ void finish_gpus(Recording& rec, const std::vector<GpuToFinish>& gpus, const Fin
                          fmt::join(empty, ", ")));
 
   // Power limit: the denominator of the efficiency score. The log's own limit first: a limit
-  // column, else the limit its power and percent-of-limit columns imply.
-  limits_from_percent(rec, gpus);
+  // column, else its percent-of-limit column (the diagnosis works the limit out from it,
+  // analysis/power_limit.cpp; it comes before the model table's figure, which a laptop's or a
+  // board's own limit may not match, and before --power-limit).
   bool option_used = false;
+  std::vector<unsigned> from_percent;
   for (const auto& [s, counts] : gpus) {
     if (has_logged_power_limit(*s)) {
       s->power_limit_source = "log";
+      continue;
+    }
+    if (limit_from_percent(*s)) {
+      from_percent.push_back(s->info.index);
       continue;
     }
     std::optional<double> limit;
@@ -253,6 +238,10 @@ void finish_gpus(Recording& rec, const std::vector<GpuToFinish>& gpus, const Fin
       std::fill(col.begin(), col.end(), *limit);
     }
   }
+  if (!from_percent.empty())
+    add_note(rec, fmt::format("power limit of GPU(s) {} from the log's power and its percent of the "
+                              "limit (power x 100 / percent)",
+                              fmt::join(from_percent, ", ")));
   if (opt.power_limit_w && !option_used && !gpus.empty())
     add_note(rec, "--power-limit ignored: the log has its own power limit");
 }
