@@ -21,7 +21,10 @@ Command add_report_command(CLI::App& root) {
       "report",
       "Write the HTML report of a recording or any log: verdicts, findings with evidence and "
       "fixes, charts over time per GPU. One self-contained file (no network).");
-  cmd->add_option("input", opts->input, "Recording or log")->required();
+  cmd->add_option("input", opts->input,
+                  "Recording or log: a file, - (standard input), a .gz/.xz/.zst log, or a W&B or "
+                  "MLflow run folder")
+      ->required();
   cmd->add_option("-o,--output", opts->output, "HTML file to write")->required();
   cmd->add_option("--baseline", opts->baseline, "Compare with a saved baseline");
   cmd->add_option("--config", opts->config, "Diagnosis thresholds to override (JSON)");
@@ -33,7 +36,7 @@ Command add_report_command(CLI::App& root) {
               if (!c) return report(c.error());
               config = c.value();
             }
-            auto rec = load_telemetry(opts->input, load_options(opts->in));
+            auto rec = load_telemetry(opts->input, load_options(opts->in, opts->input));
             if (!rec) return report(rec.error());
             const Diagnosis d = diagnose(rec.value(), config);
             HtmlReportOptions ho;
@@ -74,7 +77,7 @@ Command add_baseline_command(CLI::App& root) {
   show->add_option("name", opts->name, "Baseline name")->required();
   return {cmd, [opts, save, list, show]() -> int {
             if (save->parsed()) {
-              auto rec = load_telemetry(opts->input, load_options(opts->in));
+              auto rec = load_telemetry(opts->input, load_options(opts->in, opts->input));
               if (!rec) return report(rec.error());
               const Diagnosis d = diagnose(rec.value());
               Baseline b = baseline_of(rec.value(), d);

@@ -132,4 +132,13 @@ LoadOptions load_options(const InputFlags& f) {
   return o;
 }
 
+LoadOptions load_options(const InputFlags& f, const std::string& input) {
+  LoadOptions o = load_options(f);
+  if (input == "-") {
+    install_stop_handlers();
+    o.stop_reading = stop_requested;
+  }
+  return o;
+}
+
 }  // namespace gpudoctor::cli

@@ -307,6 +307,7 @@ constexpr CatalogueEntry kEntries[] = {
     {"memory_usage_megabytes", Role::kField, Field::kMemUsed, Rule::kAsIs, "MLflow", 1e6 / kMiB,
      true},
     {"power_usage_watts", Role::kField, Field::kPower, Rule::kAsIs, "MLflow", 1, true},
+    {"power_usage_percentage", Role::kField, Field::kPowerPercent, Rule::kAsIs, "MLflow", 1, true},
     // Home-made pynvml loggers.
     {"frequency", Role::kField, Field::kClockSm, Rule::kMhzOrGhz, "pynvml logger"},
     {"power_cap", Role::kField, Field::kPowerLimitEnforced, Rule::kWattsOrMilli, "pynvml logger"},
