@@ -112,22 +112,14 @@ TEST(FormatsGolden, EveryFixtureReadsAsRecorded) {
 }
 
 // The columns of `export --format csv` nvidia-smi's CSV has no query name for.
-const std::set<std::string> kNotInSmiCsv = {"energy_mj",
-                                            "power_pct",
-                                            "temp_slowdown_c",
-                                            "pcie_tx_mibs",
-                                            "pcie_rx_mibs",
-                                            "gpm_graphics_util_pct",
-                                            "gpm_sm_util_pct",
-                                            "gpm_sm_occupancy_pct",
-                                            "gpm_tensor_util_pct",
-                                            "gpm_dram_bw_util_pct",
-                                            "gpm_fp64_util_pct",
-                                            "gpm_fp32_util_pct",
-                                            "gpm_fp16_util_pct",
-                                            "gpm_pcie_tx_mibs",
-                                            "gpm_pcie_rx_mibs",
-                                            "gpm_nvlink_rx_mibs",
+const std::set<std::string> kNotInSmiCsv = {"energy_mj",           "power_pct",
+                                            "temp_slowdown_c",     "pcie_tx_mibs",
+                                            "pcie_rx_mibs",        "gpm_graphics_util_pct",
+                                            "gpm_sm_util_pct",     "gpm_sm_occupancy_pct",
+                                            "gpm_tensor_util_pct", "gpm_dram_bw_util_pct",
+                                            "gpm_fp64_util_pct",   "gpm_fp32_util_pct",
+                                            "gpm_fp16_util_pct",   "gpm_pcie_tx_mibs",
+                                            "gpm_pcie_rx_mibs",    "gpm_nvlink_rx_mibs",
                                             "gpm_nvlink_tx_mibs"};
 
 // CSV text as columns by name.
