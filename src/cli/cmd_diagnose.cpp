@@ -222,35 +222,6 @@ bool is_folder(const std::string& path) {
   return ::stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode);
 }
 
-// An error's first words for the summary table: the file's name and the details left off.
-std::string short_error(std::string message, const std::string& file) {
-  if (message.starts_with(file + ":")) message = message.substr(file.size() + 1);
-  if (message.starts_with(' ')) message.erase(0, 1);
-  const size_t cut = std::min(message.find(" ("), message.find(';'));
-  return cut == std::string::npos ? message : message.substr(0, cut);
-}
-
-// --merge: the folder's logs read as one run (those that cannot be read are named in a note).
-Result<Recording> load_merged(const Opts& opts, const std::vector<std::string>& files) {
-  std::vector<std::pair<std::string, Recording>> parts;
-  std::vector<std::string> unread;
-  for (const auto& f : files) {
-    auto r = load_telemetry(f, input_options(opts));
-    if (r)
-      parts.emplace_back(f, std::move(r.value()));
-    else
-      unread.push_back(fmt::format("{} ({})", f, short_error(r.error().message, f)));
-  }
-  if (parts.empty())
-    return usage_error(fmt::format("{}: none of its {} files could be read (first: {})", opts.input,
-                                   files.size(), unread.front()));
-  Recording rec = merge_recordings(std::move(parts));
-  if (!unread.empty())
-    rec.notes.insert(rec.notes.begin() + 1,
-                     fmt::format("not merged, not read: {}", fmt::join(unread, "; ")));
-  return rec;
-}
-
 std::optional<double> lost_gpu_hours(const Diagnosis& d) {
   std::optional<double> sum;
   for (const auto& g : d.gpus)
@@ -284,7 +255,7 @@ int diagnose_folder(const Opts& opts, const DiagnosisConfig& config,
         if (progress) fmt::print(stderr, "\r\x1b[K");
         fmt::print(fmt::runtime(md ? "{}## Log {} of {}: {}\n\nNot read: {}\n"
                                    : "{}== Log {} of {}: {}\nnot read: {}\n"),
-                   i ? "\n" : "", i + 1, files.size(), file, short_error(err->message, file));
+                   i ? "\n" : "", i + 1, files.size(), file, error_gist(err->message, file));
       }
       if (opts.format == "json")
         j_runs.push_back({{"kind", "file"},
@@ -352,7 +323,7 @@ int diagnose_folder(const Opts& opts, const DiagnosisConfig& config,
         if (r.error.empty())
           fmt::print("{:<{}}  {:<20}  {:>10}\n", r.file, w, r.verdict, lost(r));
         else
-          fmt::print("{:<{}}  not read: {}\n", r.file, w, short_error(r.error, r.file));
+          fmt::print("{:<{}}  not read: {}\n", r.file, w, error_gist(r.error, r.file));
       }
     }
   }
@@ -465,7 +436,7 @@ Command add_diagnose_command(CLI::App& root) {
                 auto files = folder_logs(opts->input);
                 if (!files) return report(files.error());
                 if (!opts->merge) return diagnose_folder(*opts, config, files.value());
-                r = load_merged(*opts, files.value());
+                r = load_merged_folder(opts->input, files.value(), input_options(*opts));
               } else {
                 r = load_telemetry(opts->input, input_options(*opts));
               }

@@ -310,4 +310,32 @@ Recording merge_recordings(std::vector<std::pair<std::string, Recording>> parts)
   return out;
 }
 
+std::string error_gist(std::string message, const std::string& origin) {
+  if (message.starts_with(origin + ":")) message = message.substr(origin.size() + 1);
+  if (message.starts_with(' ')) message.erase(0, 1);
+  const size_t cut = std::min(message.find(" ("), message.find(';'));
+  return cut == std::string::npos ? message : message.substr(0, cut);
+}
+
+Result<Recording> load_merged_folder(const std::string& dir, const std::vector<std::string>& files,
+                                     const LoadOptions& options) {
+  std::vector<std::pair<std::string, Recording>> parts;
+  std::vector<std::string> unread;
+  for (const auto& f : files) {
+    auto r = load_telemetry(f, options);
+    if (r)
+      parts.emplace_back(f, std::move(r.value()));
+    else
+      unread.push_back(fmt::format("{} ({})", f, error_gist(r.error().message, f)));
+  }
+  if (parts.empty())
+    return usage_error(fmt::format("{}: none of its {} files could be read (first: {})", dir,
+                                   files.size(), unread.front()));
+  Recording rec = merge_recordings(std::move(parts));
+  if (!unread.empty())
+    rec.notes.insert(rec.notes.begin() + 1,
+                     fmt::format("not merged, not read: {}", fmt::join(unread, "; ")));
+  return rec;
+}
+
 }  // namespace gpudoctor

@@ -51,6 +51,15 @@ Result<std::string> mlflow_system_table(const std::string& metrics_dir,
 // folders), sorted by name.
 Result<std::vector<std::string>> folder_logs(const std::string& dir);
 
+// A folder's logs (folder_logs) read as one run (--merge): each read with `options`, then merged;
+// those that cannot be read are named in a note (an error when none can).
+Result<Recording> load_merged_folder(const std::string& dir, const std::vector<std::string>& files,
+                                     const LoadOptions& options);
+
+// An error's first words, for a table or a note: the origin's name and the details left off
+// ("not a format gpudoctor reads", "a corrupt gzip archive").
+std::string error_gist(std::string message, const std::string& origin);
+
 // Several logs of one job as one recording: GPUs renumbered in order, each keeping its host
 // (GpuSeries::host when the parts name different hosts), times aligned by absolute time where
 // every part has it (else each part starts at 0), notes saying what was merged.

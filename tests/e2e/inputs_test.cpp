@@ -171,6 +171,13 @@ TEST(Inputs, MergeReadsOneLogPerGpuAsOneRun) {
       merged, "merged 2 logs as one run, GPUs renumbered: " + (dir.path / "gpu0.csv").string() +
                   " (GPU 0), " + (dir.path / "gpu1.csv").string() +
                   " (GPU 1); times aligned by their absolute times"));
+  // report --merge: the same run, as HTML.
+  const fs::path html = dir.path / "merged.html";
+  const auto rep =
+      run("", "report --merge " + quote(dir.path.string()) + " -o " + quote(html.string()));
+  EXPECT_EQ(rep.exit_code, 0) << rep.err;
+  EXPECT_NE(rep.err.find("(2 GPUs, verdict "), std::string::npos) << rep.err;
+  EXPECT_NE(slurp(html).find("merged 2 logs as one run"), std::string::npos);
   // --merge of something that is not a folder of logs is refused.
   const auto bad = run("", "diagnose --merge " + quote(kLog));
   EXPECT_EQ(bad.exit_code, 2);
