@@ -1,5 +1,7 @@
 #include "cli/common.hpp"
 
+#include <unistd.h>
+
 #include <csignal>
 #include <cstdlib>
 #include <thread>
@@ -137,6 +139,10 @@ LoadOptions load_options(const InputFlags& f, const std::string& input) {
   if (input == "-") {
     install_stop_handlers();
     o.stop_reading = stop_requested;
+    if (isatty(STDIN_FILENO))
+      fmt::print(stderr,
+                 "gpudoctor: reading a log from standard input, the terminal: paste it, "
+                 "then Ctrl-D\n");
   }
   return o;
 }
