@@ -59,6 +59,34 @@ void replace_all(std::string& s, std::string_view from, std::string_view to) {
     s.replace(at, from.size(), to);
 }
 
+// Names with numbers in their order: gpu2.csv before gpu10.csv (one log per GPU keeps its GPUs
+// in order when merged).
+bool natural_less(const std::string& a, const std::string& b) {
+  auto digit = [](char c) { return c >= '0' && c <= '9'; };
+  size_t i = 0, j = 0;
+  while (i < a.size() && j < b.size()) {
+    if (digit(a[i]) && digit(b[j])) {
+      size_t ie = i, je = j;
+      while (ie < a.size() && digit(a[ie])) ++ie;
+      while (je < b.size() && digit(b[je])) ++je;
+      const std::string_view na = std::string_view(a).substr(i, ie - i);
+      const std::string_view nb = std::string_view(b).substr(j, je - j);
+      const size_t za = std::min(na.find_first_not_of('0'), na.size());
+      const size_t zb = std::min(nb.find_first_not_of('0'), nb.size());
+      const std::string_view ta = na.substr(za), tb = nb.substr(zb);
+      if (ta.size() != tb.size()) return ta.size() < tb.size();
+      if (ta != tb) return ta < tb;
+      i = ie;
+      j = je;
+      continue;
+    }
+    if (a[i] != b[j]) return a[i] < b[j];
+    ++i;
+    ++j;
+  }
+  return a.size() - i < b.size() - j || (a.size() - i == b.size() - j && a < b);
+}
+
 }  // namespace
 
 RunFolder classify_folder(const std::string& dir) {
@@ -235,7 +263,7 @@ Result<std::vector<std::string>> folder_logs(const std::string& dir) {
     if (it->is_regular_file(ec)) out.push_back(p.string());
   }
   if (ec) return usage_error(fmt::format("cannot read {}: {}", dir, ec.message()));
-  std::sort(out.begin(), out.end());
+  std::sort(out.begin(), out.end(), natural_less);
   if (out.empty()) return usage_error(fmt::format("{}: an empty folder (no logs in it)", dir));
   return out;
 }

@@ -48,7 +48,7 @@ Result<std::string> mlflow_system_table(const std::string& metrics_dir,
                                         std::vector<std::string>& skipped);
 
 // A folder of logs: its regular files and run folders (not hidden, not symbolic links to
-// folders), sorted by name.
+// folders), sorted by name, numbers in their order (gpu2.csv before gpu10.csv).
 Result<std::vector<std::string>> folder_logs(const std::string& dir);
 
 // A folder's logs (folder_logs) read as one run (--merge): each read with `options`, then merged;

@@ -292,6 +292,15 @@ TEST(Inputs, AFolderListsItsLogsAndRunFolders) {
   EXPECT_EQ(fs::path((*files)[0]).filename(), "a.csv");
   EXPECT_EQ(fs::path((*files)[1]).filename(), "b.csv");
   EXPECT_EQ(fs::path((*files)[2]).filename(), "run-20241201_100000-fx01ab");
+  // Numbers in their order: one log per GPU stays in GPU order.
+  TempDir gpus("gpus");
+  for (const char* n : {"gpu10.csv", "gpu2.csv", "gpu1.csv", "gpu01b.csv"})
+    write_file(gpus.path() / n, "x");
+  auto ordered = folder_logs(gpus.path().string());
+  ASSERT_TRUE(ordered.ok());
+  std::vector<std::string> names;
+  for (const auto& f : ordered.value()) names.push_back(fs::path(f).filename().string());
+  EXPECT_EQ(names, (std::vector<std::string>{"gpu1.csv", "gpu01b.csv", "gpu2.csv", "gpu10.csv"}));
   TempDir empty("empty");
   EXPECT_FALSE(folder_logs(empty.path().string()).ok());
 }
