@@ -1,5 +1,6 @@
 #include "formats/input_bytes.hpp"
 
+#include <fcntl.h>
 #include <lzma.h>
 #include <unistd.h>
 #include <zlib.h>
@@ -208,10 +209,20 @@ Result<StreamBytes> read_to_end(int fd, const std::string& origin,
   StreamBytes r;
   std::string& out = r.bytes;
   size_t used = 0;
+  int flags = -1;  // the descriptor's flags before O_NONBLOCK, once interrupted
+  struct Restore {
+    int fd;
+    const int& flags;
+    ~Restore() {
+      if (flags >= 0) ::fcntl(fd, F_SETFL, flags);
+    }
+  } restore{fd, flags};
   for (;;) {
-    if (stop && stop()) {
+    if (!r.interrupted && stop && stop()) {
+      // What already arrived (in the pipe's buffer) is read too, without waiting for more.
       r.interrupted = true;
-      break;
+      flags = ::fcntl(fd, F_GETFL);
+      if (flags < 0 || ::fcntl(fd, F_SETFL, flags | O_NONBLOCK) != 0) break;
     }
     if (used == out.size()) {
       if (out.size() >= max_bytes)
@@ -228,6 +239,7 @@ Result<StreamBytes> read_to_end(int fd, const std::string& origin,
     }
     if (n == 0) break;
     if (errno == EINTR) continue;  // `stop` decides at the top of the loop
+    if (r.interrupted && (errno == EAGAIN || errno == EWOULDBLOCK)) break;
     return usage_error(fmt::format("cannot read {}: {}", origin, std::strerror(errno)));
   }
   out.resize(used);

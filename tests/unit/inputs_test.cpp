@@ -190,6 +190,39 @@ TEST(Inputs, DecompressedSizeIsBounded) {
   EXPECT_GE(max_decompressed_bytes(), size_t{256} << 20);
 }
 
+// Ctrl-C while reading a pipe: what is already in it is read, a last line cut short dropped,
+// and the reading ends without waiting for the producer.
+TEST(Inputs, AnInterruptedReadKeepsWhatArrived) {
+  int fds[2];
+  ASSERT_EQ(::pipe(fds), 0);
+  const std::string sent = "a,b\n1,2\n3,";
+  ASSERT_EQ(::write(fds[1], sent.data(), sent.size()), static_cast<ssize_t>(sent.size()));
+  auto r = read_to_end(
+      fds[0], "standard input", [] { return true; }, 1 << 20);
+  ASSERT_TRUE(r.ok()) << r.error().message;
+  EXPECT_TRUE(r->interrupted);
+  EXPECT_EQ(r->bytes, "a,b\n1,2\n");
+  ::close(fds[0]);
+  ::close(fds[1]);
+  // Not interrupted: to the end of the stream, every byte.
+  ASSERT_EQ(::pipe(fds), 0);
+  ASSERT_EQ(::write(fds[1], sent.data(), sent.size()), static_cast<ssize_t>(sent.size()));
+  ::close(fds[1]);
+  auto whole = read_to_end(fds[0], "standard input", {}, 1 << 20);
+  ASSERT_TRUE(whole.ok());
+  EXPECT_FALSE(whole->interrupted);
+  EXPECT_EQ(whole->bytes, sent);
+  ::close(fds[0]);
+  // More than the bound: refused in words.
+  ASSERT_EQ(::pipe(fds), 0);
+  ASSERT_EQ(::write(fds[1], sent.data(), sent.size()), static_cast<ssize_t>(sent.size()));
+  ::close(fds[1]);
+  auto big = read_to_end(fds[0], "standard input", {}, 4);
+  ASSERT_FALSE(big.ok());
+  EXPECT_NE(big.error().message.find("write it to a file"), std::string::npos);
+  ::close(fds[0]);
+}
+
 TEST(Inputs, MlflowRunIsReadFromItsSystemMetrics) {
   // The run folder, its metrics folder and metrics/system itself are the same run.
   for (const fs::path& p : {kMlflowRun, kMlflowRun / "metrics", kMlflowRun / "metrics/system"}) {
