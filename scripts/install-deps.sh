@@ -10,6 +10,7 @@ build_packages=(
   libcli11-dev libfmt-dev nlohmann-json3-dev libsqlite3-dev libcpp-httplib-dev libncurses-dev
   libgtest-dev libgmock-dev libbenchmark-dev libssl-dev libcrypt-dev python3 help2man
   libgrpc++-dev libprotobuf-dev protobuf-compiler protobuf-compiler-grpc
+  zlib1g-dev liblzma-dev libzstd-dev
 )
 # Everything else CI and `make test` use: clang, the test tools, packaging and the image.
 packages=(

@@ -1,5 +1,7 @@
-// gpudoctor diagnose: why each GPU is underused, from a recording, any log the readers accept, or
-// a live window of GPUs (--live).
+// gpudoctor diagnose: why each GPU is underused, from a recording, any log the readers accept
+// (a file, `-` for standard input, a compressed log, a W&B or MLflow run folder, a folder of logs
+// each diagnosed in turn or --merge'd as one run), or a live window of GPUs (--live).
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cstdio>
@@ -12,6 +14,7 @@
 #include "core/duration.hpp"
 #include "formats/prometheus.hpp"
 #include "formats/prometheus_runs.hpp"
+#include "formats/run_folders.hpp"
 #include "formats/text.hpp"
 #include "report/diagnosis_report.hpp"
 
@@ -92,6 +95,7 @@ struct Opts {
   std::string interval = "500ms";
   std::string prometheus, selector;
   std::string group_by = "host";
+  bool merge = false;
 };
 
 Result<std::optional<BaselineComparison>> compare_baseline(const Opts& opts, const Recording& rec,
@@ -175,6 +179,161 @@ int diagnose_runs(std::vector<PromRun> runs, PromGroupBy by, const Opts& opts,
   return failed ? kExitFindings : kExitOk;
 }
 
+// The input flags' load options; reading standard input stops at Ctrl-C (what arrived is read).
+LoadOptions input_options(const Opts& opts) {
+  return load_options(opts.in, opts.input);
+}
+
+// --gpus (for inputs, not --live) and --since/--until on a loaded input.
+std::optional<Error> narrow(const Opts& opts, Recording& rec, const std::string& origin) {
+  if (!opts.live && !opts.source.gpus.empty() && opts.source.gpus != "all") {
+    auto sel = parse_gpu_list(opts.source.gpus);
+    if (!sel) return sel.error();
+    std::vector<GpuSeries> kept;
+    for (auto& g : rec.gpus)
+      if (std::find(sel->begin(), sel->end(), g.info.index) != sel->end())
+        kept.push_back(std::move(g));
+    if (kept.empty())
+      return usage_error(
+          fmt::format("--gpus {}: none of these GPUs is in {}", opts.source.gpus, origin));
+    rec.gpus = std::move(kept);
+  }
+  if (opts.prometheus.empty() && (!opts.since.empty() || !opts.until.empty())) {
+    double since = 0, until = 1e300;
+    if (!opts.since.empty()) {
+      auto t = parse_time_flag("--since", opts.since, rec);
+      if (!t) return t.error();
+      since = t.value();
+    }
+    if (!opts.until.empty()) {
+      auto t = parse_time_flag("--until", opts.until, rec);
+      if (!t) return t.error();
+      until = t.value();
+    }
+    if (until <= since) return usage_error("--until must be later than --since");
+    trim_recording(rec, since, until);
+  }
+  if (rec.gpus.empty()) return failure(fmt::format("{}: no GPU data to diagnose", origin));
+  return std::nullopt;
+}
+
+bool is_folder(const std::string& path) {
+  struct stat st {};
+  return ::stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode);
+}
+
+std::optional<double> lost_gpu_hours(const Diagnosis& d) {
+  std::optional<double> sum;
+  for (const auto& g : d.gpus)
+    if (g.lost_gpu_hours) sum = sum.value_or(0) + *g.lost_gpu_hours;
+  return sum;
+}
+
+// A folder of logs: each diagnosed on its own (a heading per file), then a summary table of
+// file, verdict and lost GPU-hours; JSON wraps the diagnoses as diagnose --prometheus does
+// (docs/diagnosis-runs.schema.json, grouped_by "file").
+int diagnose_folder(const Opts& opts, const DiagnosisConfig& config,
+                    const std::vector<std::string>& files) {
+  struct Row {
+    std::string file, verdict, error;
+    std::optional<double> lost;
+  };
+  std::vector<Row> rows;
+  nlohmann::json j_runs = nlohmann::json::array();
+  bool failed = false;
+  const bool progress = isatty(STDERR_FILENO) && files.size() > 1;
+  const bool md = opts.format == "markdown";
+  for (size_t i = 0; i < files.size(); ++i) {
+    const std::string& file = files[i];
+    if (progress) fmt::print(stderr, "\rdiagnosing {} of {}: {}\x1b[K", i + 1, files.size(), file);
+    Row row{file, "", "", std::nullopt};
+    auto r = load_telemetry(file, input_options(opts));
+    std::optional<Error> err = r ? narrow(opts, r.value(), file) : std::optional(r.error());
+    if (err) {
+      row.error = err->message;
+      if (opts.format != "json") {
+        if (progress) fmt::print(stderr, "\r\x1b[K");
+        fmt::print(fmt::runtime(md ? "{}## Log {} of {}: {}\n\nNot read: {}\n"
+                                   : "{}== Log {} of {}: {}\nnot read: {}\n"),
+                   i ? "\n" : "", i + 1, files.size(), file, error_gist(err->message, file));
+      }
+      if (opts.format == "json")
+        j_runs.push_back({{"kind", "file"},
+                          {"name", file},
+                          {"hosts", nlohmann::json::array()},
+                          {"selector", ""},
+                          {"error", err->message}});
+      rows.push_back(std::move(row));
+      continue;
+    }
+    const Recording& rec = r.value();
+    const Diagnosis d = diagnose(rec, config);
+    auto cmp = compare_baseline(opts, rec, d);
+    if (!cmp) return report(cmp.error());
+    failed = failed || fails(opts, d, cmp.value());
+    row.verdict = d.verdict ? std::string(cause_code(*d.verdict)) : "cannot judge";
+    row.lost = lost_gpu_hours(d);
+    rows.push_back(row);
+    if (opts.format == "json") {
+      nlohmann::json hosts = nlohmann::json::array();
+      if (!rec.system.hostname.empty()) hosts.push_back(rec.system.hostname);
+      nlohmann::json run = {{"kind", "file"},
+                            {"name", file},
+                            {"hosts", hosts},
+                            {"selector", ""},
+                            {"diagnosis", diagnosis_json(d)}};
+      if (cmp.value()) run["diagnosis"]["baseline"] = comparison_json(*cmp.value());
+      j_runs.push_back(std::move(run));
+      continue;
+    }
+    if (progress) fmt::print(stderr, "\r\x1b[K");
+    if (md)
+      fmt::print("{}## Log {} of {}: {}\n\n", i ? "\n" : "", i + 1, files.size(), file);
+    else
+      fmt::print("{}== Log {} of {}: {}\n", i ? "\n" : "", i + 1, files.size(), file);
+    print_diagnosis(opts, d, cmp.value());
+    std::fflush(stdout);
+  }
+  if (progress) fmt::print(stderr, "\r\x1b[K");
+  const size_t read = static_cast<size_t>(
+      std::count_if(rows.begin(), rows.end(), [](const Row& r) { return r.error.empty(); }));
+  const std::string summary =
+      fmt::format("{} logs in {}, each diagnosed on its own{}", files.size(), opts.input,
+                  read == files.size() ? "" : fmt::format(" ({} not read)", files.size() - read));
+  if (opts.format == "json") {
+    const nlohmann::json j = {{"schema_version", 1}, {"source", "folder " + opts.input},
+                              {"selector", ""},      {"grouped_by", "file"},
+                              {"summary", summary},  {"runs", std::move(j_runs)}};
+    fmt::print("{}\n", j.dump(2));
+  } else {
+    size_t w = 4;
+    for (const auto& r : rows) w = std::max(w, r.file.size());
+    auto lost = [](const Row& r) {
+      return r.lost ? fmt::format("{:.2f}", *r.lost) : std::string(r.error.empty() ? "-" : "");
+    };
+    if (md) {
+      fmt::print("\n## Summary: {}\n\n| file | verdict | lost GPU-h |\n|---|---|---:|\n", summary);
+      for (const auto& r : rows)
+        fmt::print("| {} | {} | {} |\n", r.file,
+                   r.error.empty() ? r.verdict : "not read: " + r.error, lost(r));
+    } else {
+      fmt::print("\n== Summary: {}\n{:<{}}  {:<20}  {:>10}\n", summary, "file", w, "verdict",
+                 "lost GPU-h");
+      for (const auto& r : rows) {
+        if (r.error.empty())
+          fmt::print("{:<{}}  {:<20}  {:>10}\n", r.file, w, r.verdict, lost(r));
+        else
+          fmt::print("{:<{}}  not read: {}\n", r.file, w, error_gist(r.error, r.file));
+      }
+    }
+  }
+  std::fflush(stdout);
+  for (const auto& r : rows)
+    if (!r.error.empty()) fmt::print(stderr, "gpudoctor: not read: {}\n", r.error);
+  if (read == 0) return kExitUsage;
+  return failed ? kExitFindings : kExitOk;
+}
+
 }  // namespace
 
 Command add_diagnose_command(CLI::App& root) {
@@ -184,7 +343,10 @@ Command add_diagnose_command(CLI::App& root) {
       "Say whether each GPU really worked and, if not, why: the cause, its evidence, the GPU time "
       "it cost and what to change. INPUT is a recording or any log gpudoctor reads "
       "(docs/formats.md); --live samples GPUs now. Exit status 3 when --fail-on matches.");
-  cmd->add_option("input", opts->input, "Recording or log to diagnose");
+  cmd->add_option("input", opts->input,
+                  "Recording or log to diagnose: a file, - (standard input, read to its end or to "
+                  "Ctrl-C), a .gz/.xz/.zst log, a W&B run folder, an MLflow run (or its "
+                  "metrics/system folder), or a folder of logs (each diagnosed, with a summary)");
   add_input_flags(*cmd, opts->in);
   add_source_flags(*cmd, opts->source);
   cmd->add_option("--format", opts->format, "text, json (docs/diagnosis.md) or markdown")
@@ -222,6 +384,9 @@ Command add_diagnose_command(CLI::App& root) {
                   "pod, or all GPUs as one run (none)")
       ->check(CLI::IsMember({"host", "job", "pod", "none"}))
       ->capture_default_str();
+  cmd->add_flag("--merge", opts->merge,
+                "INPUT a folder of logs of one job (one log per GPU or per node): read them as "
+                "one run, GPUs renumbered in order, hosts kept, times aligned by absolute time");
   return {cmd, [opts]() -> int {
             DiagnosisConfig config;
             if (!opts->config.empty()) {
@@ -260,40 +425,26 @@ Command add_diagnose_command(CLI::App& root) {
               if (opts->input.empty())
                 return report(
                     usage_error("diagnose needs INPUT (a recording or log) or --live; see --help"));
-              auto r = load_telemetry(opts->input, load_options(opts->in));
+              const bool folder =
+                  is_folder(opts->input) && classify_folder(opts->input).kind == FolderKind::kLogs;
+              if (opts->merge && !folder)
+                return report(
+                    usage_error("--merge reads a folder of logs as one run: INPUT must "
+                                "be such a folder"));
+              Result<Recording> r = failure("");
+              if (folder) {
+                auto files = folder_logs(opts->input);
+                if (!files) return report(files.error());
+                if (!opts->merge) return diagnose_folder(*opts, config, files.value());
+                r = load_merged_folder(opts->input, files.value(), input_options(*opts));
+              } else {
+                r = load_telemetry(opts->input, input_options(*opts));
+              }
               if (!r) return report(r.error());
               rec = std::move(r.value());
-              if (!opts->source.gpus.empty() && opts->source.gpus != "all") {
-                auto sel = parse_gpu_list(opts->source.gpus);
-                if (!sel) return report(sel.error());
-                std::vector<GpuSeries> kept;
-                for (auto& g : rec.gpus)
-                  if (std::find(sel->begin(), sel->end(), g.info.index) != sel->end())
-                    kept.push_back(std::move(g));
-                if (kept.empty())
-                  return report(usage_error(fmt::format("--gpus {}: none of these GPUs is in {}",
-                                                        opts->source.gpus, opts->input)));
-                rec.gpus = std::move(kept);
-              }
             }
-            if (opts->prometheus.empty() && (!opts->since.empty() || !opts->until.empty())) {
-              double since = 0, until = 1e300;
-              if (!opts->since.empty()) {
-                auto t = parse_time_flag("--since", opts->since, rec);
-                if (!t) return report(t.error());
-                since = t.value();
-              }
-              if (!opts->until.empty()) {
-                auto t = parse_time_flag("--until", opts->until, rec);
-                if (!t) return report(t.error());
-                until = t.value();
-              }
-              if (until <= since) return report(usage_error("--until must be later than --since"));
-              trim_recording(rec, since, until);
-            }
-            if (rec.gpus.empty())
-              return report(failure(fmt::format("{}: no GPU data to diagnose",
-                                                opts->live ? opts->source.source : opts->input)));
+            if (auto e = narrow(*opts, rec, opts->live ? opts->source.source : opts->input))
+              return report(*e);
             const Diagnosis d = diagnose(rec, config);
             auto cmp = compare_baseline(*opts, rec, d);
             if (!cmp) return report(cmp.error());

@@ -37,7 +37,7 @@ Command add_import_command(CLI::App& root) {
   cmd->add_option("-o,--output", opts->output, "Recording to write (e.g. run.db)")->required();
   add_input_flags(*cmd, opts->in);
   return {cmd, [opts]() -> int {
-            auto rec = load_telemetry(opts->input, load_options(opts->in));
+            auto rec = load_telemetry(opts->input, load_options(opts->in, opts->input));
             if (!rec) return report(rec.error());
             std::vector<DeviceInfo> devices;
             for (const auto& g : rec->gpus) devices.push_back(g.info);
@@ -71,7 +71,7 @@ Command add_export_command(CLI::App& root) {
   return {cmd, [opts]() -> int {
             if (opts->format != "csv" && opts->format != "jsonl" && opts->format != "smi-csv")
               return report(usage_error("--format must be csv, jsonl or smi-csv"));
-            auto rec = load_telemetry(opts->input, load_options(opts->in));
+            auto rec = load_telemetry(opts->input, load_options(opts->in, opts->input));
             if (!rec) return report(rec.error());
             const std::string text = opts->format == "csv"     ? write_csv(*rec)
                                      : opts->format == "jsonl" ? write_jsonl(*rec)

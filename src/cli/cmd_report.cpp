@@ -7,6 +7,7 @@
 #include "analysis/baseline.hpp"
 #include "analysis/diagnosis.hpp"
 #include "cli/common.hpp"
+#include "formats/run_folders.hpp"
 #include "report/html_report.hpp"
 
 namespace gpudoctor::cli {
@@ -15,16 +16,23 @@ Command add_report_command(CLI::App& root) {
   struct Opts {
     std::string input, output, baseline, config;
     InputFlags in;
+    bool merge = false;
   };
   auto opts = std::make_shared<Opts>();
   CLI::App* cmd = root.add_subcommand(
       "report",
       "Write the HTML report of a recording or any log: verdicts, findings with evidence and "
       "fixes, charts over time per GPU. One self-contained file (no network).");
-  cmd->add_option("input", opts->input, "Recording or log")->required();
+  cmd->add_option("input", opts->input,
+                  "Recording or log: a file, - (standard input), a .gz/.xz/.zst log, a W&B or "
+                  "MLflow run folder, or with --merge a folder of one job's logs")
+      ->required();
   cmd->add_option("-o,--output", opts->output, "HTML file to write")->required();
   cmd->add_option("--baseline", opts->baseline, "Compare with a saved baseline");
   cmd->add_option("--config", opts->config, "Diagnosis thresholds to override (JSON)");
+  cmd->add_flag("--merge", opts->merge,
+                "INPUT a folder of logs of one job (one log per GPU or per node): report them as "
+                "one run, as diagnose --merge does");
   add_input_flags(*cmd, opts->in);
   return {cmd, [opts]() -> int {
             DiagnosisConfig config;
@@ -33,7 +41,14 @@ Command add_report_command(CLI::App& root) {
               if (!c) return report(c.error());
               config = c.value();
             }
-            auto rec = load_telemetry(opts->input, load_options(opts->in));
+            Result<Recording> rec = failure("");
+            if (opts->merge) {
+              auto files = folder_logs(opts->input);
+              if (!files) return report(files.error());
+              rec = load_merged_folder(opts->input, files.value(), load_options(opts->in));
+            } else {
+              rec = load_telemetry(opts->input, load_options(opts->in, opts->input));
+            }
             if (!rec) return report(rec.error());
             const Diagnosis d = diagnose(rec.value(), config);
             HtmlReportOptions ho;
@@ -74,7 +89,7 @@ Command add_baseline_command(CLI::App& root) {
   show->add_option("name", opts->name, "Baseline name")->required();
   return {cmd, [opts, save, list, show]() -> int {
             if (save->parsed()) {
-              auto rec = load_telemetry(opts->input, load_options(opts->in));
+              auto rec = load_telemetry(opts->input, load_options(opts->in, opts->input));
               if (!rec) return report(rec.error());
               const Diagnosis d = diagnose(rec.value());
               Baseline b = baseline_of(rec.value(), d);

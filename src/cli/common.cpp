@@ -1,5 +1,7 @@
 #include "cli/common.hpp"
 
+#include <unistd.h>
+
 #include <csignal>
 #include <cstdlib>
 #include <thread>
@@ -128,6 +130,19 @@ LoadOptions load_options(const InputFlags& f) {
     while (!col.empty() && col.back() == ' ') col.pop_back();
     if (!col.empty()) o.columns.push_back(col);
     pos = comma + 1;
+  }
+  return o;
+}
+
+LoadOptions load_options(const InputFlags& f, const std::string& input) {
+  LoadOptions o = load_options(f);
+  if (input == "-") {
+    install_stop_handlers();
+    o.stop_reading = stop_requested;
+    if (isatty(STDIN_FILENO))
+      fmt::print(stderr,
+                 "gpudoctor: reading a log from standard input, the terminal: paste it, "
+                 "then Ctrl-D\n");
   }
   return o;
 }

@@ -56,6 +56,9 @@ struct InputFlags {
 };
 void add_input_flags(CLI::App& cmd, InputFlags& f);
 LoadOptions load_options(const InputFlags& f);
+// The same for reading `input`: for `-` (standard input), Ctrl-C stops the reading and what
+// arrived is read (the stop handlers are installed).
+LoadOptions load_options(const InputFlags& f, const std::string& input);
 
 struct Command {
   CLI::App* app;

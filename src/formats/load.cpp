@@ -22,8 +22,10 @@
 #include "formats/encoding.hpp"
 #include "formats/finish.hpp"
 #include "formats/generic_csv.hpp"
+#include "formats/input_bytes.hpp"
 #include "formats/json_samples.hpp"
 #include "formats/prom_text.hpp"
+#include "formats/run_folders.hpp"
 #include "formats/smi_csv.hpp"
 #include "formats/smi_table.hpp"
 #include "formats/text.hpp"
@@ -234,10 +236,59 @@ Result<Recording> load_text(std::string_view bytes, const std::string& origin,
   return with_gpu_name(std::move(rec), options);
 }
 
+namespace {
+
+// A compressed input, decompressed, then read as text (a recording is SQLite: read from a file).
+Result<Recording> load_compressed(std::string_view bytes, Compression c, const std::string& origin,
+                                  const LoadOptions& options) {
+  auto text = decompress(bytes, c, origin, max_decompressed_bytes());
+  if (!text) return text.error();
+  if (looks_like_recording(std::string_view(text.value()).substr(0, kHeadBytes)))
+    return usage_error(fmt::format(
+        "{}: a compressed gpudoctor recording; decompress it to a file and read that", origin));
+  auto rec = load_text(text.value(), origin, options);
+  if (rec.ok())
+    log_reader::add_note(
+        rec.value(), fmt::format("{} archive decompressed ({} of text)", compression_name(c),
+                                 text->size() < (1 << 20)
+                                     ? fmt::format("{} KiB", (text->size() + 1023) / 1024)
+                                     : fmt::format("{:.1f} MiB",
+                                                   static_cast<double>(text->size()) / (1 << 20))));
+  return rec;
+}
+
+Result<Recording> load_stdin(const LoadOptions& options) {
+  const std::string origin = "standard input";
+  auto in = read_to_end(STDIN_FILENO, origin, options.stop_reading, max_decompressed_bytes());
+  if (!in) return in.error();
+  const std::string& bytes = in->bytes;
+  if (bytes.empty())
+    return usage_error(in->interrupted ? "standard input: interrupted before any line arrived"
+                                       : "standard input: nothing arrived (empty)");
+  if (options.input_format == "recording" || looks_like_recording(bytes))
+    return usage_error("standard input: a gpudoctor recording (SQLite) is read from a file");
+  const Compression c = detect_compression(bytes);
+  auto rec = c != Compression::kNone ? load_compressed(bytes, c, origin, options)
+                                     : load_text(bytes, origin, options);
+  if (rec.ok() && in->interrupted)
+    log_reader::add_note(rec.value(),
+                         "standard input: interrupted (Ctrl-C); read what had arrived");
+  return rec;
+}
+
+}  // namespace
+
 Result<Recording> load_telemetry(const std::string& path, const LoadOptions& options) {
+  if (path == "-") return load_stdin(options);
   struct stat st {};
-  if (::stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode))
-    return usage_error(fmt::format("{} is a directory: name a log file in it", path));
+  if (::stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode)) {
+    const RunFolder run = classify_folder(path);
+    if (run.kind != FolderKind::kLogs) return load_run_folder(path, run, options);
+    return usage_error(fmt::format(
+        "{} is a folder of logs, not a W&B or MLflow run: name a log file in it (gpudoctor "
+        "diagnose reads a whole folder, each log in turn or --merge as one run)",
+        path));
+  }
   std::ifstream in(path, std::ios::binary);
   if (!in) return usage_error(fmt::format("cannot read {}: {}", path, std::strerror(errno)));
   char head_buf[kHeadBytes];
@@ -253,9 +304,12 @@ Result<Recording> load_telemetry(const std::string& path, const LoadOptions& opt
   }
   // The whole file, mapped rather than copied: the readers make one pass over it, and memory
   // then holds the kept series, not the text (a 5 GB log costs address space, not RAM). Read as
-  // text, through the same detection (of the same first bytes) as any text.
+  // text, through the same detection (of the same first bytes) as any text; an archive is
+  // decompressed into memory first.
   auto mapped = MappedFile::open(path);
   if (!mapped) return mapped.error();
+  if (const Compression c = detect_compression(head); c != Compression::kNone)
+    return load_compressed(mapped->text(), c, path, options);
   return load_text(mapped->text(), path, options);
 }
 

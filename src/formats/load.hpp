@@ -1,7 +1,10 @@
 // Loading telemetry from a file, whatever wrote it: the reader is chosen by content (or forced
-// with --input-format). Every command that reads telemetry goes through here.
+// with --input-format). Every command that reads telemetry goes through here. An input is a file,
+// `-` (standard input, read to its end), a gzip/xz/zstd archive of either (recognised by its
+// first bytes), or a run folder (a W&B or MLflow run: formats/run_folders.hpp).
 #pragma once
 
+#include <functional>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -21,10 +24,15 @@ struct LoadOptions {
   std::string gpu_name;
   // Generic CSV: --map COLUMN=FIELD overrides of the alias table.
   std::vector<std::pair<std::string, std::string>> map;
+  // Reading `-`: asked when a read of standard input is interrupted by a signal (Ctrl-C); true
+  // ends the reading and what arrived is read. Empty: standard input is read to its end.
+  std::function<bool()> stop_reading;
 };
 
 std::vector<std::string> input_formats();
-// Reads a file: a SQLite recording, or any log (mapped, then read by load_text).
+// Reads a file: a SQLite recording, or any log (mapped, then read by load_text); `-` is standard
+// input; a compressed file is decompressed first; a W&B or MLflow run folder is read as one run.
+// Any other folder is refused with a word on how to read a folder of logs.
 Result<Recording> load_telemetry(const std::string& path, const LoadOptions& options);
 // Reads a log held in memory, choosing the reader by content as load_telemetry does; origin names
 // it in messages ("run.csv"). Recordings (SQLite) are read from files only.

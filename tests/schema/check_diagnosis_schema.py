@@ -7,6 +7,7 @@ usage: check_diagnosis_schema.py GPUDOCTOR_BIN SOURCE_DIR WORK_DIR
 """
 import json
 import os
+import shutil
 import subprocess
 import sys
 
@@ -73,6 +74,32 @@ def main():
     if not doc.get("baseline", {}).get("regressions"):
         failures += 1
         print("--baseline: expected regressions against a healthy baseline")
+    # A folder of logs: the multi-run object of docs/diagnosis-runs.schema.json (grouped_by file),
+    # each diagnosis checked on its own against diagnosis.schema.json, a log not read with its
+    # error.
+    with open(os.path.join(source_dir, "docs", "diagnosis-runs.schema.json")) as f:
+        runs_schema = json.load(f)
+    runs_schema["properties"]["runs"]["items"]["properties"]["diagnosis"] = {"type": "object"}
+    runs_validator = jsonschema.Draft7Validator(runs_schema)
+    folder = os.path.join(work, "folder")
+    os.makedirs(folder, exist_ok=True)
+    for family, name in (("smi-csv", "two_gpu_units.csv"), ("dmon", "a100_default_2gpu.txt")):
+        shutil.copy(os.path.join(logs, family, name), folder)
+    with open(os.path.join(folder, "notes.txt"), "w") as f:
+        f.write("not a log\n")
+    r = subprocess.run([binary, "diagnose", folder, "--format", "json"], capture_output=True,
+                       text=True)
+    doc = json.loads(r.stdout)
+    errors = list(runs_validator.iter_errors(doc))
+    for run in doc.get("runs", []):
+        if "diagnosis" in run:
+            errors += list(validator.iter_errors(run["diagnosis"]))
+            checked += 1
+    if [run.get("grouped_by") for run in [doc]] != ["file"] or len(doc.get("runs", [])) != 3:
+        errors.append(jsonschema.ValidationError("expected 3 runs grouped by file"))
+    for e in errors[:5]:
+        failures += 1
+        print("folder: %s at %s" % (e.message, "/".join(map(str, e.path))))
     print("validated %d diagnoses; finding causes seen: %s" % (checked, ", ".join(sorted(seen))))
     if len(seen) < 9:
         print("expected findings of at least 9 causes across the scenarios")
