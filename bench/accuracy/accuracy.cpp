@@ -13,6 +13,7 @@
 //
 //   gpudoctor_accuracy CORPUS_DIR [--min-run 0.95] [--min-gpu 0.95] [--markdown FILE] [--verbose]
 //                     [--all-readable]   (also fail when an unlabelled log cannot be read)
+//                     [--always-verdict] (also fail when a labelled run gets no verdict)
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
@@ -141,14 +142,14 @@ int main(int argc, char** argv) {
   if (argc < 2) {
     std::fprintf(stderr,
                  "usage: %s CORPUS_DIR [--min-run R] [--min-gpu R] [--markdown FILE] [--verbose] "
-                 "[--all-readable]\n",
+                 "[--all-readable] [--always-verdict]\n",
                  argv[0]);
     return 2;
   }
   const std::filesystem::path dir = argv[1];
   double min_run = 0, min_gpu = 0;
   std::string markdown;
-  bool verbose = false, all_readable = false;
+  bool verbose = false, all_readable = false, always_verdict = false;
   for (int i = 2; i < argc; ++i) {
     if (!std::strcmp(argv[i], "--min-run") && i + 1 < argc)
       min_run = std::atof(argv[++i]);
@@ -160,6 +161,8 @@ int main(int argc, char** argv) {
       verbose = true;
     else if (!std::strcmp(argv[i], "--all-readable"))
       all_readable = true;
+    else if (!std::strcmp(argv[i], "--always-verdict"))
+      always_verdict = true;
   }
   std::vector<Label> labels;
   if (std::filesystem::exists(dir / "labels.jsonl"))
@@ -183,7 +186,8 @@ int main(int argc, char** argv) {
   const double bands[] = {0, 0.5, 0.6, 0.7, 0.8, 0.9, 1.01};
   std::map<int, std::pair<int, int>> by_band;
   int runs = 0, runs_right = 0, gpus = 0, gpus_right = 0, healthy_runs = 0, healthy_flagged = 0,
-      healthy_gpus = 0, healthy_gpus_flagged = 0, errors = 0, unlabelled = 0, unlabelled_errors = 0;
+      healthy_gpus = 0, healthy_gpus_flagged = 0, errors = 0, unlabelled = 0, unlabelled_errors = 0,
+      cannot_tell = 0;
   std::string misses;
   for (const Label& label : labels) {
     auto rec = load_telemetry(label.file, label.opt);
@@ -201,6 +205,7 @@ int main(int argc, char** argv) {
       continue;
     }
     ++runs;
+    cannot_tell += got == "(none)";
     const bool right = label.verdicts.count(got) > 0;
     confusion[label.truth][got]++;
     runs_right += right;
@@ -256,6 +261,7 @@ int main(int argc, char** argv) {
   out += fmt::format(
       "Healthy runs called unhealthy: {} of {}; healthy GPUs called unhealthy: {} of {}\n",
       healthy_flagged, healthy_runs, healthy_gpus_flagged, healthy_gpus);
+  out += fmt::format("Labelled runs with no verdict (cannot tell): {}\n", cannot_tell);
   if (unlabelled) out += fmt::format("Unlabelled logs read (not scored): {}\n", unlabelled);
   if (errors) out += fmt::format("Unreadable labelled runs: {}\n", errors);
   if (unlabelled_errors) out += fmt::format("Unreadable unlabelled logs: {}\n", unlabelled_errors);
@@ -299,6 +305,7 @@ int main(int argc, char** argv) {
   const bool strict = min_run > 0 || min_gpu > 0;
   const bool ok = run_acc >= min_run && gpu_acc >= min_gpu && errors == 0 &&
                   (!all_readable || unlabelled_errors == 0) &&
+                  (!always_verdict || cannot_tell == 0) &&
                   (!strict || (healthy_flagged == 0 && healthy_gpus_flagged == 0));
   if (!ok) std::fprintf(stderr, "accuracy: below the minimum asked for\n");
   return ok ? 0 : 1;

@@ -128,6 +128,25 @@ GpuData prepare(const GpuSeries& s, const DiagnosisConfig& cfg) {
   // sign at all is not idleness: such samples take the activity nearest before them (at the
   // start, after), and a GPU with no sign anywhere counts as working, so that a cause needing
   // the missing signal is not asserted and the limitations say why.
+  // A GPU the driver keeps idle: its "GPU idle" clock reason on nearly every sample and its SM
+  // clock mostly at the floor, far below the highest the log shows (a starved job's GPU stays
+  // clocked up between its short gaps; a desktop's drops to idle clocks).
+  bool driver_idle = false;
+  if (reasons && s.column(Field::kClockSm)) {
+    size_t with = 0, idle_set = 0;
+    std::vector<double> clocks;
+    for (size_t i = 0; i < n; ++i) {
+      const double r = (*reasons)[i], c = (*s.column(Field::kClockSm))[i];
+      if (known(r) && r >= 0 && r < 1e15)
+        ++with, idle_set += (static_cast<uint64_t>(r) & kReasonIdle) != 0;
+      if (known(c) && c > 0) clocks.push_back(c);
+    }
+    if (with >= static_cast<size_t>(cfg.window_samples) && idle_set >= 0.9 * with &&
+        clocks.size() >= static_cast<size_t>(cfg.window_samples)) {
+      std::sort(clocks.begin(), clocks.end());
+      driver_idle = clocks[clocks.size() / 2] <= 0.5 * clocks[(clocks.size() - 1) * 99 / 100];
+    }
+  }
   std::vector<int> act_of(n, -1);
   double last_power = kNaN;  // the latest power reading (a long-format log splits its rows)
   for (size_t i = 0; i < n; ++i) {
@@ -143,8 +162,14 @@ GpuData prepare(const GpuSeries& s, const DiagnosisConfig& cfg) {
       e = a;
     d.efficiency[i] = known(e) ? std::clamp(e, 0.0, 1.5) : kNaN;
     int act = -1;
+    const double r_i = reasons ? (*reasons)[i] : kNaN;
+    const bool idle_reason =
+        known(r_i) && r_i >= 0 && r_i < 1e15 && (static_cast<uint64_t>(r_i) & kReasonIdle) != 0;
     if (util && known((*util)[i]))
-      act = (*util)[i] >= cfg.idle_util_pct;
+      // On a GPU the driver keeps idle-clocked, light GPU-Util is desktop or media work that
+      // runs a kernel now and then, not a job.
+      act = (*util)[i] >= cfg.idle_util_pct &&
+            !(driver_idle && idle_reason && (*util)[i] < cfg.dip_util_pct);
     else if (known(a))
       act = a * 100 >= cfg.idle_util_pct;
     else if (known(pr))

@@ -239,9 +239,10 @@ void finish_gpus(Recording& rec, const std::vector<GpuToFinish>& gpus, const Fin
     }
   }
   if (!from_percent.empty())
-    add_note(rec, fmt::format("power limit of GPU(s) {} from the log's power and its percent of the "
-                              "limit (power x 100 / percent)",
-                              fmt::join(from_percent, ", ")));
+    add_note(rec,
+             fmt::format("power limit of GPU(s) {} from the log's power and its percent of the "
+                         "limit (power x 100 / percent)",
+                         fmt::join(from_percent, ", ")));
   if (opt.power_limit_w && !option_used && !gpus.empty())
     add_note(rec, "--power-limit ignored: the log has its own power limit");
 }
