@@ -112,7 +112,9 @@ PowerLimitEvidence resolve_power_limit(const GpuSeries& s, const DiagnosisConfig
   const auto* reasons = s.column(Field::kClockEventReasons);
   const auto* enforced_col = s.column(Field::kPowerLimitEnforced);
   if (!enforced_col) enforced_col = s.column(Field::kPowerLimit);
-  const auto model = s.info.name.empty() ? std::nullopt : gpu_model_by_name(s.info.name);
+  double model_tdp_w = 0;  // 0: the name is not in the model table
+  if (!s.info.name.empty())
+    if (const auto model = gpu_model_by_name(s.info.name)) model_tdp_w = model->tdp_w;
 
   auto take = [&](double w, bool is_default, std::string source, double confidence) {
     e.default_w = w, e.is_default = is_default, e.source = std::move(source);
@@ -147,11 +149,13 @@ PowerLimitEvidence resolve_power_limit(const GpuSeries& s, const DiagnosisConfig
   if (known(col_default) && col_default > 0) {
     const std::string src = s.power_limit_source.empty() ? "log" : s.power_limit_source;
     take(col_default, true, src, src == "log" ? 0.95 : 0.9);
-  } else if (model) {
-    take(model->tdp_w, true, "model-table", 0.9);
+  } else if (model_tdp_w > 0) {
+    take(model_tdp_w, true, "model-table", 0.9);
   }
-  // A percent-of-limit column beside the watts says the limit: power / percent.
-  if (e.source.empty() && power && percent) {
+  // A percent-of-limit column beside the watts says the board's own limit: power / percent. It
+  // comes before the model table's figure (a laptop's or a board's own limit may differ from it).
+  if ((e.source.empty() || e.source == "model-table") && power && percent) {
+    e.source.clear();
     std::vector<double> lim;
     for (size_t i = 0; i < n; ++i) {
       const double p = (*power)[i], q = (*percent)[i];
@@ -159,6 +163,10 @@ PowerLimitEvidence resolve_power_limit(const GpuSeries& s, const DiagnosisConfig
     }
     if (lim.size() >= static_cast<size_t>(cfg.min_samples))
       take(std::round(median(std::move(lim))), true, "percent-of-limit column", 0.85);
+    else if (known(col_default) && col_default > 0)
+      take(col_default, true, "model-table", 0.9);
+    else if (model_tdp_w > 0)
+      take(model_tdp_w, true, "model-table", 0.9);
   }
   // A cap column that moves: the highest cap is the board's, those below it lowered.
   if (e.source.empty() && !enforced.empty()) {
@@ -194,7 +202,9 @@ PowerLimitEvidence resolve_power_limit(const GpuSeries& s, const DiagnosisConfig
     for (size_t i = 0; i < n; ++i)
       if (known((*percent)[i])) e.power_ratio[i] = (*percent)[i] / 100;
     e.ratio_from_percent = true;
-    if (e.source.empty()) e.source = "percent-of-limit column", e.confidence = 0.8;
+    e.default_w = 0;  // no watts to divide: the percent is the ratio
+    e.is_default = true;
+    e.source = "percent-of-limit column", e.confidence = 0.8;
   }
   return e;
 }

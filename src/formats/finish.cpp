@@ -194,10 +194,10 @@ void finish_gpus(Recording& rec, const std::vector<GpuToFinish>& gpus, const Fin
                                                  : fmt::format(" ({} throughout)", opt.placeholder),
                          fmt::join(empty, ", ")));
 
-  // Power limit: the denominator of the efficiency score. The log's own limit first: a limit
-  // column, else its percent-of-limit column (the diagnosis works the limit out from it,
-  // analysis/power_limit.cpp; it comes before the model table's figure, which a laptop's or a
-  // board's own limit may not match, and before --power-limit).
+  // Power limit: the denominator of the efficiency score. The log's own limit first, else
+  // --power-limit, else the model table. A percent-of-limit column is said here and worked out in
+  // the diagnosis (analysis/power_limit.cpp), where it comes before the model table's figure
+  // (which a laptop's or a board's own limit may not match).
   bool option_used = false;
   std::vector<unsigned> from_percent;
   for (const auto& [s, counts] : gpus) {
@@ -205,10 +205,7 @@ void finish_gpus(Recording& rec, const std::vector<GpuToFinish>& gpus, const Fin
       s->power_limit_source = "log";
       continue;
     }
-    if (limit_from_percent(*s)) {
-      from_percent.push_back(s->info.index);
-      continue;
-    }
+    if (!opt.power_limit_w && limit_from_percent(*s)) from_percent.push_back(s->info.index);
     std::optional<double> limit;
     const ModelMatch m = match_model(s->info.name);
     if (opt.power_limit_w) {

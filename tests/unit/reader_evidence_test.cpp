@@ -7,6 +7,8 @@
 // and tests/data/no-gpu-metric/.
 #include <gtest/gtest.h>
 
+#include "analysis/diagnosis.hpp"
+
 #include <algorithm>
 #include <cmath>
 #include <string>
@@ -66,10 +68,14 @@ TEST(PowerPercent, GpuzPowerConsumptionPercentOfTdp) {
   const GpuSeries& g = rec.gpus[0];
   EXPECT_NEAR(at(g, Field::kPower, 0), 104.4, 1e-9);
   EXPECT_NEAR(at(g, Field::kPowerPercent, 0), 90.8, 1e-9);
-  // No name, no limit column: the limit the two columns imply (104.4 / 0.908 = 115 W).
-  EXPECT_EQ(g.power_limit_source, "log") << notes_of(rec);
-  EXPECT_NEAR(at(g, Field::kPowerLimitEnforced, 0), 115, 0.5);
-  EXPECT_TRUE(has_note(rec, "worked out from the log's power and its percent")) << notes_of(rec);
+  // No name, no limit column: the log is kept as it is, and the diagnosis takes the limit the two
+  // columns imply (104.4 / 0.908 = 115 W).
+  EXPECT_EQ(g.column(Field::kPowerLimitEnforced), nullptr);
+  EXPECT_TRUE(has_note(rec, "from the log's power and its percent")) << notes_of(rec);
+  const Diagnosis d = diagnose(rec);
+  EXPECT_EQ(d.gpus[0].power_limit_source, "percent-of-limit column");
+  ASSERT_TRUE(d.gpus[0].power_limit_w);
+  EXPECT_NEAR(*d.gpus[0].power_limit_w, 115, 0.5);
 }
 
 TEST(PowerPercent, WandbAndMlflowExports) {
@@ -208,9 +214,10 @@ TEST(WandbGenerations, PercentGivesTheLimitWhereNothingElseDoes) {
   ASSERT_EQ(rec.gpus.size(), 1u) << notes_of(rec);
   const GpuSeries& g = rec.gpus[0];
   EXPECT_NEAR(at(g, Field::kPowerPercent, 0), 66.67, 1e-9);
-  EXPECT_NEAR(at(g, Field::kPowerLimitEnforced, 0), 450.0, 1e-9) << notes_of(rec);
-  EXPECT_EQ(g.power_limit_source, "log");
-  EXPECT_TRUE(has_note(rec, "power limit 450 W worked out")) << notes_of(rec);
+  EXPECT_TRUE(has_note(rec, "from the log's power and its percent")) << notes_of(rec);
+  const Diagnosis d = diagnose(rec);
+  EXPECT_EQ(d.gpus[0].power_limit_source, "percent-of-limit column");
+  EXPECT_EQ(d.gpus[0].power_limit_w, 450.0);
 }
 
 TEST(WandbGenerations, NoGpuMetricIsAnErrorNamingTheKeys) {
