@@ -398,6 +398,14 @@ std::optional<double> lost_hours(const Context& ctx, size_t g, const Window& w) 
   return lost / 3600;
 }
 
+// GPU hours a window covers, counted as the observed time is (each sample's dt, gaps capped), so
+// that shares of the GPU time add up to at most one.
+double window_hours(const Context& ctx, size_t g, const Window& w) {
+  double s = 0;
+  for (size_t i = w.i0; i < w.i1; ++i) s += ctx.gpus[g].dt[i];
+  return s / 3600;
+}
+
 // Duration-weighted mean of numeric evidence; strings and GPU ids take the most common value.
 nlohmann::ordered_json merge_evidence(const std::vector<const Judged*>& parts) {
   struct Num {
@@ -641,7 +649,7 @@ Diagnosis diagnose(const Recording& input, const DiagnosisConfig& cfg) {
         auto c = det->check(ctx, g, w);
         if (!c) continue;
         judged.push_back(
-            {g, &w, det->cause, std::move(*c), lost_hours(ctx, g, w), (w.t1 - w.t0) / 3600});
+            {g, &w, det->cause, std::move(*c), lost_hours(ctx, g, w), window_hours(ctx, g, w)});
         break;
       }
     }
