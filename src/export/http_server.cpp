@@ -240,19 +240,22 @@ struct HttpServer::Impl {
                                SOCK_NONBLOCK | SOCK_CLOEXEC);
       if (fd < 0) {
         if (errno == EINTR || errno == ECONNABORTED) continue;
-        if (errno == EMFILE || errno == ENFILE || errno == ENOBUFS || errno == ENOMEM)
-          return out_of_descriptors();
+        if (errno == EMFILE || errno == ENFILE || errno == ENOBUFS || errno == ENOMEM) {
+          if (out_of_descriptors()) continue;
+          return;
+        }
         break;  // EAGAIN: all taken
       }
+      accept_backoff = std::chrono::milliseconds(0);
       admit(fd, http::peer_key(ss));
     }
-    accept_backoff = std::chrono::milliseconds(0);
   }
 
-  // accept() failed for want of descriptors: an idle connection gives its up at once, one
-  // waiting client is told 503 through the reserve descriptor, and accepting pauses (10 ms,
-  // doubling to 1 s) instead of spinning on a listening socket that stays readable.
-  void out_of_descriptors() {
+  // accept() failed for want of descriptors. The oldest idle connection gives its descriptor
+  // up at once, and accepting goes on. With none idle, one waiting client is told 503 through
+  // the reserve descriptor and accepting pauses (10 ms, doubling to 1 s) instead of spinning on
+  // a listening socket that stays readable. False when accepting is to stop for now.
+  bool out_of_descriptors() {
     count(&HttpServerStats::accept_errors);
     std::vector<http::Candidate> candidates;
     for (const auto& [fd, c] : conns)
@@ -261,13 +264,14 @@ struct HttpServer::Impl {
         victim >= 0) {
       count(&HttpServerStats::evicted);
       close_conn(victim);
-    } else if (reserve_fd >= 0) {
+      return true;
+    }
+    if (reserve_fd >= 0) {
       ::close(reserve_fd);
       if (const int fd = ::accept4(listen_fd, nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC);
           fd >= 0) {
         count(&HttpServerStats::refused);
-        if (!ctx) [[maybe_unused]]
-          const ssize_t n = ::send(fd, kFull.data(), kFull.size(), MSG_NOSIGNAL);
+        if (!ctx) send_full(fd);
         ::close(fd);
       }
       reserve_fd = ::open("/dev/null", O_RDONLY | O_CLOEXEC);
@@ -279,6 +283,11 @@ struct HttpServer::Impl {
     ev.data.fd = listen_fd;
     epoll_ctl(epoll_fd, EPOLL_CTL_MOD, listen_fd, &ev);  // no events until accept_resume
     accept_paused = true;
+    return false;
+  }
+
+  static void send_full(int fd) {
+    [[maybe_unused]] const ssize_t n = ::send(fd, kFull.data(), kFull.size(), MSG_NOSIGNAL);
   }
 
   void admit(int fd, std::string peer) {
@@ -289,8 +298,7 @@ struct HttpServer::Impl {
     if (!room) {
       count(&HttpServerStats::refused);
       if (draining >= std::max<size_t>(16, opt.max_connections / 4)) {
-        if (!ctx) [[maybe_unused]]
-          const ssize_t n = ::send(fd, kFull.data(), kFull.size(), MSG_NOSIGNAL);
+        if (!ctx) send_full(fd);
         ::close(fd);
         return;
       }
@@ -322,8 +330,7 @@ struct HttpServer::Impl {
     Conn& ref = *c;
     conns.emplace(fd, std::move(c));
     if (!room) {
-      if (!ctx) [[maybe_unused]]
-        const ssize_t n = ::send(fd, kFull.data(), kFull.size(), MSG_NOSIGNAL);
+      if (!ctx) send_full(fd);
       begin_drain(ref);
       return;
     }
