@@ -8,17 +8,12 @@
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
 #include <sys/socket.h>
-#include <sys/uio.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <atomic>
-#include <cctype>
 #include <cerrno>
-#include <condition_variable>
-#include <csignal>
 #include <cstring>
-#include <deque>
 #include <mutex>
 #include <thread>
 #include <unordered_map>
@@ -26,7 +21,9 @@
 
 #include <fmt/format.h>
 
+#include "export/auth_worker.hpp"
 #include "export/http_admission.hpp"
+#include "export/http_conn.hpp"
 #include "export/http_parse.hpp"
 #include "export/listen_socket.hpp"
 #include "export/tls_context.hpp"
@@ -36,49 +33,10 @@ namespace gpudoctor {
 namespace {
 
 using Clock = std::chrono::steady_clock;
+using http::Conn;
+using http::Io;
 using http::ParseResult;
 using text::lower;
-
-// Blocks the signals the main thread handles, so they never land on a server thread.
-void block_signals() {
-  sigset_t set;
-  sigemptyset(&set);
-  sigaddset(&set, SIGINT);
-  sigaddset(&set, SIGTERM);
-  sigaddset(&set, SIGPIPE);
-  sigaddset(&set, SIGHUP);
-  pthread_sigmask(SIG_BLOCK, &set, nullptr);
-}
-
-struct Conn {
-  // kDrain: the answer is out and our side shut; unread input is read and dropped for a moment,
-  // so closing does not reset the connection before the client has read the answer.
-  enum class Phase { kHandshake, kRead, kAuth, kWrite, kDrain };
-  int fd = -1;
-  uint64_t id = 0;
-  SSL* ssl = nullptr;
-  Phase phase = Phase::kRead;
-  std::string in;
-  HttpRequest pending;  // waiting for the authentication thread
-  bool pending_head_only = false;
-  std::string out_head;
-  std::shared_ptr<const std::string> out_body;
-  size_t out_sent = 0;  // over head and body together
-  bool close_after = false;
-  bool queued = false;   // in the loop's list of connections to drive again
-  bool counted = false;  // in the server's and its peer's counts of held connections
-  std::string peer;      // the peer's address (http::peer_key)
-  // Since when it is idle (between requests, or since it was accepted), or since its head or
-  // handshake began: the order in which connections give way (export/http_admission.hpp).
-  Clock::time_point since;
-  Clock::time_point deadline;
-  uint32_t events = 0;
-
-  ~Conn() {
-    if (ssl) SSL_free(ssl);
-    if (fd >= 0) ::close(fd);
-  }
-};
 
 }  // namespace
 
@@ -110,23 +68,14 @@ struct HttpServer::Impl {
   std::chrono::milliseconds accept_backoff{0};
   std::string address;
   uint16_t port = 0;
-  std::thread loop_thread, auth_thread;
+  std::thread loop_thread;
   std::atomic<bool> stopping{false};
   std::vector<int> again;  // connections drive() left with work to do (the loop thread's)
   std::unordered_map<int, std::unique_ptr<Conn>> conns;
   uint64_t next_id = 1;
 
   std::unique_ptr<BasicAuth> auth;
-  struct AuthJob {
-    uint64_t id;
-    int fd;
-    std::string authorization;
-    bool ok = false;
-  };
-  std::mutex auth_mu;
-  std::condition_variable auth_cv;
-  std::deque<AuthJob> auth_jobs, auth_done;
-  static constexpr size_t kMaxAuthJobs = 32;
+  std::unique_ptr<AuthWorker> auth_worker;
 
   mutable std::mutex stats_mu;
   HttpServerStats st;
@@ -340,37 +289,6 @@ struct HttpServer::Impl {
     drive(ref);
   }
 
-  // Reads what is available; false when the connection must be closed.
-  // kWait: wait until readable (reading) or writable (writing); kWaitOther: TLS needs the
-  // other direction first.
-  enum class Io { kMore, kWait, kWaitOther, kClosed };
-  Io read_some(Conn& c) {
-    // Enough waiting already (a long pipeline): leave the rest in the kernel, where TCP slows
-    // the client down, instead of buffering all it sends.
-    if (c.in.size() > opt.max_request_bytes) return Io::kMore;
-    char buf[16384];
-    for (;;) {
-      ssize_t n;
-      if (c.ssl) {
-        ERR_clear_error();
-        n = SSL_read(c.ssl, buf, sizeof buf);
-        if (n <= 0) {
-          const int e = SSL_get_error(c.ssl, static_cast<int>(n));
-          if (e == SSL_ERROR_WANT_READ) return Io::kWait;
-          if (e == SSL_ERROR_WANT_WRITE) return Io::kWaitOther;
-          return Io::kClosed;
-        }
-      } else {
-        n = ::recv(c.fd, buf, sizeof buf, 0);
-        if (n == 0) return Io::kClosed;
-        if (n < 0) return errno == EAGAIN || errno == EWOULDBLOCK ? Io::kWait : Io::kClosed;
-      }
-      if (c.in.empty()) c.since = Clock::now(), c.deadline = c.since + opt.read_header_timeout;
-      c.in.append(buf, static_cast<size_t>(n));
-      if (c.in.size() > opt.max_request_bytes + sizeof buf) return Io::kMore;  // judged below
-    }
-  }
-
   void respond(Conn& c, HttpResponse r, bool head_only, bool close_after) {
     if (r.status >= 400) count(&HttpServerStats::rejected);
     const size_t body_size = r.body ? r.body->size() : 0;
@@ -436,15 +354,12 @@ struct HttpServer::Impl {
           case BasicAuth::Verdict::kDenied:
             return unauthorized(c, req.method == "HEAD");
           case BasicAuth::Verdict::kNeedsCheck: {
-            std::lock_guard lock(auth_mu);
-            if (auth_jobs.size() >= kMaxAuthJobs) {
+            if (!auth_worker->submit({c.id, c.fd, std::string(authorization)})) {
               HttpResponse r = HttpResponse::text(503, "too many logins at once\n");
               r.headers.emplace_back("Retry-After", "1");
               respond(c, std::move(r), req.method == "HEAD", true);
               return;
             }
-            auth_jobs.push_back({c.id, c.fd, std::string(authorization)});
-            auth_cv.notify_one();
             c.pending = std::move(req);
             c.phase = Conn::Phase::kAuth;
             set_events(c, 0);
@@ -462,46 +377,6 @@ struct HttpServer::Impl {
     HttpResponse r = HttpResponse::text(401, "Unauthorized\n");
     r.headers.emplace_back("WWW-Authenticate", "Basic realm=\"gpudoctor\", charset=\"UTF-8\"");
     respond(c, std::move(r), head_only, true);
-  }
-
-  // Writes what the socket takes; returns false when the connection is to be closed.
-  Io write_some(Conn& c) {
-    const size_t head = c.out_head.size();
-    const size_t total = head + (c.out_body ? c.out_body->size() : 0);
-    while (c.out_sent < total) {
-      ssize_t n;
-      if (c.ssl) {
-        const char* p = c.out_sent < head ? c.out_head.data() + c.out_sent
-                                          : c.out_body->data() + (c.out_sent - head);
-        const size_t len = c.out_sent < head ? head - c.out_sent : total - c.out_sent;
-        ERR_clear_error();
-        n = SSL_write(c.ssl, p, static_cast<int>(std::min<size_t>(len, 1 << 30)));
-        if (n <= 0) {
-          const int e = SSL_get_error(c.ssl, static_cast<int>(n));
-          if (e == SSL_ERROR_WANT_WRITE) return Io::kWait;
-          if (e == SSL_ERROR_WANT_READ) return Io::kWaitOther;
-          return Io::kClosed;
-        }
-      } else {
-        iovec iov[2];
-        int count_iov = 0;
-        if (c.out_sent < head) {
-          iov[count_iov++] = {c.out_head.data() + c.out_sent, head - c.out_sent};
-          if (c.out_body && !c.out_body->empty())
-            iov[count_iov++] = {const_cast<char*>(c.out_body->data()), c.out_body->size()};
-        } else {
-          iov[count_iov++] = {const_cast<char*>(c.out_body->data()) + (c.out_sent - head),
-                              total - c.out_sent};
-        }
-        msghdr msg{};
-        msg.msg_iov = iov;
-        msg.msg_iovlen = static_cast<size_t>(count_iov);
-        n = ::sendmsg(c.fd, &msg, MSG_NOSIGNAL);
-        if (n < 0) return errno == EAGAIN || errno == EWOULDBLOCK ? Io::kWait : Io::kClosed;
-      }
-      c.out_sent += static_cast<size_t>(n);
-    }
-    return Io::kMore;
   }
 
   // Advances a connection as far as it goes without blocking.
@@ -531,7 +406,7 @@ struct HttpServer::Impl {
         }
       }
       if (c.phase == Conn::Phase::kRead) {
-        const Io io = read_some(c);
+        const Io io = read_some(c, opt.max_request_bytes, opt.read_header_timeout);
         if (io == Io::kClosed && c.in.empty()) return close_conn(c.fd);
         process_input(c);
         if (c.phase == Conn::Phase::kRead) {
@@ -568,12 +443,7 @@ struct HttpServer::Impl {
   }
 
   void finish_auth_jobs() {
-    std::deque<AuthJob> done;
-    {
-      std::lock_guard lock(auth_mu);
-      done.swap(auth_done);
-    }
-    for (auto& j : done) {
+    for (auto& j : auth_worker->take_done()) {
       const auto it = conns.find(j.fd);
       if (it == conns.end() || it->second->id != j.id) continue;  // gone meanwhile
       Conn& c = *it->second;
@@ -584,26 +454,6 @@ struct HttpServer::Impl {
       else
         unauthorized(c, c.pending.method == "HEAD");
       drive(c);
-    }
-  }
-
-  void auth_loop() {
-    block_signals();
-    for (;;) {
-      AuthJob job;
-      {
-        std::unique_lock lock(auth_mu);
-        auth_cv.wait(lock, [&] { return stopping || !auth_jobs.empty(); });
-        if (stopping) return;
-        job = std::move(auth_jobs.front());
-        auth_jobs.pop_front();
-      }
-      job.ok = auth->check(job.authorization);
-      {
-        std::lock_guard lock(auth_mu);
-        auth_done.push_back(std::move(job));
-      }
-      wake();
     }
   }
 
@@ -629,7 +479,7 @@ struct HttpServer::Impl {
   }
 
   void loop() {
-    block_signals();
+    block_stop_signals();
     epoll_event events[64];
     auto next_sweep = Clock::now();
     while (!stopping) {
@@ -711,22 +561,18 @@ Result<std::unique_ptr<HttpServer>> HttpServer::start(HttpServerOptions options,
     epoll_ctl(impl->epoll_fd, EPOLL_CTL_ADD, fd, &ev);
   }
   Impl* raw = impl.get();
+  if (raw->auth)
+    raw->auth_worker = std::make_unique<AuthWorker>(*raw->auth, [raw] { raw->wake(); });
   raw->loop_thread = std::thread([raw] { raw->loop(); });
-  if (raw->auth) raw->auth_thread = std::thread([raw] { raw->auth_loop(); });
   return std::unique_ptr<HttpServer>(new HttpServer(std::move(impl)));
 }
 
 void HttpServer::stop() {
   if (!impl_) return;
-  {
-    // Under the lock, or the auth thread may miss the wake-up between its check and its wait.
-    std::lock_guard lock(impl_->auth_mu);
-    impl_->stopping = true;
-  }
+  impl_->stopping = true;
   impl_->wake();
-  impl_->auth_cv.notify_all();
   if (impl_->loop_thread.joinable()) impl_->loop_thread.join();
-  if (impl_->auth_thread.joinable()) impl_->auth_thread.join();
+  if (impl_->auth_worker) impl_->auth_worker->stop();
   impl_->conns.clear();
 }
 
