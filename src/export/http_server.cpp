@@ -443,6 +443,7 @@ struct HttpServer::Impl {
   }
 
   void finish_auth_jobs() {
+    if (!auth_worker) return;  // a wake-up from stop()
     for (auto& j : auth_worker->take_done()) {
       const auto it = conns.find(j.fd);
       if (it == conns.end() || it->second->id != j.id) continue;  // gone meanwhile
