@@ -44,23 +44,30 @@ const char* kIndexPage = R"(<!DOCTYPE html>
 </ul></body></html>
 )";
 
-// Raises the soft open-file limit to the hard one (as Go programs do), so the connection limits
-// are what bounds connections; says so when even the hard limit is below what they need.
-void raise_open_file_limit(size_t max_connections) {
+// Raises the soft open-file limit to the hard one (as Go programs do) and returns how many
+// connections fit under it: each takes a descriptor, and a quarter more may be closing, beside
+// room for the rest of serve (NVML's device files, /proc, the kubelet's socket, the event loop).
+// When --max-connections does not fit, it is lowered and serve says so: connections over the
+// limit are then turned away by the limit's rules (oldest idle gives way, else 503) instead of
+// accept() failing, and sampling keeps the descriptors it needs.
+size_t connections_within_open_file_limit(size_t max_connections) {
   rlimit rl{};
-  if (getrlimit(RLIMIT_NOFILE, &rl) != 0) return;
+  if (getrlimit(RLIMIT_NOFILE, &rl) != 0) return max_connections;
   if (rl.rlim_cur < rl.rlim_max) {
     rl.rlim_cur = rl.rlim_max;
     setrlimit(RLIMIT_NOFILE, &rl);
     getrlimit(RLIMIT_NOFILE, &rl);
   }
-  // Each connection one descriptor, a quarter more closing, and room for the rest of serve.
-  const rlim_t need = max_connections + max_connections / 4 + 64;
-  if (rl.rlim_cur != RLIM_INFINITY && rl.rlim_cur < need)
-    fmt::print(stderr,
-               "gpudoctor serve: the open-file limit ({}) is below what --max-connections {} "
-               "needs ({}): beyond it, accepting pauses and idle connections give way\n",
-               rl.rlim_cur, max_connections, need);
+  constexpr rlim_t kRoom = 32;
+  const rlim_t need = max_connections + max_connections / 4 + kRoom;
+  if (rl.rlim_cur == RLIM_INFINITY || rl.rlim_cur >= need) return max_connections;
+  const size_t fit = std::max<size_t>(
+      1, static_cast<size_t>(rl.rlim_cur > kRoom ? rl.rlim_cur - kRoom : 0) * 4 / 5);
+  fmt::print(stderr,
+             "gpudoctor serve: the open-file limit ({}) leaves room for {} connections: "
+             "--max-connections lowered from {} (raise the limit, e.g. LimitNOFILE= in systemd)\n",
+             rl.rlim_cur, fit, max_connections);
+  return fit;
 }
 
 }  // namespace
@@ -160,9 +167,9 @@ Command add_serve_command(CLI::App& root) {
         if (!idle) return report(idle.error());
         server_options.read_header_timeout = read_header.value();
         server_options.idle_timeout = idle.value();
-        server_options.max_connections = opts->max_connections;
+        server_options.max_connections = connections_within_open_file_limit(opts->max_connections);
         server_options.max_connections_per_address =
-            std::min(opts->max_connections_per_address, opts->max_connections);
+            std::min(opts->max_connections_per_address, server_options.max_connections);
         if (auto l = parse_listen_address(opts->listen); !l) return report(l.error());
         if (!opts->web_config.empty()) {
           auto w = load_web_config(opts->web_config);
@@ -237,7 +244,6 @@ Command add_serve_command(CLI::App& root) {
           }
           return HttpResponse::text(404, "not found: see / for what is served\n");
         };
-        raise_open_file_limit(server_options.max_connections);
         auto server = HttpServer::start(server_options, handler);
         if (!server) return report(server.error());
         fmt::print(stderr, "gpudoctor serve: {} GPU{} from {}, on {}://{}/metrics\n",

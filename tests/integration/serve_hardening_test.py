@@ -8,8 +8,11 @@
 - stays reachable: 1,000 hostile connections from one address (idle, slowloris, sending a
   request and never reading, reconnecting when cut off) while a scraper from another loopback
   address scrapes every second: every scrape answered in under 1 s;
-- out of file descriptors (a 64-descriptor limit, 80 idle connections from four addresses): it
-  keeps answering scrapes and does not spin (its CPU time stays low).
+- a 64-descriptor limit and 80 idle connections from four addresses: serve lowers
+  --max-connections to what fits (saying so), keeps answering scrapes and does not spin (its CPU
+  time stays low). accept() failing with EMFILE itself is tested in-process
+  (tests/unit/http_limits_test.cpp): run out of every descriptor here, the sanitizers' own
+  checks (UBSan's vptr check makes a pipe) would fail in the clang-asan build.
 
 Loopback only: every connection goes to 127.0.0.1 from 127.0.0.0/8 addresses. Bounded: the
 hostile phase lasts 15 s, with at most 1,000 connections open at once and 3,000 reconnections.
@@ -267,7 +270,8 @@ def out_of_descriptors(procs, binary, work):
         check(p.poll() is None, f"serve exited: {text}")
         time.sleep(0.05)
     check(addr is not None, "serve with 64 descriptors did not start")
-    check("open-file limit (64)" in open(err).read(), "no word on the low open-file limit")
+    check("open-file limit (64) leaves room for 25 connections" in open(err).read(),
+          "no word on the low open-file limit: " + open(err).read())
     host, port = addr.rsplit(":", 1)
     held = []
     for i in range(80):
@@ -287,9 +291,9 @@ def out_of_descriptors(procs, binary, work):
     used = (cpu_seconds(p.pid) - c0) / (time.time() - t0)
     for s in held:
         s.close()
-    print(f"out of descriptors: {answered}/4 scrapes answered, serve used {used * 100:.0f} % "
+    print(f"64 descriptors: {answered}/4 scrapes answered, serve used {used * 100:.0f} % "
           f"of a core")
-    check(answered == 4, f"only {answered} of 4 scrapes answered out of descriptors")
+    check(answered == 4, f"only {answered} of 4 scrapes answered with 64 descriptors")
     check(used < 0.5, f"serve used {used * 100:.0f} % of a core: accept() spins")
 
 
