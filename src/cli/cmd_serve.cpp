@@ -1,5 +1,6 @@
 // gpudoctor serve: a Prometheus exporter. One sampling thread (this one) feeds the LiveExporter;
 // the HTTP server's thread only hands out its latest snapshot, so a scrape never calls NVML.
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include <csignal>
@@ -43,6 +44,32 @@ const char* kIndexPage = R"(<!DOCTYPE html>
 </ul></body></html>
 )";
 
+// Raises the soft open-file limit to the hard one (as Go programs do) and returns how many
+// connections fit under it: each takes a descriptor, and a quarter more may be closing, beside
+// room for the rest of serve (NVML's device files, /proc, the kubelet's socket, the event loop).
+// When --max-connections does not fit, it is lowered and serve says so: connections over the
+// limit are then turned away by the limit's rules (oldest idle gives way, else 503) instead of
+// accept() failing, and sampling keeps the descriptors it needs.
+size_t connections_within_open_file_limit(size_t max_connections) {
+  rlimit rl{};
+  if (getrlimit(RLIMIT_NOFILE, &rl) != 0) return max_connections;
+  if (rl.rlim_cur < rl.rlim_max) {
+    rl.rlim_cur = rl.rlim_max;
+    setrlimit(RLIMIT_NOFILE, &rl);
+    getrlimit(RLIMIT_NOFILE, &rl);
+  }
+  constexpr rlim_t kRoom = 32;
+  const rlim_t need = max_connections + max_connections / 4 + kRoom;
+  if (rl.rlim_cur == RLIM_INFINITY || rl.rlim_cur >= need) return max_connections;
+  const size_t fit = std::max<size_t>(
+      1, static_cast<size_t>(rl.rlim_cur > kRoom ? rl.rlim_cur - kRoom : 0) * 4 / 5);
+  fmt::print(stderr,
+             "gpudoctor serve: the open-file limit ({}) leaves room for {} connections: "
+             "--max-connections lowered from {} (raise the limit, e.g. LimitNOFILE= in systemd)\n",
+             rl.rlim_cur, fit, max_connections);
+  return fit;
+}
+
 }  // namespace
 
 Command add_serve_command(CLI::App& root) {
@@ -52,6 +79,10 @@ Command add_serve_command(CLI::App& root) {
     std::string interval = "1s";
     std::string window = "5m";
     std::string web_config;
+    std::string read_header_timeout = "10s";
+    std::string idle_timeout = "2m";
+    size_t max_connections = 512;
+    size_t max_connections_per_address = 32;
     std::string config;
     std::string hostname;
     bool no_dcgm_names = false;
@@ -67,7 +98,8 @@ Command add_serve_command(CLI::App& root) {
       "--listen says otherwise; SIGTERM or Ctrl-C stops.");
   add_source_flags(*cmd, opts->source);
   cmd->add_option("--listen", opts->listen,
-                  "Address to listen on: host:port, [v6]:port, or :port for all interfaces")
+                  "Address to listen on: host:port, [v6]:port, or :port for every interface, "
+                  "IPv6 and IPv4")
       ->capture_default_str();
   cmd->add_option("-i,--interval", opts->interval, "Sampling interval")->capture_default_str();
   cmd->add_option("--window", opts->window, "How far back the live diagnosis looks")
@@ -75,6 +107,24 @@ Command add_serve_command(CLI::App& root) {
   cmd->add_option("--web-config", opts->web_config,
                   "TLS and basic authentication: a web configuration file as Prometheus' "
                   "exporters read it (tls_server_config, basic_auth_users with bcrypt hashes)");
+  cmd->add_option("--read-header-timeout", opts->read_header_timeout,
+                  "How long a client has to send a request's whole head (the TLS handshake "
+                  "included); slower clients are cut off")
+      ->capture_default_str();
+  cmd->add_option("--idle-timeout", opts->idle_timeout,
+                  "How long a keep-alive connection may wait between requests (above the scrape "
+                  "interval, so a scraper keeps its connection)")
+      ->capture_default_str();
+  cmd->add_option("--max-connections", opts->max_connections,
+                  "Connections held at once; at the limit the oldest idle one gives way, and a "
+                  "client is answered 503 only when none can")
+      ->capture_default_str()
+      ->check(CLI::Range(size_t{1}, size_t{1000000}));
+  cmd->add_option("--max-connections-per-address", opts->max_connections_per_address,
+                  "Connections one client IP address may hold (its oldest idle one gives way "
+                  "to its next)")
+      ->capture_default_str()
+      ->check(CLI::Range(size_t{1}, size_t{1000000}));
   cmd->add_flag("--no-dcgm-names", opts->no_dcgm_names,
                 "Export every field under gpudoctor's own names (gpudoctor_*) instead of "
                 "dcgm-exporter's");
@@ -109,6 +159,18 @@ Command add_serve_command(CLI::App& root) {
         }
         HttpServerOptions server_options;
         server_options.listen = opts->listen;
+        auto read_header = parse_duration_flag("--read-header-timeout", opts->read_header_timeout,
+                                               std::chrono::milliseconds(100));
+        if (!read_header) return report(read_header.error());
+        auto idle = parse_duration_flag("--idle-timeout", opts->idle_timeout,
+                                        std::chrono::milliseconds(1000));
+        if (!idle) return report(idle.error());
+        server_options.read_header_timeout = read_header.value();
+        server_options.idle_timeout = idle.value();
+        server_options.max_connections = connections_within_open_file_limit(opts->max_connections);
+        server_options.max_connections_per_address =
+            std::min(opts->max_connections_per_address, server_options.max_connections);
+        if (auto l = parse_listen_address(opts->listen); !l) return report(l.error());
         if (!opts->web_config.empty()) {
           auto w = load_web_config(opts->web_config);
           if (!w) return report(w.error());

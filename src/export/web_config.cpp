@@ -1,13 +1,19 @@
 #include "export/web_config.hpp"
 
 #include <crypt.h>
+#include <fcntl.h>
 #include <openssl/crypto.h>
 #include <openssl/evp.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
+#include <algorithm>
 #include <array>
-#include <fstream>
+#include <cctype>
+#include <cerrno>
+#include <cstring>
 #include <memory>
-#include <sstream>
+#include <utility>
 #include <vector>
 
 #include <fmt/format.h>
@@ -111,7 +117,46 @@ bool is_comment_or_blank(std::string_view line) {
 constexpr std::string_view kAuthTypes[] = {"NoClientCert", "RequestClientCert",
                                            "RequireAnyClientCert", "VerifyClientCertIfGiven",
                                            "RequireAndVerifyClientCert"};
-constexpr std::string_view kTlsVersions[] = {"TLS10", "TLS11", "TLS12", "TLS13"};
+constexpr std::string_view kTlsVersions[] = {"TLS12", "TLS13"};
+
+constexpr std::string_view kBcryptAlphabet =
+    "./ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789";
+
+// Why a bcrypt hash is not one ("" when it is): the shape, the cost (4-31, what bcrypt and
+// exporter-toolkit accept), the alphabet, and libxcrypt's own reading of the salt (at cost 4,
+// so the check is cheap).
+std::string bcrypt_problem(const std::string& h) {
+  if (h.size() != 60 || h[0] != '$' || h[1] != '2' || (h[2] != 'a' && h[2] != 'b' && h[2] != 'y') ||
+      h[3] != '$' || h[6] != '$')
+    return "is not a bcrypt hash ($2a$, $2b$ or $2y$, a two-digit cost, 60 characters)";
+  if (!std::isdigit(static_cast<unsigned char>(h[4])) ||
+      !std::isdigit(static_cast<unsigned char>(h[5])))
+    return "is not a bcrypt hash (the cost after $2b$ must be two digits)";
+  const int cost = (h[4] - '0') * 10 + (h[5] - '0');
+  if (cost < 4 || cost > 31)
+    return fmt::format("has bcrypt cost {}; bcrypt's cost is 4 to 31 (10 is usual)", cost);
+  for (size_t i = 7; i < h.size(); ++i)
+    if (kBcryptAlphabet.find(h[i]) == std::string_view::npos)
+      return fmt::format(
+          "has byte {:#04x} at character {}, outside bcrypt's alphabet "
+          "(./A-Za-z0-9)",
+          static_cast<unsigned char>(h[i]), i + 1);
+  const std::string cheap = h.substr(0, 4) + "04" + h.substr(6);
+  auto data = std::make_unique<crypt_data>();
+  const char* out = crypt_r("", cheap.c_str(), data.get());
+  if (!out || out[0] == '*') return "has a salt that libxcrypt's bcrypt refuses";
+  return "";
+}
+
+// What keeps a file named by the configuration from being read ("" when it can be).
+std::string unreadable(const std::string& path) {
+  struct stat st {};
+  if (::stat(path.c_str(), &st) != 0) return std::strerror(errno);
+  if (S_ISDIR(st.st_mode)) return "is a directory";
+  if (!S_ISREG(st.st_mode)) return "is not a regular file";
+  if (::access(path.c_str(), R_OK) != 0) return std::strerror(errno);
+  return "";
+}
 
 template <class Range>
 bool one_of(const Range& r, std::string_view v) {
@@ -169,6 +214,7 @@ Result<WebConfig> parse_web_config(std::string_view yaml, const std::string& ori
       if (!trim(raw).empty() && trim(raw) != "{}" && trim(raw) != "~" && trim(raw) != "null")
         return err(fmt::format("{} must be a mapping", key));
       section = key;
+      c.lines[key] = line_no;
       continue;
     }
     if (section.empty()) return err("indented line outside a section");
@@ -181,16 +227,18 @@ Result<WebConfig> parse_web_config(std::string_view yaml, const std::string& ori
       if (key.empty()) return err("empty user name");
       if (c.users.count(key)) return err(fmt::format("user {} given twice", key));
       const std::string& h = *value;
-      if (h.size() != 60 ||
-          !(h.rfind("$2a$", 0) == 0 || h.rfind("$2b$", 0) == 0 || h.rfind("$2y$", 0) == 0))
-        return err(fmt::format(
-            "user {}: the password must be a bcrypt hash ($2a$, $2b$ or $2y$, 60 characters), "
-            "e.g. from `htpasswd -nBC 10 \"\" | tr -d ':\\n'`",
-            key));
+      if (const std::string problem = bcrypt_problem(h); !problem.empty())
+        return err(
+            fmt::format("user {}: the password must be a bcrypt hash (e.g. from `htpasswd -nBC 10 "
+                        "\"\" | tr -d ':\\n'`); this one {}",
+                        key, problem));
       c.users[key] = h;
+      c.lines["basic_auth_users." + key] = line_no;
     } else if (section == "http_server_config") {
       if (key != "http2")
         return err(fmt::format("http_server_config: {} is not supported by gpudoctor", key));
+    } else if (!c.lines.emplace("tls_server_config." + key, line_no).second) {
+      return err(fmt::format("{} given twice", key));
     } else if (key == "cert_file") {
       c.cert_file = resolve(base_dir, *value);
     } else if (key == "key_file") {
@@ -206,8 +254,14 @@ Result<WebConfig> parse_web_config(std::string_view yaml, const std::string& ori
                         *value));
       c.client_auth_type = *value;
     } else if (key == "min_version" || key == "max_version") {
+      if (*value == "TLS10" || *value == "TLS11")
+        return err(fmt::format(
+            "{} {}: TLS 1.0 and 1.1 are not served (they have none of the forward-secret AEAD "
+            "suites serve offers, and OpenSSL 3 refuses them at its default security level); "
+            "use TLS12 or TLS13",
+            key, *value));
       if (!one_of(kTlsVersions, *value))
-        return err(fmt::format("{} {}: expected TLS10, TLS11, TLS12 or TLS13", key, *value));
+        return err(fmt::format("{} {}: expected TLS12 or TLS13", key, *value));
       (key == "min_version" ? c.min_version : c.max_version) = *value;
     } else {
       return err(
@@ -217,30 +271,72 @@ Result<WebConfig> parse_web_config(std::string_view yaml, const std::string& ori
                       key));
     }
   }
-  line_no = 0;
+  c.origin = origin;
+  auto at = [&](const std::string& key, const std::string& what) {
+    return usage_error(fmt::format("{}: {}", c.where(key), what));
+  };
+  if (seen_sections.empty())
+    return usage_error(fmt::format(
+        "{}: no tls_server_config or basic_auth_users: the file turns nothing on (leave "
+        "--web-config out to serve plain HTTP without authentication)",
+        origin));
   if (c.cert_file.empty() != c.key_file.empty())
-    return usage_error(
-        fmt::format("{}: tls_server_config needs both cert_file and key_file", origin));
+    return at(c.cert_file.empty() ? "tls_server_config.key_file" : "tls_server_config.cert_file",
+              "tls_server_config needs both cert_file and key_file");
   if (!c.tls() && seen_sections.count("tls_server_config") &&
       (c.client_auth_type != "NoClientCert" || !c.client_ca_file.empty()))
-    return usage_error(fmt::format("{}: client certificates need cert_file and key_file", origin));
+    return at("tls_server_config", "client certificates need cert_file and key_file");
   if ((c.client_auth_type == "VerifyClientCertIfGiven" ||
        c.client_auth_type == "RequireAndVerifyClientCert") &&
       c.client_ca_file.empty())
-    return usage_error(
-        fmt::format("{}: client_auth_type {} needs client_ca_file", origin, c.client_auth_type));
+    return at("tls_server_config.client_auth_type",
+              fmt::format("client_auth_type {} needs client_ca_file", c.client_auth_type));
   if (!c.max_version.empty() && c.max_version < c.min_version)
-    return usage_error(fmt::format("{}: max_version is below min_version", origin));
+    return at("tls_server_config.max_version", "max_version is below min_version");
   return c;
 }
 
+std::string WebConfig::where(const std::string& key) const {
+  const std::string file = origin.empty() ? "web config" : origin;
+  const auto it = lines.find(key);
+  return it == lines.end() ? file : fmt::format("{}:{}", file, it->second);
+}
+
 Result<WebConfig> load_web_config(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return usage_error(fmt::format("--web-config {}: cannot read the file", path));
-  std::stringstream ss;
-  ss << in.rdbuf();
+  if (const std::string why = unreadable(path); !why.empty())
+    return usage_error(fmt::format("--web-config {}: {}", path, why));
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return usage_error(fmt::format("--web-config {}: {}", path, std::strerror(errno)));
+  std::string text;
+  char buf[8192];
+  for (;;) {
+    const ssize_t n = ::read(fd, buf, sizeof buf);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) {
+      const int e = errno;
+      ::close(fd);
+      return usage_error(fmt::format("--web-config {}: {}", path, std::strerror(e)));
+    }
+    if (n == 0) break;
+    text.append(buf, static_cast<size_t>(n));
+    if (text.size() > (size_t{1} << 20)) {
+      ::close(fd);
+      return usage_error(fmt::format("--web-config {}: larger than 1 MiB", path));
+    }
+  }
+  ::close(fd);
   const size_t slash = path.rfind('/');
-  return parse_web_config(ss.str(), path, slash == std::string::npos ? "" : path.substr(0, slash));
+  auto c = parse_web_config(text, path, slash == std::string::npos ? "" : path.substr(0, slash));
+  if (!c) return c;
+  // The TLS files are read when serve starts listening; a missing one is named here, at its line.
+  for (const auto& [key, file] : {std::pair<std::string, std::string>{"cert_file", c->cert_file},
+                                  {"key_file", c->key_file},
+                                  {"client_ca_file", c->client_ca_file}})
+    if (!file.empty())
+      if (const std::string why = unreadable(file); !why.empty())
+        return usage_error(
+            fmt::format("{}: {} {}: {}", c->where("tls_server_config." + key), key, file, why));
+  return c;
 }
 
 std::optional<Credentials> parse_basic_authorization(std::string_view header) {
@@ -257,16 +353,42 @@ std::optional<Credentials> parse_basic_authorization(std::string_view header) {
 }
 
 bool bcrypt_matches(const std::string& password, const std::string& hash) {
+  // crypt_r reads a C string, and bcrypt at most 72 bytes: what it cannot read would not count.
+  const bool whole = password.size() <= 72 && password.find('\0') == std::string::npos;
   auto data = std::make_unique<crypt_data>();
   const char* out = crypt_r(password.c_str(), hash.c_str(), data.get());
   if (!out || out[0] == '*' || std::string_view(out).size() != hash.size()) return false;
-  return CRYPTO_memcmp(out, hash.data(), hash.size()) == 0;
+  return (CRYPTO_memcmp(out, hash.data(), hash.size()) == 0) & whole;
+}
+
+int bcrypt_cost(std::string_view h) {
+  if (h.size() < 7 || h[0] != '$' || h[1] != '2' || h[3] != '$' || h[6] != '$') return 0;
+  if (!std::isdigit(static_cast<unsigned char>(h[4])) ||
+      !std::isdigit(static_cast<unsigned char>(h[5])))
+    return 0;
+  return (h[4] - '0') * 10 + (h[5] - '0');
+}
+
+namespace {
+
+// A hash setting of cost `cost` that matches no password: what an unknown user is checked
+// against, and what tops up a cheaper user's check.
+std::string decoy_hash(int cost) {
+  return fmt::format("$2b${:02}${}", cost, std::string(53, '.'));
+}
+
+}  // namespace
+
+BasicAuth::BasicAuth(std::map<std::string, std::string> users) : users_(std::move(users)) {
+  for (const auto& [name, hash] : users_)
+    max_cost_ = std::max(max_cost_, std::clamp(bcrypt_cost(hash), 4, 31));
 }
 
 std::string BasicAuth::key_of(const Credentials& c) {
   std::array<unsigned char, EVP_MAX_MD_SIZE> md{};
   unsigned int len = 0;
-  const std::string material = c.user + '\0' + c.password;
+  // Length-prefixed: no user name and password pair reads as another.
+  const std::string material = fmt::format("{}:{}{}", c.user.size(), c.user, c.password);
   EVP_Digest(material.data(), material.size(), md.data(), &len, EVP_sha256(), nullptr);
   return std::string(reinterpret_cast<const char*>(md.data()), len);
 }
@@ -279,14 +401,23 @@ BasicAuth::Verdict BasicAuth::quick(std::string_view authorization) const {
   return passed_.count(key) ? Verdict::kAllowed : Verdict::kNeedsCheck;
 }
 
-bool BasicAuth::check(std::string_view authorization) {
+bool BasicAuth::check(std::string_view authorization, uint64_t* work) {
   const auto c = parse_basic_authorization(authorization);
+  if (work) *work = 0;
   if (!c) return false;
   const auto it = users_.find(c->user);
-  // An unknown user costs the same bcrypt as a known one: response times do not tell names.
-  static const std::string kDummy = "$2b$10$" + std::string(53, 'a');
-  const bool ok =
-      bcrypt_matches(c->password, it == users_.end() ? kDummy : it->second) && it != users_.end();
+  const bool known = it != users_.end();
+  // An unknown user costs the same bcrypt work as the dearest known one, and a cheaper known
+  // user is topped up to it: response times do not tell names (nor costs).
+  const std::string& hash = known ? it->second : decoy_hash(max_cost_);
+  const bool ok = bcrypt_matches(c->password, hash) & known;
+  int cost = std::clamp(bcrypt_cost(hash), 4, 31);
+  uint64_t spent = uint64_t{1} << cost;
+  for (; cost < max_cost_; ++cost) {
+    bcrypt_matches(c->password, decoy_hash(cost));
+    spent += uint64_t{1} << cost;
+  }
+  if (work) *work = spent;
   if (ok) {
     std::lock_guard lock(mu_);
     if (passed_.size() >= 1024) passed_.clear();  // bounded: a credential re-checks once

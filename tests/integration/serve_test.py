@@ -165,9 +165,9 @@ def body():
         check(r.startswith(b"HTTP/1.1 431 "), f"oversized request: {r[:60]!r}")
         r = raw_request(addr, b"\x16\x03\x01\x02\x00\x01\x00\x01\xfc\x03\x03\r\n\r\n")
         check(r.startswith(b"HTTP/1.1 400 "), f"garbage: {r[:60]!r}")
-        r = raw_request(addr, b"POST /metrics HTTP/1.1\r\nContent-Length: 3\r\n\r\nabc")
+        r = raw_request(addr, b"POST /metrics HTTP/1.1\r\nHost: a\r\nContent-Length: 3\r\n\r\nabc")
         check(r.startswith(b"HTTP/1.1 413 "), f"a body: {r[:60]!r}")
-        r = raw_request(addr, b"DELETE /metrics HTTP/1.1\r\n\r\n")
+        r = raw_request(addr, b"DELETE /metrics HTTP/1.1\r\nHost: a\r\n\r\n")
         check(r.startswith(b"HTTP/1.1 405 "), f"DELETE: {r[:60]!r}")
         check(http_get(f"http://{addr}/metrics")[0] == 200, "still serving")
 

@@ -17,6 +17,7 @@
 
 #include "export/http_server.hpp"
 #include "net/http_client.hpp"
+#include "raw_client.hpp"
 
 namespace gpudoctor {
 namespace {
@@ -35,70 +36,6 @@ std::unique_ptr<HttpServer> start(HttpServerOptions o = {}, HttpHandler h = hell
   return s ? std::move(s.value()) : nullptr;
 }
 
-// A raw client socket: what a scraper, a slow client or an attacker sends.
-class RawClient {
- public:
-  explicit RawClient(uint16_t port) {
-    fd_ = ::socket(AF_INET, SOCK_STREAM, 0);
-    sockaddr_in a{};
-    a.sin_family = AF_INET;
-    a.sin_port = htons(port);
-    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    connected_ = ::connect(fd_, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0;
-    timeval tv{3, 0};
-    setsockopt(fd_, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
-  }
-  ~RawClient() { ::close(fd_); }
-  bool connected() const { return connected_; }
-  bool send(const std::string& s) {
-    return ::send(fd_, s.data(), s.size(), MSG_NOSIGNAL) == static_cast<ssize_t>(s.size());
-  }
-  // Reads until `count` responses are complete (by Content-Length), the peer closes, or 3 s.
-  std::string read_responses(int count = 1) {
-    std::string out;
-    char buf[65536];
-    for (;;) {
-      int complete = 0;
-      for (size_t pos = 0;;) {
-        const size_t head = out.find("\r\n\r\n", pos);
-        if (head == std::string::npos) break;
-        const size_t cl = out.find("Content-Length: ", pos);
-        if (cl == std::string::npos || cl > head) break;
-        const size_t len = std::strtoul(out.c_str() + cl + 16, nullptr, 10);
-        const bool head_only = last_was_head_;
-        const size_t end = head + 4 + (head_only ? 0 : len);
-        if (out.size() < end) break;
-        ++complete;
-        pos = end;
-      }
-      if (complete >= count) return out;
-      const ssize_t n = ::recv(fd_, buf, sizeof buf, 0);
-      if (n <= 0) {
-        closed_ = true;
-        return out;
-      }
-      out.append(buf, static_cast<size_t>(n));
-    }
-  }
-  // True when the server closed the connection (recv returns 0 or an error) within `wait`.
-  bool closed_within(std::chrono::milliseconds wait) {
-    timeval tv{0, static_cast<suseconds_t>(wait.count() * 1000)};
-    setsockopt(fd_, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
-    char buf[4096];
-    for (;;) {
-      const ssize_t n = ::recv(fd_, buf, sizeof buf, 0);
-      if (n == 0) return true;
-      if (n < 0) return errno == ECONNRESET;
-    }
-  }
-  bool closed() const { return closed_; }
-  void head_mode(bool on) { last_was_head_ = on; }
-
- private:
-  int fd_ = -1;
-  bool connected_ = false, closed_ = false, last_was_head_ = false;
-};
-
 TEST(HttpServer, ServesKeepAliveAndPipelinedRequests) {
   auto s = start();
   ASSERT_TRUE(s);
@@ -112,7 +49,8 @@ TEST(HttpServer, ServesKeepAliveAndPipelinedRequests) {
   EXPECT_NE(r.find("Connection: keep-alive\r\n"), std::string::npos);
   EXPECT_NE(r.find("\r\n\r\nhello x=1\n"), std::string::npos);
   // Same connection, two pipelined requests, one of them unknown.
-  ASSERT_TRUE(c.send("GET /hello?x=2 HTTP/1.1\r\n\r\nGET /other HTTP/1.1\r\n\r\n"));
+  ASSERT_TRUE(
+      c.send("GET /hello?x=2 HTTP/1.1\r\nHost: a\r\n\r\nGET /other HTTP/1.1\r\nHost: a\r\n\r\n"));
   r = c.read_responses(2);
   EXPECT_NE(r.find("hello x=2\n"), std::string::npos) << r;
   EXPECT_NE(r.find("HTTP/1.1 404 Not Found\r\n"), std::string::npos) << r;
@@ -136,7 +74,8 @@ TEST(HttpServer, ServesALongPipeline) {
   ASSERT_TRUE(c.connected());
   std::string many;
   // 2,000 requests, 60 KB: more than the server buffers at once (it reads on as it answers).
-  for (int i = 0; i < 2000; ++i) many += fmt::format("GET /hello?n={} HTTP/1.1\r\n\r\n", i);
+  for (int i = 0; i < 2000; ++i)
+    many += fmt::format("GET /hello?n={} HTTP/1.1\r\nHost: a\r\n\r\n", i);
   ASSERT_GT(many.size(), 2 * HttpServerOptions{}.max_request_bytes);
   ASSERT_TRUE(c.send(many));
   const auto t0 = std::chrono::steady_clock::now();
@@ -151,17 +90,18 @@ TEST(HttpServer, RejectsWhatItDoesNotServe) {
   auto s = start();
   ASSERT_TRUE(s);
   const std::pair<std::string, std::string> cases[] = {
-      {"POST /hello HTTP/1.1\r\n\r\n", "HTTP/1.1 405 "},
-      {"PUT /hello HTTP/1.1\r\nContent-Length: 5\r\n\r\nhello", "HTTP/1.1 413 "},
-      {"GET /hello HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n", "HTTP/1.1 413 "},
+      {"POST /hello HTTP/1.1\r\nHost: a\r\n\r\n", "HTTP/1.1 405 "},
+      {"PUT /hello HTTP/1.1\r\nHost: a\r\nContent-Length: 5\r\n\r\nhello", "HTTP/1.1 413 "},
+      {"GET /hello HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\n\r\n", "HTTP/1.1 413 "},
       {"HELLO\r\n\r\n", "HTTP/1.1 400 "},
       {"GET /hello HTTP/2.0\r\n\r\n", "HTTP/1.1 505 "},
-      {"GET /hello HTTP/1.1\r\n folded: header\r\n\r\n", "HTTP/1.1 400 "},
+      {"GET /hello HTTP/1.1\r\nHost: a\r\n folded: header\r\n\r\n", "HTTP/1.1 400 "},
       // Header names are tokens, and a second Content-Length cannot smuggle a body in.
-      {"GET /hello HTTP/1.1\r\nContent-Length : 5\r\n\r\nhello", "HTTP/1.1 400 "},
-      {"GET /hello HTTP/1.1\r\nContent-Length: 0\r\nContent-Length: 5\r\n\r\nhello",
+      {"GET /hello HTTP/1.1\r\nHost: a\r\nContent-Length : 5\r\n\r\nhello", "HTTP/1.1 400 "},
+      {"GET /hello HTTP/1.1\r\nHost: a\r\nContent-Length: 0\r\nContent-Length: 5\r\n\r\nhello",
        "HTTP/1.1 400 "},
-      {"GET /hello HTTP/1.1\r\nX-Big: " + std::string(20000, 'a') + "\r\n\r\n", "HTTP/1.1 431 "},
+      {"GET /hello HTTP/1.1\r\nHost: a\r\nX-Big: " + std::string(20000, 'a') + "\r\n\r\n",
+       "HTTP/1.1 431 "},
       {"GET /" + std::string(40000, 'a'), "HTTP/1.1 431 "},  // never ends: cut at the limit
   };
   for (const auto& [request, status] : cases) {
@@ -172,13 +112,13 @@ TEST(HttpServer, RejectsWhatItDoesNotServe) {
     EXPECT_TRUE(c.closed_within(1000ms)) << request.substr(0, 60);
   }
   RawClient ok(s->port());  // still up
-  ok.send("GET /hello HTTP/1.1\r\n\r\n");
+  ok.send("GET /hello HTTP/1.1\r\nHost: a\r\n\r\n");
   EXPECT_EQ(ok.read_responses().rfind("HTTP/1.1 200 OK", 0), 0u);
 }
 
 TEST(HttpServer, CutsOffSlowClientsWithoutStallingOthers) {
   HttpServerOptions o;
-  o.request_timeout = 400ms;
+  o.read_header_timeout = 400ms;
   o.idle_timeout = 600ms;
   auto s = start(o);
   ASSERT_TRUE(s);
@@ -186,7 +126,7 @@ TEST(HttpServer, CutsOffSlowClientsWithoutStallingOthers) {
   // for the whole head, not per read.
   RawClient slow(s->port());
   const auto t0 = std::chrono::steady_clock::now();
-  const std::string request = "GET /hello HTTP/1.1\r\nX-Slow: " + std::string(40, 'z');
+  const std::string request = "GET /hello HTTP/1.1\r\nHost: a\r\nX-Slow: " + std::string(40, 'z');
   bool cut = false;
   for (char ch : request) {
     if (!slow.send(std::string(1, ch))) {
@@ -197,7 +137,7 @@ TEST(HttpServer, CutsOffSlowClientsWithoutStallingOthers) {
     if (ch == 'X') {
       RawClient fast(s->port());
       const auto f0 = std::chrono::steady_clock::now();
-      fast.send("GET /hello HTTP/1.1\r\n\r\n");
+      fast.send("GET /hello HTTP/1.1\r\nHost: a\r\n\r\n");
       EXPECT_EQ(fast.read_responses().rfind("HTTP/1.1 200 OK", 0), 0u);
       EXPECT_LT(std::chrono::steady_clock::now() - f0, 200ms);
     }
@@ -209,27 +149,32 @@ TEST(HttpServer, CutsOffSlowClientsWithoutStallingOthers) {
   RawClient silent(s->port());
   EXPECT_TRUE(silent.closed_within(1500ms));
   RawClient idle(s->port());
-  idle.send("GET /hello HTTP/1.1\r\n\r\n");
+  idle.send("GET /hello HTTP/1.1\r\nHost: a\r\n\r\n");
   EXPECT_EQ(idle.read_responses().rfind("HTTP/1.1 200 OK", 0), 0u);
   EXPECT_TRUE(idle.closed_within(1500ms));
   EXPECT_GE(s->stats().timed_out, 3u);
 }
 
+// Full: the oldest idle connection gives way to a newcomer (tests/unit/http_limits_test.cpp
+// has the rest of the limits).
 TEST(HttpServer, LimitsConnections) {
   HttpServerOptions o;
   o.max_connections = 3;
   auto s = start(o);
   ASSERT_TRUE(s);
   std::vector<std::unique_ptr<RawClient>> held;
-  for (int i = 0; i < 3; ++i) held.push_back(std::make_unique<RawClient>(s->port()));
+  for (int i = 0; i < 3; ++i) {
+    held.push_back(std::make_unique<RawClient>(s->port()));
+    std::this_thread::sleep_for(20ms);
+  }
   std::this_thread::sleep_for(100ms);
   RawClient extra(s->port());
-  EXPECT_TRUE(extra.closed_within(1000ms));
-  held.clear();
-  std::this_thread::sleep_for(100ms);
-  RawClient again(s->port());
-  again.send("GET /hello HTTP/1.1\r\n\r\n");
-  EXPECT_EQ(again.read_responses().rfind("HTTP/1.1 200 OK", 0), 0u);
+  extra.send("GET /hello HTTP/1.1\r\nHost: a\r\n\r\n");
+  EXPECT_EQ(extra.read_responses().rfind("HTTP/1.1 200 OK", 0), 0u);
+  EXPECT_TRUE(held[0]->closed_within(1000ms));
+  EXPECT_EQ(s->stats().evicted, 1u);
+  for (int i = 0; i < 300 && s->stats().connections != 3; ++i) std::this_thread::sleep_for(10ms);
+  EXPECT_EQ(s->stats().connections, 3u);
 }
 
 TEST(HttpServer, StopsWithOpenConnections) {
@@ -282,7 +227,7 @@ TEST(HttpServer, BasicAuthentication) {
   ASSERT_TRUE(s);
   auto get = [&](const std::string& auth) {
     RawClient c(s->port());
-    c.send("GET /hello HTTP/1.1\r\n" + auth + "\r\n");
+    c.send("GET /hello HTTP/1.1\r\nHost: a\r\n" + auth + "\r\n");
     return c.read_responses();
   };
   std::string r = get("");
@@ -297,7 +242,7 @@ TEST(HttpServer, BasicAuthentication) {
     // credentials cannot hold the slots scrapers need.
     RawClient c(s->port());
     c.head_mode(true);
-    c.send("HEAD /hello HTTP/1.1\r\nAuthorization: Basic " +
+    c.send("HEAD /hello HTTP/1.1\r\nHost: a\r\nAuthorization: Basic " +
            net::base64_encode("prometheus:wrong") + "\r\n\r\n");
     r = c.read_responses();
     EXPECT_EQ(r.rfind("HTTP/1.1 401 ", 0), 0u) << r;
@@ -364,7 +309,7 @@ TEST(HttpServer, TlsWithBasicAuth) {
   url->password = "scrape";
   EXPECT_FALSE(net::http_get(url.value(), "/hello", g));
   RawClient plain(s->port());
-  plain.send("GET /hello HTTP/1.1\r\n\r\n");
+  plain.send("GET /hello HTTP/1.1\r\nHost: a\r\n\r\n");
   EXPECT_EQ(plain.read_responses().find("hello"), std::string::npos);
   // Missing or mismatched key material is an error at start.
   HttpServerOptions bad = o;
