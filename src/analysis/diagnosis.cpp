@@ -248,7 +248,7 @@ struct TimeOfCause {
   double lost_h = 0, hours = 0;
 };
 std::optional<Cause> where_time_went(const std::map<Cause, TimeOfCause>& by_cause, double judged_h,
-                                     double observed_h, const DiagnosisConfig& cfg) {
+                                     double windows_h, const DiagnosisConfig& cfg) {
   if (judged_h <= 0) return std::nullopt;
   const auto healthy = by_cause.find(Cause::kHealthy);
   const double healthy_h = healthy == by_cause.end() ? 0 : healthy->second.hours;
@@ -256,14 +256,13 @@ std::optional<Cause> where_time_went(const std::map<Cause, TimeOfCause>& by_caus
   std::optional<Cause> best;
   double best_lost = -1, best_cover = -1;
   for (const auto& [cause, t] : by_cause) {
-    if (cause == Cause::kHealthy ||
-        t.hours < cfg.finding_min_share * std::max(judged_h, observed_h))
+    if (cause == Cause::kHealthy || t.hours < cfg.finding_min_share * std::max(judged_h, windows_h))
       continue;
     if (t.lost_h > best_lost + 1e-12 ||
         (std::abs(t.lost_h - best_lost) <= 1e-12 && t.hours > best_cover))
       best = cause, best_lost = t.lost_h, best_cover = t.hours;
   }
-  if (!best && healthy_h >= cfg.finding_min_share * std::max(judged_h, observed_h))
+  if (!best && healthy_h >= cfg.finding_min_share * std::max(judged_h, windows_h))
     return Cause::kHealthy;
   return best;
 }
@@ -642,9 +641,13 @@ Diagnosis diagnose(const Recording& input, const DiagnosisConfig& cfg) {
   for (size_t g = 0; g < ctx.gpus.size(); ++g)
     for (const auto& w : ctx.gpus[g].windows)
       if (!w.idle) steady_samples[g] += w.i1 - w.i0;
+  // Time in windows, judged or not: what a finding's share is weighed against for the verdict
+  // (start-up and shutdown are phases, not the run's time to blame).
+  std::vector<double> windows_h(ctx.gpus.size(), 0);
   for (size_t g = 0; g < ctx.gpus.size(); ++g) {
     for (const auto& w : ctx.gpus[g].windows) {
       if (!w.idle && steady_samples[g] < static_cast<size_t>(cfg.min_samples)) continue;
+      windows_h[g] += window_hours(ctx, g, w);
       for (const Detector* det : kDetectors) {
         auto c = det->check(ctx, g, w);
         if (!c) continue;
@@ -794,6 +797,7 @@ Diagnosis diagnose(const Recording& input, const DiagnosisConfig& cfg) {
     gd.phases = d.phases;
     if (known(d.default_limit_w)) gd.power_limit_w = round_to(d.default_limit_w, 1);
     gd.power_limit_source = d.limit_source;
+    if (!d.limit_source.empty()) gd.power_limit_confidence = d.limit_confidence;
     {
       const auto* enf = d.col(Field::kPowerLimitEnforced);
       if (!enf) enf = d.col(Field::kPowerLimit);
@@ -816,9 +820,7 @@ Diagnosis diagnose(const Recording& input, const DiagnosisConfig& cfg) {
     if (auto it = gd.metrics.find("efficiency"); it != gd.metrics.end())
       gd.efficiency = it->get<double>();
     if (lost_known) gd.lost_gpu_hours = round_to(lost, 3);
-    double gpu_observed_h = 0;
-    for (double x : d.dt) gpu_observed_h += x / 3600;
-    std::optional<Cause> best = where_time_went(per_gpu[g], judged_h[g], gpu_observed_h, cfg);
+    std::optional<Cause> best = where_time_went(per_gpu[g], judged_h[g], windows_h[g], cfg);
     gd.verdict = best;
     if (best) {
       for (const auto& j : judged)
@@ -833,7 +835,9 @@ Diagnosis diagnose(const Recording& input, const DiagnosisConfig& cfg) {
   {
     double run_judged_h = 0;
     for (double h : judged_h) run_judged_h += h;
-    std::optional<Cause> best = where_time_went(per_run, run_judged_h, observed_h, cfg);
+    double run_windows_h = 0;
+    for (double h : windows_h) run_windows_h += h;
+    std::optional<Cause> best = where_time_went(per_run, run_judged_h, run_windows_h, cfg);
     bool unjudged_work = false;
     for (size_t g = 0; g < ctx.gpus.size(); ++g)
       unjudged_work = unjudged_work || (!out.gpus[g].verdict &&
@@ -924,12 +928,16 @@ Diagnosis diagnose(const Recording& input, const DiagnosisConfig& cfg) {
     if (!out.gpus[g].verdict && s.size() >= 2 &&
         steady_samples[g] >= static_cast<size_t>(cfg.min_samples))
       lim.push_back(
-          s.has(Field::kPower)
+          s.has(Field::kPower) && !known(d.default_limit_w) && !ratio_known
               ? fmt::format("{}: busy, but with no power limit its power draw cannot say how hard "
                             "it worked: give --gpu-name MODEL or --power-limit W",
                             who)
-              : fmt::format("{}: busy, but the input has neither power nor SM activity to tell "
+          : !s.has(Field::kPower) && !s.has(Field::kGpmSmUtil)
+              ? fmt::format("{}: busy, but the input has neither power nor SM activity to tell "
                             "real work from busy-but-idle",
+                            who)
+              : fmt::format("{}: busy, but for most of its work nothing in the input tells real "
+                            "work from busy-but-idle",
                             who));
   }
   {

@@ -77,7 +77,8 @@ struct GpuDiagnosis {
   double confidence = 0;
   std::optional<double> efficiency;     // mean over the steady state
   std::optional<double> power_limit_w;  // the efficiency denominator (default limit)
-  std::string power_limit_source;       // "log", "model-table", "flag", "" (none)
+  std::string power_limit_source;       // "log", "model-table", "flag", ... (power_limit.hpp)
+  std::optional<double> power_limit_confidence;  // how sure that limit is, 0-1
   std::optional<double> enforced_limit_w;
   std::vector<Phase> phases;
   nlohmann::ordered_json metrics = nlohmann::ordered_json::object();

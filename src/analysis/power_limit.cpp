@@ -70,8 +70,9 @@ std::vector<double> power_levels_w(std::vector<double> v, double min_share) {
   const double top = v[(v.size() - 1) * 95 / 100];
   const double width = std::max(1.0, 0.01 * top);
   const double lo = v.front();
-  const size_t bins = static_cast<size_t>((v.back() - lo) / width) + 1;
-  if (bins > 100000) return levels;
+  const double span = (v.back() - lo) / width;
+  if (!(span < 1e5)) return levels;
+  const size_t bins = static_cast<size_t>(span) + 1;
   std::vector<double> count(bins, 0), smooth(bins, 0);
   for (double x : v) count[static_cast<size_t>((x - lo) / width)] += 1;
   for (size_t i = 0; i < bins; ++i)
@@ -117,11 +118,13 @@ PowerLimitEvidence resolve_power_limit(const GpuSeries& s, const DiagnosisConfig
     if (const auto model = gpu_model_by_name(s.info.name)) model_tdp_w = model->tdp_w;
 
   auto take = [&](double w, bool is_default, std::string source, double confidence) {
+    if (!(w > 0)) return;  // a zero or negative "limit" (an N/A read as 0) is none
     e.default_w = w, e.is_default = is_default, e.source = std::move(source);
     e.confidence = confidence;
   };
   const double col_default = median(known_values(s.column(Field::kPowerLimitDefault)));
-  const std::vector<double> enforced = known_values(enforced_col);
+  std::vector<double> enforced = known_values(enforced_col);
+  std::erase_if(enforced, [](double w) { return !(w > 0); });
 
   // Power while the SW power cap held the GPU, and the distinct levels it held it at.
   std::vector<double> capped;
@@ -154,7 +157,9 @@ PowerLimitEvidence resolve_power_limit(const GpuSeries& s, const DiagnosisConfig
   }
   // A percent-of-limit column beside the watts says the board's own limit: power / percent. It
   // comes before the model table's figure (a laptop's or a board's own limit may differ from it).
-  if ((e.source.empty() || e.source == "model-table") && power && percent) {
+  // Where the log has an enforced limit too, the percent may be of that one (W&B's is): the
+  // columns stand as they are and the model table keeps its place.
+  if ((e.source.empty() || e.source == "model-table") && power && percent && enforced.empty()) {
     e.source.clear();
     std::vector<double> lim;
     for (size_t i = 0; i < n; ++i) {
@@ -173,7 +178,8 @@ PowerLimitEvidence resolve_power_limit(const GpuSeries& s, const DiagnosisConfig
     const auto [lo, hi] = std::minmax_element(enforced.begin(), enforced.end());
     if (*hi > 0 && *hi - *lo > 0.05 * *hi) {
       take(*hi, true, "highest cap in the log", 0.6);
-      std::vector<double> caps = enforced;
+      std::vector<double> caps;
+      for (double w : enforced) caps.push_back(std::round(w));
       std::sort(caps.begin(), caps.end());
       caps.erase(std::unique(caps.begin(), caps.end()), caps.end());
       e.cap_levels_w = caps;
@@ -198,13 +204,17 @@ PowerLimitEvidence resolve_power_limit(const GpuSeries& s, const DiagnosisConfig
     for (size_t i = 0; i < n; ++i)
       if (known((*power)[i])) e.power_ratio[i] = (*power)[i] / e.default_w;
   } else if (percent) {
-    // No watts (or no limit for them): the percent column is the ratio itself.
+    // No watts (or no limit for them): the percent column is the ratio itself. A limit the log
+    // states stays (a cap against it can still be seen); else there is no limit in watts, and a
+    // lowered cap cannot be told from the percent alone.
     for (size_t i = 0; i < n; ++i)
       if (known((*percent)[i])) e.power_ratio[i] = (*percent)[i] / 100;
     e.ratio_from_percent = true;
-    e.default_w = 0;  // no watts to divide: the percent is the ratio
-    e.is_default = true;
-    e.source = "percent-of-limit column", e.confidence = 0.8;
+    if (e.source.empty() || e.source == "model-table" ||
+        e.source.find("plateau") != std::string::npos) {
+      e.default_w = 0, e.is_default = false;
+      e.source = "percent-of-limit column", e.confidence = 0.8;
+    }
   }
   return e;
 }

@@ -34,7 +34,7 @@ struct PowerLimitEvidence {
 PowerLimitEvidence resolve_power_limit(const GpuSeries& s, const DiagnosisConfig& cfg);
 
 // The level a busy GPU's power sits flat at, from the samples given (watts, any order): the top
-// of the distribution when at least a quarter of the samples sit within a few percent of it and
+// of the distribution when at least 30 % of the samples sit within a few percent of it and
 // hardly any above. 0 when the power does not plateau.
 double power_plateau_w(std::vector<double> busy_power_w);
 

@@ -86,6 +86,7 @@ nlohmann::ordered_json diagnosis_json(const Diagnosis& d) {
     o["power_limit_source"] = g.power_limit_source.empty()
                                   ? nlohmann::ordered_json(nullptr)
                                   : nlohmann::ordered_json(g.power_limit_source);
+    o["power_limit_confidence"] = opt(g.power_limit_confidence);
     o["enforced_limit_w"] = opt(g.enforced_limit_w);
     o["lost_gpu_hours"] = opt(g.lost_gpu_hours);
     o["phases"] = nlohmann::ordered_json::array();

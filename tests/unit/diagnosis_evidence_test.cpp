@@ -300,5 +300,52 @@ TEST(DiagnosisEvidence, WindowsDesktopProcessesAreNotContention) {
   EXPECT_NE(code(d.verdict), "contention");
 }
 
+TEST(DiagnosisEvidence, ShortWorkBetweenIdleStartAndEndIsJudged) {
+  // 9 minutes idle start-up, 90 s of starved work, 9.5 minutes idle after it: the phases are not
+  // causes, so the work is what the verdict is about.
+  auto g = bare_gpu(
+      0, 1200, 1,
+      [](size_t i) {
+        if (i < 540 || i >= 630) return a100(0, 55);
+        return a100(i % 4 == 0 ? 10 : 97, 150 + 20 * wobble(i));
+      },
+      "NVIDIA A100-SXM4-80GB");
+  const auto d = diagnose(run_of(std::move(g)));
+  EXPECT_EQ(code(d.verdict), "data_starvation");
+  for (const auto& l : d.limitations) EXPECT_EQ(l.find("no power limit"), std::string::npos) << l;
+}
+
+TEST(DiagnosisEvidence, PercentOfAnEnforcedLimitDoesNotHideALoweredCap) {
+  // A W&B-like log: an A100 (400 W) capped at 250 W, its percent of that enforced limit: the cap
+  // is seen against the model table's default, not taken as the default.
+  auto g = bare_gpu(
+      0, 600, 1,
+      [](size_t i) {
+        const double w = 246 + 2 * wobble(i);
+        return Cells{{Field::kPower, w},
+                     {Field::kPowerPercent, 100 * w / 250},
+                     {Field::kPowerLimitEnforced, 250},
+                     {Field::kUtilGpu, 100}};
+      },
+      "NVIDIA A100-SXM4-80GB");
+  const auto d = diagnose(run_of(std::move(g)));
+  EXPECT_EQ(code(d.verdict), "power_capped");
+  EXPECT_EQ(d.gpus[0].power_limit_source, "model-table");
+  ASSERT_TRUE(d.gpus[0].power_limit_confidence);
+  EXPECT_NEAR(*d.gpus[0].power_limit_confidence, 0.9, 1e-9);
+}
+
+TEST(DiagnosisEvidence, ZeroCapsAreNoCaps) {
+  // A cap column with N/A read as 0 now and then does not "move" from 0 to 130 W.
+  auto g = bare_gpu(0, 600, 1, [](size_t i) {
+    return Cells{{Field::kPowerLimitEnforced, i % 50 == 0 ? 0.0 : 130.0},
+                 {Field::kPower, 124 + wobble(i)},
+                 {Field::kUtilGpu, 100}};
+  });
+  const auto d = diagnose(run_of(std::move(g)));
+  EXPECT_NE(code(d.verdict), "power_capped");
+  EXPECT_NE(d.gpus[0].power_limit_source, "highest cap in the log");
+}
+
 }  // namespace
 }  // namespace gpudoctor
