@@ -137,7 +137,7 @@ std::string render_html_report(const Recording& rec, const Diagnosis& d,
     const auto& info = cause_info(*d.verdict);
     h += fmt::format("<p class=\"verdict{}\"><b>Verdict: {}</b> ({}) — {}</p>\n",
                      *d.verdict == Cause::kHealthy ? "" : " bad", esc(info.title), info.code,
-                     esc(info.what));
+                     esc(d.headline.empty() ? std::string(info.what) : d.headline));
   } else {
     h += "<p class=\"verdict none\"><b>Verdict: cannot tell from this input</b> (see the limits "
          "below)</p>\n";
