@@ -67,8 +67,11 @@ TEST(Counters, ReadThroughTheStandIn) {
   // fall in the capture's 4-5 s sample. The counters advance with the replay's clock and status
   // divides by its own: the capture's rate times the replay's speed.
   ASSERT_TRUE(h100["nvlink_mibs"].is_number()) << h100["nvlink_mibs"];
+  // Within 2 %: the replay's clock and status's are read a few ms apart, more on a loaded machine
+  // (1.9 % off was seen under a parallel build); 1000 for 1024 would be 2.4 % off, a KiB/MiB
+  // slip far more.
   const double nvlink = *captured(0, "nvlink_mibs", kStartS) * kSpeed;
-  EXPECT_NEAR(h100["nvlink_mibs"].get<double>(), nvlink, 0.01 * nvlink);
+  EXPECT_NEAR(h100["nvlink_mibs"].get<double>(), nvlink, 0.02 * nvlink);
   EXPECT_DOUBLE_EQ(h100["xid"].get<double>(), 31);  // the event at 4 s
   expect_code(h100["util_enc_pct"], "NOT_SUPPORTED", "H100 without NVENC");
   expect_code(h100["vgpu_licensed"], "NOT_SUPPORTED", "bare metal");
