@@ -337,6 +337,8 @@ void segment(GpuData& d, const DiagnosisConfig& cfg) {
     std::string kind = "steady";
     if (!any_active)
       kind = "idle";
+    else if (!r.active && t[r.i1 - 1] + d.dt[r.i1 - 1] - t[r.i0] > cfg.pause_max_s)
+      kind = "idle";  // too long to be a start, a pause or a shutdown: blamed as idle below
     else if (!r.active)
       kind = k == 0 ? "startup" : (k + 1 == runs.size() ? "shutdown" : "pause");
     d.phases.push_back({kind, t[r.i0], t[r.i1 - 1] + d.dt[r.i1 - 1]});
@@ -622,6 +624,7 @@ Diagnosis diagnose(const Recording& input, const DiagnosisConfig& cfg) {
   using namespace diag;
   Diagnosis out;
   out.source = rec.source;
+  out.reference_efficiency = cfg.reference_efficiency;
   out.start_unix_ms = rec.start_unix_ms;
   out.input_notes = rec.notes;
   Context ctx{rec, cfg, {}, detect_workload(rec)};

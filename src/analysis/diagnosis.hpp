@@ -99,6 +99,8 @@ struct Diagnosis {
   std::string headline;
   double gpu_hours = 0;                  // every GPU's observed time
   std::optional<double> lost_gpu_hours;  // the run's total; nullopt where no GPU's is known
+  // The efficiency lost time is measured against (a GPU below it loses time, healthy or not).
+  double reference_efficiency = 0.8;
   std::string source;
   int64_t start_unix_ms = 0;
   double duration_s = 0;

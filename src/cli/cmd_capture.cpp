@@ -24,7 +24,9 @@ Command add_capture_command(CLI::App& root) {
       "the stand-in NVML library replays: test fixtures from real machines. Ctrl-C stops early "
       "and still writes the file.");
   add_source_flags(*cmd, opts->source);
-  cmd->add_option("-o,--output", opts->output, "Capture file to write")->required();
+  cmd->add_option("-o,--output", opts->output, "Capture file to write")
+      ->required()
+      ->type_name("FILE");
   cmd->add_option("--duration", opts->duration, "How long to record")->capture_default_str();
   cmd->add_option("-i,--interval", opts->interval, "Sampling interval (>= 100ms)")
       ->capture_default_str();

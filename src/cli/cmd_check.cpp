@@ -50,7 +50,9 @@ Command add_check_command(CLI::App& root) {
       ->check(CLI::IsMember({"fail", "warn", "never"}))
       ->capture_default_str();
   // For tests: CPU and PCI facts from a stand-in tree instead of /sys.
-  cmd->add_option("--sys-root", opts->sys, "Read CPU and PCI facts from this tree")->group("");
+  cmd->add_option("--sys-root", opts->sys, "Read CPU and PCI facts from this tree")
+      ->group("")
+      ->type_name("DIR");
 
   return {cmd, [opts]() -> int {
             auto interval =

@@ -20,9 +20,13 @@ Command add_demo_command(CLI::App& root) {
       "demo",
       "Simulate training jobs with known problems (no GPU needed) and show what `gpudoctor "
       "diagnose` finds in each: the quickest way to see what the tool does.");
-  cmd->add_option("--scenarios", opts->scenarios,
-                  "Comma-separated built-in scenarios (gpudoctor sim --list)")
-      ->capture_default_str();
+  std::string defaults = opts->scenarios;
+  for (size_t at = defaults.find(','); at != std::string::npos; at = defaults.find(',', at + 2))
+    defaults.replace(at, 1, ", ");
+  cmd->add_option(
+         "--scenarios", opts->scenarios,
+         "Comma-separated built-in scenarios (gpudoctor sim --list; default: " + defaults + ")")
+      ->type_name("LIST");
   cmd->add_option("--seconds", opts->seconds, "Simulated seconds of work in each job")
       ->check(CLI::Range(30.0, 86400.0))
       ->capture_default_str();
@@ -52,7 +56,7 @@ Command add_demo_command(CLI::App& root) {
               const std::string got = d.verdict ? std::string(cause_code(*d.verdict)) : "none";
               right += got == cause;
               fmt::print("\n=== {}: {} (expected: {})\n", name, description, cause);
-              fmt::print("{}", diagnosis_text(d, /*brief=*/true));
+              fmt::print("{}", diagnosis_text(d, TextDetail::kBrief));
             }
             fmt::print(
                 "\n{} of {} jobs diagnosed as expected. One in full: gpudoctor sim "

@@ -96,6 +96,7 @@ struct Opts {
   std::string prometheus, selector;
   std::string group_by = "host";
   bool merge = false;
+  bool verbose = false;
 };
 
 Result<std::optional<BaselineComparison>> compare_baseline(const Opts& opts, const Recording& rec,
@@ -108,7 +109,10 @@ Result<std::optional<BaselineComparison>> compare_baseline(const Opts& opts, con
 
 void print_diagnosis(const Opts& opts, const Diagnosis& d,
                      const std::optional<BaselineComparison>& cmp) {
-  fmt::print("{}", opts.format == "markdown" ? diagnosis_markdown(d) : diagnosis_text(d));
+  fmt::print("{}",
+             opts.format == "markdown"
+                 ? diagnosis_markdown(d)
+                 : diagnosis_text(d, opts.verbose ? TextDetail::kVerbose : TextDetail::kNormal));
   if (!cmp) return;
   fmt::print("\nAgainst baseline \"{}\": ", cmp->baseline.name);
   if (cmp->regressions.empty()) fmt::print("no figure more than 20 % lower\n");
@@ -346,7 +350,8 @@ Command add_diagnose_command(CLI::App& root) {
   cmd->add_option("input", opts->input,
                   "Recording or log to diagnose: a file, - (standard input, read to its end or to "
                   "Ctrl-C), a .gz/.xz/.zst log, a W&B run folder, an MLflow run (or its "
-                  "metrics/system folder), or a folder of logs (each diagnosed, with a summary)");
+                  "metrics/system folder), or a folder of logs (each diagnosed, with a summary)")
+      ->type_name("FILE");
   add_input_flags(*cmd, opts->in);
   add_source_flags(*cmd, opts->source);
   cmd->add_option("--format", opts->format, "text, json (docs/diagnosis.md) or markdown")
@@ -360,12 +365,15 @@ Command add_diagnose_command(CLI::App& root) {
                   "Exit with status 3 when a finding is at least this severe: warning or critical")
       ->check(CLI::IsMember({"warning", "critical"}));
   cmd->add_option("--config", opts->config,
-                  "JSON file of thresholds to override (see --print-config)");
+                  "JSON file of thresholds to override (see --print-config)")
+      ->type_name("FILE");
   cmd->add_option("--baseline", opts->baseline,
                   "Compare with a saved baseline (gpudoctor baseline save): power, efficiency or "
                   "throughput more than 20 % below it is flagged (a warning for --fail-on)");
   cmd->add_flag("--print-config", opts->print_config,
                 "Print the thresholds in force as JSON and exit");
+  cmd->add_flag("-v,--verbose", opts->verbose,
+                "Text: every note on how the input was read (the first few otherwise)");
   cmd->add_flag("--live", opts->live, "Sample the GPUs of --source now instead of reading INPUT");
   cmd->add_option("--duration", opts->duration, "With --live: how long to sample")
       ->capture_default_str();

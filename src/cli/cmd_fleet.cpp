@@ -53,7 +53,8 @@ Command add_fleet_command(CLI::App& root) {
                   "text, json (docs/fleet.schema.json), csv, markdown or html")
       ->check(CLI::IsMember({"text", "json", "csv", "markdown", "html"}))
       ->capture_default_str();
-  cmd->add_option("-o,--output", opts->output, "Write to this file instead of standard output");
+  cmd->add_option("-o,--output", opts->output, "Write to this file instead of standard output")
+      ->type_name("FILE");
   cmd->add_option("--path", opts->path,
                   "auto (serve's ledger where it is there, else diagnosis), ledger, or diagnosis "
                   "(read and diagnose each host's series here)")

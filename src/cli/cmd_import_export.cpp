@@ -33,8 +33,10 @@ Command add_import_command(CLI::App& root) {
       "import",
       "Convert a log gpudoctor can read (nvidia-smi CSV, a capture, a recording) into a "
       "recording.");
-  cmd->add_option("log", opts->input, "The log to read")->required();
-  cmd->add_option("-o,--output", opts->output, "Recording to write (e.g. run.db)")->required();
+  cmd->add_option("log", opts->input, "The log to read")->required()->type_name("FILE");
+  cmd->add_option("-o,--output", opts->output, "Recording to write (e.g. run.db)")
+      ->required()
+      ->type_name("FILE");
   add_input_flags(*cmd, opts->in);
   return {cmd, [opts]() -> int {
             auto rec = load_telemetry(opts->input, load_options(opts->in, opts->input));
@@ -64,9 +66,10 @@ Command add_export_command(CLI::App& root) {
       "export",
       "Write a recording (or any log gpudoctor reads) as CSV, JSON lines, or in "
       "nvidia-smi's own CSV layout (smi-csv) so other tools read it.");
-  cmd->add_option("input", opts->input, "Recording or log")->required();
+  cmd->add_option("input", opts->input, "Recording or log")->required()->type_name("FILE");
   cmd->add_option("--format", opts->format, "csv, jsonl or smi-csv")->capture_default_str();
-  cmd->add_option("-o,--output", opts->output, "File to write (default: standard output)");
+  cmd->add_option("-o,--output", opts->output, "File to write (default: standard output)")
+      ->type_name("FILE");
   add_input_flags(*cmd, opts->in);
   return {cmd, [opts]() -> int {
             if (opts->format != "csv" && opts->format != "jsonl" && opts->format != "smi-csv")

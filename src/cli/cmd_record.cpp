@@ -22,7 +22,9 @@ Command add_record_command(CLI::App& root) {
       "Sample every GPU into a recording (SQLite, docs/recording-format.md) until Ctrl-C, SIGTERM "
       "or --duration. Committed every second: a killed recorder loses at most the last second.");
   add_source_flags(*cmd, opts->source);
-  cmd->add_option("-o,--output", opts->output, "Recording file to write (e.g. run.db)")->required();
+  cmd->add_option("-o,--output", opts->output, "Recording file to write (e.g. run.db)")
+      ->required()
+      ->type_name("FILE");
   cmd->add_option("-i,--interval", opts->interval, "Sampling interval")->capture_default_str();
   cmd->add_option("--duration", opts->duration, "Stop after this long (default: until Ctrl-C)");
 

@@ -26,10 +26,12 @@ Command add_report_command(CLI::App& root) {
   cmd->add_option("input", opts->input,
                   "Recording or log: a file, - (standard input), a .gz/.xz/.zst log, a W&B or "
                   "MLflow run folder, or with --merge a folder of one job's logs")
-      ->required();
-  cmd->add_option("-o,--output", opts->output, "HTML file to write")->required();
+      ->required()
+      ->type_name("FILE");
+  cmd->add_option("-o,--output", opts->output, "HTML file to write")->required()->type_name("FILE");
   cmd->add_option("--baseline", opts->baseline, "Compare with a saved baseline");
-  cmd->add_option("--config", opts->config, "Diagnosis thresholds to override (JSON)");
+  cmd->add_option("--config", opts->config, "Diagnosis thresholds to override (JSON)")
+      ->type_name("FILE");
   cmd->add_flag("--merge", opts->merge,
                 "INPUT a folder of logs of one job (one log per GPU or per node): report them as "
                 "one run, as diagnose --merge does");
@@ -81,7 +83,7 @@ Command add_baseline_command(CLI::App& root) {
       "of more than 20 %. Stored in $GPUDOCTOR_BASELINE_DIR, else ~/.local/share/gpudoctor.");
   cmd->require_subcommand(1);
   CLI::App* save = cmd->add_subcommand("save", "Save a baseline from a recording or log");
-  save->add_option("input", opts->input, "Recording or log")->required();
+  save->add_option("input", opts->input, "Recording or log")->required()->type_name("FILE");
   save->add_option("--name", opts->name, "Name to save it under")->required();
   add_input_flags(*save, opts->in);
   CLI::App* list = cmd->add_subcommand("list", "List the saved baselines");

@@ -106,7 +106,8 @@ Command add_serve_command(CLI::App& root) {
       ->capture_default_str();
   cmd->add_option("--web-config", opts->web_config,
                   "TLS and basic authentication: a web configuration file as Prometheus' "
-                  "exporters read it (tls_server_config, basic_auth_users with bcrypt hashes)");
+                  "exporters read it (tls_server_config, basic_auth_users with bcrypt hashes)")
+      ->type_name("FILE");
   cmd->add_option("--read-header-timeout", opts->read_header_timeout,
                   "How long a client has to send a request's whole head (the TLS handshake "
                   "included); slower clients are cut off")
@@ -138,7 +139,8 @@ Command add_serve_command(CLI::App& root) {
                   "The Hostname label (default: $NODE_NAME, else the host name)");
   cmd->add_option("--config", opts->config,
                   "JSON file of diagnosis thresholds to override (gpudoctor diagnose "
-                  "--print-config)");
+                  "--print-config)")
+      ->type_name("FILE");
 
   return {
       cmd, [opts]() -> int {

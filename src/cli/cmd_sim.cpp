@@ -20,11 +20,16 @@ Command add_sim_command(CLI::App& root) {
   CLI::App* cmd = root.add_subcommand(
       "sim",
       "Simulate a scenario (a training loop on simulated GPUs) faster than real time and write a "
-      "capture file the stand-in NVML replays. SCENARIO is a built-in name or a JSON file, with "
+      "recording (-o run.db) or a capture file the stand-in NVML replays (-o capture.json). "
+      "SCENARIO is a built-in name or a JSON file, with "
       "options: straggler,gpus=8,model=a100-sxm4-80gb,seed=3,duration=10m,interval=100ms. For a "
       "live view use --source sim:SCENARIO with status or watch.");
-  cmd->add_option("scenario", opts->scenario, "Scenario name or file, with ,key=value options");
-  cmd->add_option("-o,--output", opts->output, "Capture file to write (.json)");
+  cmd->add_option("scenario", opts->scenario, "Scenario name or file, with ,key=value options")
+      ->type_name("SCENARIO");
+  cmd->add_option("-o,--output", opts->output,
+                  "Where to write: a recording (.db, for diagnose and report) or a capture (.json, "
+                  "for the stand-in NVML)")
+      ->type_name("FILE");
   cmd->add_flag("--list", opts->list, "List the built-in scenarios and GPU models");
 
   return {cmd, [opts]() -> int {

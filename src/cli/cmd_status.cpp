@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 
 #include "cli/common.hpp"
+#include "cli/help_format.hpp"
 #include "report/status_report.hpp"
 #include "sources/source.hpp"
 
@@ -48,7 +49,7 @@ Command add_status_command(CLI::App& root) {
               fmt::print("{}\n", render_status_json(view).dump(
                                      2, ' ', false, nlohmann::json::error_handler_t::replace));
             else
-              fmt::print("{}", render_status_text(view));
+              fmt::print("{}", render_status_text(view, help_width()));
             return kExitOk;
           }};
 }

@@ -47,7 +47,7 @@ bool colour_wanted(bool no_color_flag) {
 
 struct Settings {
   milliseconds interval{500};
-  milliseconds warmup{0};
+  std::optional<milliseconds> warmup;  // none: until the live diagnosis has run (at most 30 s)
   bool unicode = true;
   bool color = true;
 };
@@ -56,8 +56,13 @@ int run_once(Source& src, tui::TopCollector& collector, const Settings& cfg) {
   install_stop_handlers();
   collector.add(src.sample());
   const auto start = steady_clock::now();
-  const auto until = start + std::max(cfg.warmup, cfg.interval);
+  const auto until = start + (cfg.warmup ? std::max(*cfg.warmup, cfg.interval) : seconds(30));
+  if (!cfg.warmup && isatty(STDERR_FILENO))
+    fmt::print(stderr,
+               "gpudoctor top: sampling until the live diagnosis has run (10 samples over 10 s; "
+               "--warmup 0s for the readings alone)\n");
   for (auto next = start + cfg.interval; next <= until; next += cfg.interval) {
+    if (!cfg.warmup && collector.state().diagnosed) break;
     if (!sleep_until(next)) break;
     collector.add(src.sample());
   }
@@ -301,13 +306,14 @@ Command add_top_command(CLI::App& root) {
       ->capture_default_str();
   cmd->add_option("--config", opts->config,
                   "JSON file of diagnosis thresholds to override (gpudoctor diagnose "
-                  "--print-config)");
+                  "--print-config)")
+      ->type_name("FILE");
   cmd->add_flag("--once", opts->once,
                 "Print one frame as plain text (the terminal's size, or 120x40 when not a "
                 "terminal) and exit");
   cmd->add_option("--warmup", opts->warmup,
-                  "With --once: sample this long before printing (default: one interval), so "
-                  "history and findings have data");
+                  "With --once: sample this long before printing (default: until the live "
+                  "diagnosis has run, about 10 s; 0s for the readings alone)");
   cmd->add_flag("--no-color", opts->no_color, "No colours (also when NO_COLOR is set)");
   cmd->add_flag("--ascii", opts->ascii,
                 "ASCII bars and sparklines (default when the locale is not UTF-8)");

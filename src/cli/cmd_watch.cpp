@@ -7,7 +7,9 @@
 
 #include <fmt/format.h>
 
+#include "analysis/live_window.hpp"
 #include "cli/common.hpp"
+#include "cli/help_format.hpp"
 #include "report/watch_report.hpp"
 #include "sources/source.hpp"
 
@@ -41,7 +43,9 @@ Command add_watch_command(CLI::App& root) {
   CLI::App* cmd = root.add_subcommand(
       "watch",
       "Print a line per GPU every interval (like nvidia-smi dmon, with power as a share of the "
-      "default limit, SM activity, efficiency, clock event reasons and a verdict). Ctrl-C stops.");
+      "default limit, SM activity, efficiency, clock event reasons, the instant verdict and the "
+      "live cause: the diagnosis of the last five minutes, once ten samples and ten seconds are "
+      "in). The table fits the terminal (100 columns when not one). Ctrl-C stops.");
   add_source_flags(*cmd, opts->source);
   cmd->add_option("-i,--interval", opts->interval, "Sampling interval, e.g. 100ms, 1s, 5s")
       ->capture_default_str();
@@ -73,7 +77,9 @@ Command add_watch_command(CLI::App& root) {
         install_stop_handlers();
         std::signal(SIGPIPE, SIG_IGN);  // a closed pipe (| head) ends the loop quietly
 
-        const WatchRenderer renderer(format.value());
+        const WatchRenderer renderer(format.value(), help_width());
+        // The live cause: the diagnosis of the last five minutes, every five seconds.
+        LiveWindow live(opts->source.source, s.system(), s.devices());
         const int period = format.value() == WatchFormat::kTable ? header_period() : 0;
         int lines_since_header = 0;
         if (!emit(renderer.header())) return kExitOk;
@@ -93,7 +99,10 @@ Command add_watch_command(CLI::App& root) {
             if (!emit(renderer.header())) break;
             lines_since_header = 0;
           }
-          if (!emit(renderer.rows(s.devices(), cur, assessments))) break;
+          live.add(cur);
+          std::vector<std::optional<Cause>> causes;
+          for (const auto& d : s.devices()) causes.push_back(live.cause(d.index));
+          if (!emit(renderer.rows(s.devices(), cur, assessments, causes))) break;
           lines_since_header += static_cast<int>(cur.devices.size());
           prev = std::move(cur);
           // Fell behind (slow source, suspended process): restart the schedule from now.

@@ -56,15 +56,18 @@ void add_source_flags(CLI::App& cmd, SourceFlags& flags) {
                  "Where readings come from: nvml (the NVIDIA driver; set GPUDOCTOR_NVML_LIB to use "
                  "another libnvidia-ml.so.1), or sim:SCENARIO[,gpus=N,model=M,seed=S,speed=X] "
                  "(the simulator; `gpudoctor sim --list` names the scenarios)")
-      ->capture_default_str();
+      ->capture_default_str()
+      ->type_name("SOURCE");
   cmd.add_option("--gpus", flags.gpus, "GPU indices to read, e.g. 0,2 (default: all)");
   cmd.add_option("--job-mapping-dir", flags.job_mapping_dir,
                  "Directory of allocation files naming the job that holds each GPU "
-                 "(dcgm-exporter's HPC job mapping, or jobstats' /run/gpustat); docs/owners.md");
+                 "(dcgm-exporter's HPC job mapping, or jobstats' /run/gpustat); docs/owners.md")
+      ->type_name("DIR");
   cmd.add_option("--kubelet-socket", flags.kubelet_socket,
                  "The kubelet's pod-resources socket, asked for the pods holding each GPU when it "
                  "exists (default for nvml: /var/lib/kubelet/pod-resources/kubelet.sock; none: "
-                 "never asked); docs/owners.md");
+                 "never asked); docs/owners.md")
+      ->type_name("FILE");
 }
 
 Result<std::unique_ptr<Source>> open_source_from(const SourceFlags& flags,
@@ -76,7 +79,17 @@ Result<std::unique_ptr<Source>> open_source_from(const SourceFlags& flags,
   options.call_budget = call_budget;
   options.job_mapping_dir = flags.job_mapping_dir;
   options.kubelet_socket = flags.kubelet_socket;
-  return open_source(flags.source, options);
+  auto src = open_source(flags.source, options);
+  if (!src && flags.source == "nvml") {
+    // Where no driver answers, say what works without one.
+    Error e = src.error();
+    e.message +=
+        "\n  no NVIDIA driver here? try the simulator, --source sim:straggler (`gpudoctor sim "
+        "--list`\n  names the scenarios), `gpudoctor demo`, or `gpudoctor diagnose LOG` on a log "
+        "from elsewhere";
+    return e;
+  }
+  return src;
 }
 
 void print_source_notes(Source& s) {

@@ -5,7 +5,7 @@
 #include <fmt/format.h>
 
 #include "build_from.hpp"  // generated at build time: GPUDOCTOR_BUILD_FROM
-#include "cli/common.hpp"
+#include "cli/commands.hpp"
 
 int main(int argc, char** argv) {
   std::setlocale(LC_ALL, "C");  // numbers in output never depend on the user's locale
@@ -17,18 +17,14 @@ int main(int argc, char** argv) {
       "gpudoctor"};
   app.set_version_flag("--version", std::string("gpudoctor ") + GPUDOCTOR_VERSION + " (" +
                                         GPUDOCTOR_BUILD_FROM + ")");
-  app.require_subcommand(1);
+  app.require_subcommand(0, 1);
   app.fallthrough(false);
-
-  // In the order `--help` lists them: the everyday commands first.
-  std::vector<Command> commands = {
-      add_status_command(app),  add_watch_command(app),    add_check_command(app),
-      add_top_command(app),     add_record_command(app),   add_import_command(app),
-      add_export_command(app),  add_diagnose_command(app), add_fleet_command(app),
-      add_run_command(app),     add_report_command(app),   add_baseline_command(app),
-      add_serve_command(app),   add_demo_command(app),     add_sim_command(app),
-      add_capture_command(app), add_fields_command(app),   add_formats_command(app),
-      add_models_command(app)};
+  std::string dump;
+  app.add_option(
+         "--dump-cli", dump,
+         "Print what is generated from the CLI definitions: bash, markdown, commands or flags")
+      ->group("");  // hidden: for the build (completion) and the tests
+  const std::vector<Command> commands = build_cli(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {
@@ -41,6 +37,15 @@ int main(int argc, char** argv) {
     app.exit(e);
     return kExitUsage;
   }
+  if (!dump.empty()) {
+    const std::string out = dump_cli(app, dump);
+    if (out.empty()) {
+      fmt::print(stderr, "gpudoctor: --dump-cli takes bash, markdown, commands or flags\n");
+      return kExitUsage;
+    }
+    fmt::print("{}", out);
+    return kExitOk;
+  }
   for (const auto& c : commands) {
     if (!c.app->parsed()) continue;
     try {
@@ -50,5 +55,6 @@ int main(int argc, char** argv) {
       return kExitFailure;
     }
   }
+  fmt::print(stderr, "{}", first_steps_text());
   return kExitUsage;
 }

@@ -228,7 +228,8 @@ void finish_gpus(Recording& rec, const std::vector<GpuToFinish>& gpus, const Fin
                                 s->info.name, how));
     } else {
       s->power_limit_source.clear();
-      add_note(rec, no_limit_note(s->info.name, m));
+      // Advice only where it would work: a log with no power has no use for a limit.
+      if (s->has(Field::kPower)) add_note(rec, no_limit_note(s->info.name, m));
     }
     if (limit) {
       auto& col = s->column_for_write(Field::kPowerLimitDefault);

@@ -3,9 +3,11 @@
 #include <algorithm>
 #include <cctype>
 #include <chrono>
+#include <optional>
 
 #include <fmt/format.h>
 
+#include "analysis/detectors/detector.hpp"
 #include "core/duration.hpp"
 #include "core/gpu_models.hpp"
 
@@ -38,7 +40,7 @@ nlohmann::ordered_json opt(const std::optional<double>& v) {
   return v ? nlohmann::ordered_json(*v) : nlohmann::ordered_json(nullptr);
 }
 
-std::string gpu_line(const GpuDiagnosis& g) {
+std::string gpu_line(const Diagnosis& d, const GpuDiagnosis& g) {
   std::string s = fmt::format("GPU {:<2} {:<24} ", g.index,
                               gpu_name_for_column(g.name.empty() ? "?" : g.name, 24));
   s += fmt::format("{:<18}", g.verdict ? std::string(cause_code(*g.verdict)) : "cannot tell");
@@ -55,7 +57,53 @@ std::string gpu_line(const GpuDiagnosis& g) {
   if (!std::isnan(sm)) s += fmt::format("  SM {:.0f} %", sm);
   if (g.lost_gpu_hours && *g.lost_gpu_hours >= 0.005)
     s += fmt::format("  lost {:.2f} GPU-h", *g.lost_gpu_hours);
+  if (const std::string role = gpu_role(d, g.index); !role.empty()) s += "  [" + role + "]";
   return s;
+}
+
+// "GPU 3: text" -> {3, "text"}; nullopt for a line about no one GPU.
+std::optional<std::pair<unsigned, std::string>> split_gpu_line(const std::string& line) {
+  if (line.rfind("GPU ", 0) != 0) return std::nullopt;
+  size_t i = 4;
+  unsigned n = 0;
+  const size_t digits = i;
+  while (i < line.size() && std::isdigit(static_cast<unsigned char>(line[i])))
+    n = n * 10 + static_cast<unsigned>(line[i++] - '0');
+  if (i == digits || i + 1 >= line.size() || line[i] != ':' || line[i + 1] != ' ')
+    return std::nullopt;
+  return std::make_pair(n, line.substr(i + 2));
+}
+
+// An evidence value as a cell: numbers as they are, lists joined, objects as key=value.
+std::string evidence_cell(const nlohmann::ordered_json& v) {
+  if (v.is_string()) return v.get<std::string>();
+  if (v.is_array() || v.is_object()) {
+    std::vector<std::string> parts;
+    for (auto it = v.begin(); it != v.end(); ++it)
+      parts.push_back(v.is_object() ? it.key() + "=" + evidence_cell(*it) : evidence_cell(*it));
+    return fmt::format("{}", fmt::join(parts, ", "));
+  }
+  return v.dump();
+}
+
+std::string md_cell(std::string s) {
+  std::string out;
+  for (char c : s) {
+    if (c == '|') out += '\\';
+    out += c == '\n' ? ' ' : c;
+  }
+  return out;
+}
+
+// Lost time beside "healthy" needs its reason: the reference it is measured against.
+std::string healthy_loss_note(const Diagnosis& d) {
+  for (const auto& g : d.gpus)
+    if (g.verdict == Cause::kHealthy && g.lost_gpu_hours && *g.lost_gpu_hours >= 0.005)
+      return fmt::format(
+          "(lost time is every GPU's shortfall from {:.2f} efficiency, a well-fed GPU's: a healthy "
+          "GPU below it loses some too)",
+          d.reference_efficiency);
+  return "";
 }
 
 }  // namespace
@@ -80,6 +128,8 @@ nlohmann::ordered_json diagnosis_json(const Diagnosis& d) {
     o["uuid"] = g.uuid;
     o["verdict"] = g.verdict ? nlohmann::ordered_json(std::string(cause_code(*g.verdict)))
                              : nlohmann::ordered_json(nullptr);
+    const std::string role = gpu_role(d, g.index);
+    o["role"] = role.empty() ? nlohmann::ordered_json(nullptr) : nlohmann::ordered_json(role);
     o["confidence"] = g.confidence;
     o["efficiency"] = opt(g.efficiency);
     o["power_limit_w"] = opt(g.power_limit_w);
@@ -138,11 +188,21 @@ nlohmann::ordered_json diagnosis_json(const Diagnosis& d) {
   return j;
 }
 
-std::string diagnosis_text(const Diagnosis& d, bool brief) {
+std::string diagnosis_text(const Diagnosis& d, TextDetail detail) {
+  const bool brief = detail == TextDetail::kBrief;
   std::string s;
+  // A part of the input (--since, --until) is headed by its own length and where it starts.
+  double first_s = d.duration_s, last_s = 0;
+  for (const auto& g : d.gpus)
+    if (!g.phases.empty())
+      first_s = std::min(first_s, g.phases.front().start_s),
+      last_s = std::max(last_s, g.phases.back().end_s);
+  const std::string span = first_s >= 10 && last_s > first_s
+                               ? fmt::format("{} from {}", dur(last_s - first_s), clock(first_s))
+                               : dur(d.duration_s);
   s += fmt::format("gpudoctor diagnosis of {} ({} GPU{}, {})\n",
                    d.source.empty() ? "input" : d.source, d.gpus.size(),
-                   d.gpus.size() == 1 ? "" : "s", dur(d.duration_s));
+                   d.gpus.size() == 1 ? "" : "s", span);
   if (d.verdict)
     s += fmt::format("Verdict: {}: {}\n", upper(cause_code(*d.verdict)), d.headline);
   else
@@ -150,10 +210,12 @@ std::string diagnosis_text(const Diagnosis& d, bool brief) {
   if (d.lost_gpu_hours)
     s += fmt::format("GPU time: {:.2f} GPU-h observed, {:.2f} lost\n", d.gpu_hours,
                      *d.lost_gpu_hours);
+  if (const std::string why = healthy_loss_note(d); !why.empty()) s += why + "\n";
   s += "\n";
-  for (const auto& g : d.gpus) s += gpu_line(g) + "\n";
+  for (const auto& g : d.gpus) s += gpu_line(d, g) + "\n";
   const auto shown = std::count_if(d.findings.begin(), d.findings.end(),
                                    [](const Finding& f) { return f.severity != Severity::kInfo; });
+  std::vector<std::string> fixes_said;  // each fix once: a later finding names it no more
   if (!d.findings.empty()) {
     s += "\nFindings\n";
     int n = 0;
@@ -169,18 +231,34 @@ std::string diagnosis_text(const Diagnosis& d, bool brief) {
       for (const auto& a : f.alternatives)
         s += fmt::format("    or {} (confidence {:.2f}): {}\n", cause_code(a.cause), a.confidence,
                          a.tell_apart);
-      // The first fixes; for an unknown workload the first two of each kind (both are listed).
-      size_t training = 0, serving = 0, shown = 0;
+      // Every fix once (brief: the first); one already said for an earlier finding is named by
+      // reference; what brief leaves out is counted, with where to read it.
+      size_t listed = 0, repeated = 0, left = 0;
       for (const auto& fix : f.fixes) {
-        if (shown >= (brief ? 1u : 4u)) break;
-        const bool is_serving = fix.rfind("Serving: ", 0) == 0;
-        const bool is_training = fix.rfind("Training: ", 0) == 0;
-        if ((is_serving && serving++ >= 2) || (is_training && training++ >= 2)) continue;
-        if (!is_serving && !is_training && shown >= 3) break;
+        if (std::find(fixes_said.begin(), fixes_said.end(), fix) != fixes_said.end()) {
+          ++repeated;
+          continue;
+        }
+        if (brief && listed >= 1) {
+          ++left;
+          continue;
+        }
         s += fmt::format("    fix: {}\n", fix);
-        ++shown;
+        fixes_said.push_back(fix);
+        ++listed;
       }
+      if (repeated > 0 && repeated == f.fixes.size())
+        s += "    fix: as above\n";
+      else if (repeated > 0)
+        s += fmt::format("    (and {} fix{} given above)\n", repeated, repeated == 1 ? "" : "es");
+      if (left > 0)
+        s += fmt::format("    (+{} more fix{} in the full diagnosis)\n", left,
+                         left == 1 ? "" : "es");
     }
+    if (n < static_cast<int>(d.findings.size()))
+      s += fmt::format("  (+{} more minor finding{}: --format json or markdown)\n",
+                       d.findings.size() - static_cast<size_t>(n),
+                       d.findings.size() - static_cast<size_t>(n) == 1 ? "" : "s");
   }
   if (brief) return s;
   bool any_phase = false;
@@ -188,27 +266,81 @@ std::string diagnosis_text(const Diagnosis& d, bool brief) {
     for (const auto& p : g.phases) any_phase = any_phase || p.kind != "steady";
   if (any_phase) {
     s += "\nPhases\n";
+    std::vector<std::string> lines;
     for (const auto& g : d.gpus) {
       std::vector<std::string> parts;
       for (const auto& p : g.phases)
         parts.push_back(fmt::format("{} {}-{}", p.kind, clock(p.start_s), clock(p.end_s)));
-      s += fmt::format("  GPU {}: {}\n", g.index, fmt::join(parts, ", "));
+      lines.push_back(fmt::format("GPU {}: {}", g.index, fmt::join(parts, ", ")));
     }
+    for (const auto& l : group_gpu_lines(lines)) s += "  " + l + "\n";
   }
   if (!d.data_quality.empty()) {
     s += "\nData quality\n";
+    std::vector<std::string> lines;
     for (const auto& q : d.data_quality)
-      s += fmt::format("  - GPU {} {}: {}\n", q.gpu, q.kind, q.detail);
+      lines.push_back(fmt::format("GPU {}: {}: {}", q.gpu, q.kind, q.detail));
+    for (const auto& l : group_gpu_lines(lines)) s += "  - " + l + "\n";
   }
   if (!d.limitations.empty()) {
     s += "\nLimits of this input\n";
-    for (const auto& l : d.limitations) s += "  - " + l + "\n";
+    for (const auto& l : group_gpu_lines(d.limitations)) s += "  - " + l + "\n";
   }
   if (!d.input_notes.empty()) {
+    const auto notes = group_gpu_lines(d.input_notes);
+    constexpr size_t kFirstNotes = 6;
+    const size_t show =
+        detail == TextDetail::kVerbose ? notes.size() : std::min(notes.size(), kFirstNotes);
     s += "\nRead as\n";
-    for (const auto& n : d.input_notes) s += "  - " + n + "\n";
+    for (size_t i = 0; i < show; ++i) s += "  - " + notes[i] + "\n";
+    if (show < notes.size()) s += fmt::format("  (+{} more: --verbose)\n", notes.size() - show);
   }
   return s;
+}
+
+std::string gpu_role(const Diagnosis& d, unsigned gpu_index) {
+  for (const auto& f : d.findings) {
+    const auto it = f.evidence.find("straggler_gpu");
+    if (it == f.evidence.end() || !it->is_number()) continue;
+    const auto straggler = it->get<unsigned>();
+    if (gpu_index == straggler) return "straggler";
+    if (std::find(f.gpus.begin(), f.gpus.end(), gpu_index) != f.gpus.end())
+      return fmt::format("waits for GPU {}", straggler);
+  }
+  return "";
+}
+
+std::vector<std::string> group_gpu_lines(const std::vector<std::string>& lines) {
+  struct Group {
+    std::string text;
+    std::vector<unsigned> gpus;
+    bool about_gpus = true;
+  };
+  std::vector<Group> groups;
+  for (const auto& l : lines) {
+    const auto split = split_gpu_line(l);
+    if (!split) {
+      groups.push_back({l, {}, false});
+      continue;
+    }
+    auto g = std::find_if(groups.begin(), groups.end(),
+                          [&](const Group& x) { return x.about_gpus && x.text == split->second; });
+    if (g == groups.end()) {
+      groups.push_back({split->second, {split->first}, true});
+    } else if (std::find(g->gpus.begin(), g->gpus.end(), split->first) == g->gpus.end()) {
+      g->gpus.push_back(split->first);
+    }
+  }
+  std::vector<std::string> out;
+  for (auto& g : groups) {
+    if (!g.about_gpus) {
+      out.push_back(g.text);
+      continue;
+    }
+    std::sort(g.gpus.begin(), g.gpus.end());
+    out.push_back(diag::gpu_list(g.gpus) + ": " + g.text);
+  }
+  return out;
 }
 
 std::string diagnosis_markdown(const Diagnosis& d) {
@@ -221,23 +353,25 @@ std::string diagnosis_markdown(const Diagnosis& d) {
   } else {
     s += "**Verdict: cannot tell from this input** (see the limitations).\n\n";
   }
-  s += "| GPU | name | verdict | efficiency | mean power | power limit | util | SM activity | lost "
-       "GPU-h |\n";
-  s += "|---:|---|---|---:|---:|---:|---:|---:|---:|\n";
+  if (const std::string why = healthy_loss_note(d); !why.empty()) s += why + "\n\n";
+  s += "| GPU | name | verdict | role | efficiency | mean power | power limit | util | SM activity "
+       "| lost GPU-h |\n";
+  s += "|---:|---|---|---|---:|---:|---:|---:|---:|---:|\n";
   auto cell = [](double v, const char* f) {
     return std::isnan(v) ? std::string("-") : fmt::format(fmt::runtime(f), v);
   };
   for (const auto& g : d.gpus) {
-    s += fmt::format("| {} | {} | {} | {} | {} | {} | {} | {} | {} |\n", g.index, g.name,
-                     g.verdict ? std::string(cause_code(*g.verdict)) : "cannot tell",
-                     cell(g.efficiency.value_or(std::nan("")), "{:.2f}"),
-                     cell(num(g.metrics, "mean_power_w"), "{:.0f} W"),
-                     g.power_limit_w
-                         ? fmt::format("{:.0f} W ({})", *g.power_limit_w, g.power_limit_source)
-                         : std::string("-"),
-                     cell(num(g.metrics, "mean_util_pct"), "{:.0f} %"),
-                     cell(num(g.metrics, "mean_sm_pct"), "{:.0f} %"),
-                     cell(g.lost_gpu_hours.value_or(std::nan("")), "{:.2f}"));
+    const std::string role = gpu_role(d, g.index);
+    s += fmt::format(
+        "| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |\n", g.index, g.name,
+        g.verdict ? std::string(cause_code(*g.verdict)) : "cannot tell",
+        role.empty() ? std::string("-") : role, cell(g.efficiency.value_or(std::nan("")), "{:.2f}"),
+        cell(num(g.metrics, "mean_power_w"), "{:.0f} W"),
+        g.power_limit_w ? fmt::format("{:.0f} W ({})", *g.power_limit_w, g.power_limit_source)
+                        : std::string("-"),
+        cell(num(g.metrics, "mean_util_pct"), "{:.0f} %"),
+        cell(num(g.metrics, "mean_sm_pct"), "{:.0f} %"),
+        cell(g.lost_gpu_hours.value_or(std::nan("")), "{:.2f}"));
   }
   if (!d.findings.empty()) {
     s += "\n## Findings\n";
@@ -256,17 +390,23 @@ std::string diagnosis_markdown(const Diagnosis& d) {
         s += "What to change:\n\n";
         for (const auto& fix : f.fixes) s += fmt::format("- {}\n", fix);
       }
-      s += fmt::format("\nEvidence: `{}`\n", f.evidence.dump());
+      if (!f.evidence.empty()) {
+        s += "\nEvidence:\n\n| evidence | value |\n|---|---|\n";
+        for (auto it = f.evidence.begin(); it != f.evidence.end(); ++it)
+          s += fmt::format("| {} | {} |\n", md_cell(it.key()), md_cell(evidence_cell(*it)));
+      }
     }
   }
   if (!d.data_quality.empty()) {
     s += "\n## Data quality\n\n";
+    std::vector<std::string> lines;
     for (const auto& q : d.data_quality)
-      s += fmt::format("- GPU {} {}: {}\n", q.gpu, q.kind, q.detail);
+      lines.push_back(fmt::format("GPU {}: {}: {}", q.gpu, q.kind, q.detail));
+    for (const auto& l : group_gpu_lines(lines)) s += "- " + l + "\n";
   }
   if (!d.limitations.empty()) {
     s += "\n## Limits of this input\n\n";
-    for (const auto& l : d.limitations) s += "- " + l + "\n";
+    for (const auto& l : group_gpu_lines(d.limitations)) s += "- " + l + "\n";
   }
   return s;
 }

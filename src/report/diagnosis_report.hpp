@@ -4,6 +4,7 @@
 #pragma once
 
 #include <string>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -14,9 +15,21 @@ namespace gpudoctor {
 inline constexpr int kDiagnosisSchemaVersion = 1;
 
 nlohmann::ordered_json diagnosis_json(const Diagnosis& d);
-// brief: the verdict, one line per GPU and the findings with their first fix; no phases,
-// limitations or reader notes (the demo).
-std::string diagnosis_text(const Diagnosis& d, bool brief = false);
+
+enum class TextDetail {
+  kBrief,    // the verdict, one line per GPU, the findings with their first fix (the demo)
+  kNormal,   // and every fix once, phases, data quality, limitations, the first reader notes
+  kVerbose,  // and every reader note ("read as")
+};
+std::string diagnosis_text(const Diagnosis& d, TextDetail detail = TextDetail::kNormal);
 std::string diagnosis_markdown(const Diagnosis& d);
+
+// A GPU's part in a finding between GPUs: "straggler" for the one the others wait for,
+// "waits for GPU N" for them; "" otherwise. Every output shows it beside the verdict.
+std::string gpu_role(const Diagnosis& d, unsigned gpu_index);
+
+// Lines that start "GPU N: " and say the same after it, merged into one ("GPUs 0-3, 5: ..."), in
+// the order each text first appears; other lines are kept as they are.
+std::vector<std::string> group_gpu_lines(const std::vector<std::string>& lines);
 
 }  // namespace gpudoctor

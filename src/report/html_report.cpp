@@ -8,6 +8,7 @@
 
 #include "core/duration.hpp"
 #include "host/markers.hpp"
+#include "report/diagnosis_report.hpp"
 #include "report/html_charts.hpp"
 
 namespace gpudoctor {
@@ -148,7 +149,8 @@ std::string render_html_report(const Recording& rec, const Diagnosis& d,
   h += html::time_bar(gpu_time_breakdown(d), d.gpus.size());
   h += html::overlay_charts(rec, d, t_end);
 
-  h += "<h2>GPUs</h2><table><tr><th>GPU</th><th>name</th><th>verdict</th><th>efficiency</th>"
+  h += "<h2>GPUs</h2><table><tr><th>GPU</th><th>name</th><th>verdict</th><th>role</th>"
+       "<th>efficiency</th>"
        "<th>mean power</th><th>limit</th><th>util</th><th>SM activity</th><th>lost GPU-h</th>"
        "<th>phases</th></tr>\n";
   for (const auto& g : d.gpus) {
@@ -157,10 +159,14 @@ std::string render_html_report(const Recording& rec, const Diagnosis& d,
       phases += fmt::format("{}{} {}–{}", phases.empty() ? "" : ", ", p.kind,
                             human_duration(p.start_s), human_duration(p.end_s));
     h += fmt::format(
-        "<tr><td class=\"n\">{}</td><td>{}</td><td>{}</td><td class=\"n\">{}</td><td "
+        "<tr><td class=\"n\">{}</td><td>{}</td><td>{}</td><td>{}</td><td class=\"n\">{}</td><td "
         "class=\"n\">{} W</td><td class=\"n\">{}</td><td class=\"n\">{} %</td><td "
         "class=\"n\">{}</td><td class=\"n\">{}</td><td>{}</td></tr>\n",
         g.index, esc(g.name), g.verdict ? std::string(cause_code(*g.verdict)) : "cannot tell",
+        [&] {
+          const std::string role = gpu_role(d, g.index);
+          return role.empty() ? std::string("-") : esc(role);
+        }(),
         g.efficiency ? num(*g.efficiency, 2) : "-", num(jnum(g.metrics, "mean_power_w"), 0),
         g.power_limit_w ? fmt::format("{:.0f} W ({})", *g.power_limit_w, g.power_limit_source)
                         : "-",
@@ -359,12 +365,12 @@ std::string render_html_report(const Recording& rec, const Diagnosis& d,
   }
   if (!d.limitations.empty()) {
     h += "<h3>Limits of this input</h3><ul>";
-    for (const auto& l : d.limitations) h += fmt::format("<li>{}</li>", esc(l));
+    for (const auto& l : group_gpu_lines(d.limitations)) h += fmt::format("<li>{}</li>", esc(l));
     h += "</ul>\n";
   }
   if (!d.input_notes.empty()) {
     h += "<h3>How the input was read</h3><ul>";
-    for (const auto& l : d.input_notes) h += fmt::format("<li>{}</li>", esc(l));
+    for (const auto& l : group_gpu_lines(d.input_notes)) h += fmt::format("<li>{}</li>", esc(l));
     h += "</ul>\n";
   }
   h += fmt::format("<p class=\"muted\">gpudoctor {} · docs/diagnosis.md explains every figure.</p>",

@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 
 #include "core/clock_reasons.hpp"
+#include "report/text_table.hpp"
 
 namespace gpudoctor {
 namespace {
@@ -54,62 +55,97 @@ StatusView make_status_view(const SystemInfo& system, const std::vector<DeviceIn
   return v;
 }
 
-std::string render_status_text(const StatusView& v) {
+std::string render_status_text(const StatusView& v, size_t width) {
   std::string out;
   out += fmt::format("{} GPU{}  driver {}  CUDA {}  host {}\n", v.devices.size(),
                      v.devices.size() == 1 ? "" : "s",
                      v.system.driver_version.empty() ? "?" : v.system.driver_version,
                      v.system.cuda_driver_version.empty() ? "?" : v.system.cuda_driver_version,
                      v.system.hostname.empty() ? "?" : v.system.hostname);
-  // The owner column only where some GPU's owner is known (docs/owners.md).
-  bool any_owner = false;
+  // The owner column only where some GPU's owner is known (docs/owners.md); the PCIe column
+  // always where a link is degraded, else the first to go when the terminal is narrow.
+  bool any_owner = false, any_degraded = false;
   for (const auto& s : v.frame.devices) any_owner = any_owner || !s.owners.empty();
-  const auto owner_cell = [&](const DeviceSample& s) {
-    return any_owner ? fmt::format("{:<24} ", shorten(owners_text(s.owners), 24)) : std::string();
+  for (const auto& a : v.assessments) any_degraded = any_degraded || a.pcie_degraded;
+  enum {
+    kGpu,
+    kName,
+    kUtil,
+    kSm,
+    kPower,
+    kEff,
+    kP,
+    kClocks,
+    kTemp,
+    kMem,
+    kReasons,
+    kPcie,
+    kOwner,
+    kProcs
   };
-  out += fmt::format(
-      "{:>3}  {:<22} {:>4} {:>4} {:>16} {:>4}  {:<3} {:>11} {:>4} {:>13}  {:<14} {:<10} {}{}\n",
-      "GPU", "Name", "Util", "SM", "Power / Limit", "Eff", "P", "SM MHz/max", "Temp", "Memory GiB",
-      "Reasons", "PCIe", any_owner ? fmt::format("{:<24} ", "Owner") : "", "Processes");
+  std::vector<TextColumn> cols = {{"GPU", true, 0, 0, false},
+                                  {"Name", false, 0, 12, false},
+                                  {"Util", true, 0, 0, false},
+                                  {"SM", true, 0, 0, false},
+                                  {"Power / Limit", true, 0, 0, false},
+                                  {"Eff", true, 0, 0, false},
+                                  {"P", false, 2, 0, false},
+                                  {"SM MHz/max", true, 3, 0, false},
+                                  {"Temp", true, 5, 0, false},
+                                  {"Memory GiB", true, 4, 0, false},
+                                  {"Reasons", false, 6, 8, false},
+                                  {"PCIe", false, any_degraded ? 0 : 1, 0, false},
+                                  {"Owner", false, any_owner ? 0 : -1, 24, true},
+                                  {"Processes", false, 0, 10, false}};
+  std::vector<std::vector<std::string>> rows;
   for (size_t i = 0; i < v.devices.size() && i < v.frame.devices.size(); ++i) {
     const DeviceInfo& d = v.devices[i];
     const DeviceSample& s = v.frame.devices[i];
     const GpuAssessment& a = v.assessments[i];
+    std::vector<std::string> r(cols.size(), "-");
+    r[kGpu] = std::to_string(d.index);
+    // "NVIDIA " says nothing in a table of NVIDIA GPUs: the room goes to the model.
+    r[kName] = d.name.rfind("NVIDIA ", 0) == 0 ? d.name.substr(7) : d.name;
+    r[kOwner] = owners_text(s.owners);
     if (s.lost) {
-      out += fmt::format("{:>3}  {:<22} lost (GPU_IS_LOST)\n", d.index, shorten(d.name, 22));
+      r[kUtil] = "lost";
+      rows.push_back(std::move(r));
       continue;
     }
-    const std::string util = a.util_pct ? fmt::format("{:.0f}%", *a.util_pct) : "n/a";
-    const std::string sm = a.sm_pct ? fmt::format("{:.0f}%", *a.sm_pct) : "n/a";
-    std::string power = "n/a";
+    r[kUtil] = a.util_pct ? fmt::format("{:.0f}%", *a.util_pct) : "n/a";
+    r[kSm] = a.sm_pct ? fmt::format("{:.0f}%", *a.sm_pct) : "n/a";
     if (a.power_w && a.limit_w)
-      power = fmt::format("{:.0f}/{:.0f}W {:>3.0f}%", *a.power_w, *a.limit_w, *a.power_ratio * 100);
-    else if (a.power_w)
-      power = fmt::format("{:.0f}W", *a.power_w);
-    const std::string eff = a.efficiency ? fmt::format("{:.2f}", *a.efficiency) : "n/a";
+      r[kPower] =
+          fmt::format("{:.0f}/{:.0f}W {:>3.0f}%", *a.power_w, *a.limit_w, *a.power_ratio * 100);
+    else
+      r[kPower] = a.power_w ? fmt::format("{:.0f}W", *a.power_w) : "n/a";
+    r[kEff] = a.efficiency ? fmt::format("{:.2f}", *a.efficiency) : "n/a";
     const Reading& ps = s[Field::kPstate];
-    const std::string pstate = ps.has_value() ? fmt::format("P{:.0f}", ps.value()) : "n/a";
-    const std::string clocks =
-        fmt::format("{}/{}", num_or_na(opt_value(s[Field::kClockSm]), "{:.0f}"),
-                    num_or_na(opt_value(s[Field::kClockSmMax]), "{:.0f}"));
-    const std::string temp = num_or_na(opt_value(s[Field::kTemp]), "{:.0f}C");
-    std::string mem = "n/a";
-    if (a.mem_used_mib && a.mem_total_mib)
-      mem = fmt::format("{:.1f}/{:.1f}", *a.mem_used_mib / 1024, *a.mem_total_mib / 1024);
-    std::string pcie = a.pcie_text.empty() ? "n/a" : a.pcie_text.substr(0, a.pcie_text.find(" ("));
-    if (a.pcie_degraded) pcie += " !";
-    out += fmt::format(
-        "{:>3}  {:<22} {:>4} {:>4} {:>16} {:>4}  {:<3} {:>11} {:>4} {:>13}  {:<14} {:<10} {}{}\n",
-        d.index, shorten(d.name, 22), util, sm, power, eff, pstate, clocks, temp, mem,
-        shorten(reasons_text(s[Field::kClockEventReasons]), 14), pcie, owner_cell(s),
-        processes_text(s));
+    r[kP] = ps.has_value() ? fmt::format("P{:.0f}", ps.value()) : "n/a";
+    r[kClocks] = fmt::format("{}/{}", num_or_na(opt_value(s[Field::kClockSm]), "{:.0f}"),
+                             num_or_na(opt_value(s[Field::kClockSmMax]), "{:.0f}"));
+    r[kTemp] = num_or_na(opt_value(s[Field::kTemp]), "{:.0f}C");
+    r[kMem] = a.mem_used_mib && a.mem_total_mib
+                  ? fmt::format("{:.1f}/{:.1f}", *a.mem_used_mib / 1024, *a.mem_total_mib / 1024)
+                  : "n/a";
+    r[kReasons] = reasons_text(s[Field::kClockEventReasons]);
+    r[kPcie] = a.pcie_text.empty() ? "n/a" : a.pcie_text.substr(0, a.pcie_text.find(" ("));
+    if (a.pcie_degraded) r[kPcie] += " !";
+    r[kProcs] = processes_text(s);
+    rows.push_back(std::move(r));
   }
+  TextTable table(std::move(cols), 2, /*shorten_from=*/5);
+  table.fit(rows, width);
+  out += table.header();
+  for (const auto& r : rows) out += table.row(r);
   out += "\n";
   bool any_no_sm = false;
   for (size_t i = 0; i < v.devices.size() && i < v.assessments.size(); ++i) {
     out += verdict_line(v.devices[i].index, v.assessments[i]) + "\n";
     any_no_sm = any_no_sm || (v.assessments[i].efficiency && !v.assessments[i].efficiency_has_sm);
   }
+  if (!table.shown(kP) || !table.shown(kMem) || !table.shown(kClocks))
+    out += "Columns left out to fit: --json has every reading (or a wider terminal).\n";
   if (any_no_sm)
     out +=
         "\nEff = power/default limit x SM activity; where SM activity is n/a (no GPM before "

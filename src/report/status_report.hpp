@@ -25,7 +25,8 @@ struct StatusView {
 StatusView make_status_view(const SystemInfo& system, const std::vector<DeviceInfo>& devices,
                             const Frame& first, const Frame& second);
 
-std::string render_status_text(const StatusView& view);
+// Fits `width` columns: the least needed columns go first (--json has every reading).
+std::string render_status_text(const StatusView& view, size_t width = 100);
 nlohmann::json render_status_json(const StatusView& view);
 
 // A reading as JSON: a number, or {"status": "not_supported"|"error"|"no_data", "code": "..."}.

@@ -85,22 +85,20 @@ HostProcess host_process(uint32_t pid) {
 
 TopCollector::TopCollector(std::string source, const SystemInfo& system,
                            const std::vector<DeviceInfo>& devices, CollectorOptions options)
-    : options_(std::move(options)) {
+    : options_(std::move(options)),
+      live_(source, system, devices,
+            LiveWindowOptions{options_.window_s, options_.diagnosis_every_s,
+                              options_.diagnosis_min_frames, options_.diagnosis_min_span_s,
+                              options_.config}) {
   state_.source = source;
   state_.hostname = system.hostname;
   state_.driver_version = system.driver_version;
   state_.interval_s = options_.interval_s;
   state_.diagnosis_every_s = options_.diagnosis_every_s;
-  window_.system = system;
-  window_.source = "live: " + source;
   for (const auto& d : devices) {
     GpuView v;
     v.info = d;
     state_.gpus.push_back(std::move(v));
-    GpuSeries g;
-    g.info = d;
-    g.power_limit_source = "log";
-    window_.gpus.push_back(std::move(g));
   }
 }
 
@@ -130,11 +128,7 @@ void TopCollector::update_processes(GpuView& view, const DeviceSample& s) {
 }
 
 void TopCollector::add(const Frame& frame) {
-  if (state_.frames == 0) {
-    window_.start_unix_ms = frame.time_unix_ms;
-    first_time_s_ = frame.time_s;
-  }
-  append_frame(window_, frame);
+  const bool diagnosed = live_.add(frame);
   ++state_.frames;
   state_.time_unix_ms = frame.time_unix_ms;
   state_.time_s = frame.time_s;
@@ -177,24 +171,18 @@ void TopCollector::add(const Frame& frame) {
     it = pids.count(it->first) ? std::next(it) : host_cache_.erase(it);
   prev_ = frame;
   have_prev_ = true;
-  if (frame.time_s - last_diagnosis_s_ >= options_.diagnosis_every_s) diagnose_now();
+  if (diagnosed) take_diagnosis();
 }
 
 void TopCollector::diagnose_now() {
-  if (state_.frames < options_.diagnosis_min_frames ||
-      state_.time_s - first_time_s_ < options_.diagnosis_min_span_s)
-    return;
-  last_diagnosis_s_ = state_.time_s;
-  const double now = static_cast<double>(state_.time_unix_ms - window_.start_unix_ms) / 1000.0;
-  trim_recording(window_, now - options_.window_s, std::numeric_limits<double>::infinity());
-  double first = std::numeric_limits<double>::infinity(), last = -first;
-  for (const auto& g : window_.gpus)
-    if (!g.time_s.empty())
-      first = std::min(first, g.time_s.front()), last = std::max(last, g.time_s.back());
-  const Diagnosis d = diagnose(window_, options_.config);
+  if (live_.diagnose_now()) take_diagnosis();
+}
+
+void TopCollector::take_diagnosis() {
+  const Diagnosis& d = *live_.diagnosis();
   state_.diagnosed = true;
   state_.diagnosis_at_s = state_.time_s;
-  state_.diagnosis_span_s = last >= first ? last - first : 0;
+  state_.diagnosis_span_s = live_.diagnosis_span_s();
   state_.verdict = d.verdict;
   state_.limitations = d.limitations;
   state_.findings.clear();

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "analysis/config.hpp"
+#include "analysis/live_window.hpp"
 #include "core/recording.hpp"
 #include "tui/top_state.hpp"
 
@@ -52,18 +53,18 @@ class TopCollector {
   void diagnose_now();
 
   const TopState& state() const { return state_; }
-  const Recording& window() const { return window_; }
+  const Recording& window() const { return live_.window(); }
 
  private:
   void update_processes(GpuView& view, const DeviceSample& s);
+  // Copies the live window's latest diagnosis into the state.
+  void take_diagnosis();
 
   CollectorOptions options_;
   TopState state_;
-  Recording window_;
+  LiveWindow live_;
   Frame prev_;
   bool have_prev_ = false;
-  double last_diagnosis_s_ = -1e300;
-  double first_time_s_ = 0;
   std::function<HostProcess(uint32_t)> lookup_;
   std::map<uint32_t, HostProcess> host_cache_;
 };

@@ -73,18 +73,58 @@ TEST(Run, SignalsReachTheJobAndItsStatusComesBack) {
 
 TEST(Run, TheJobRunsEvenWithoutGpusOrAWritableRecording) {
   const fs::path dir = work_dir("nogpu");
+  // No driver: the job runs, the user hears what works without one, nothing is written.
   const auto r = run_with(
       "GPUDOCTOR_NVML_LIB=/nonexistent/libnvidia-ml.so.1",
-      fmt::format("run -o /nonexistent-dir/r.db --report {} -- sh -c 'echo job-ran; exit 3'",
-                  quote((dir / "r.html").string())));
+      fmt::format("run -o {} -- sh -c 'echo job-ran; exit 3'", quote((dir / "r.db").string())));
   EXPECT_EQ(r.exit_code, 3) << r.err;
   EXPECT_NE(r.out.find("job-ran"), std::string::npos);
   EXPECT_NE(r.err.find("the job runs without GPU telemetry"), std::string::npos) << r.err;
-  EXPECT_NE(r.err.find("no recording is written"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("--source sim:"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("no GPU telemetry, so no diagnosis, recording or report"), std::string::npos)
+      << r.err;
+  EXPECT_EQ(r.err.find("diagnosis of"), std::string::npos) << r.err;
+  EXPECT_FALSE(fs::exists(dir / "r.db"));
+  EXPECT_FALSE(fs::exists(dir / "r.html"));
+  // GPUs but no writable recording: the job runs, the diagnosis is printed, the report written.
+  const auto unwritable =
+      run("", fmt::format("run --source sim:healthy -q -o /nonexistent-dir/r.db --report {} -- "
+                          "true",
+                          quote((dir / "r.html").string())));
+  EXPECT_EQ(unwritable.exit_code, 0) << unwritable.err;
+  EXPECT_NE(unwritable.err.find("no recording is written"), std::string::npos) << unwritable.err;
+  EXPECT_NE(unwritable.err.find("diagnosis of"), std::string::npos) << unwritable.err;
+  EXPECT_TRUE(fs::exists(dir / "r.html"));
   const auto missing = run("", "run --source sim:healthy -q -o " + quote((dir / "m.db").string()) +
                                    " -- /no/such/program");
   EXPECT_EQ(missing.exit_code, 127);
   EXPECT_NE(missing.err.find("cannot run /no/such/program"), std::string::npos) << missing.err;
+  fs::remove_all(dir);
+}
+
+TEST(Run, WritesIntoTheRunDirectoryUnlessToldAndSaysWhere) {
+  const fs::path dir = work_dir("rundir");
+  const fs::path cwd = dir / "cwd", runs = dir / "runs" / "deep";
+  fs::create_directories(cwd);
+  const auto r =
+      run_shell(fmt::format("cd {} && GPUDOCTOR_RUN_DIR={} {} run --source sim:healthy -q -- true",
+                            quote(cwd.string()), quote(runs.string()), GPUDOCTOR_BIN));
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_TRUE(fs::is_empty(cwd));  // nothing left where the job ran
+  size_t db = 0, html = 0;
+  for (const auto& e : fs::directory_iterator(runs)) {
+    db += e.path().extension() == ".db";
+    html += e.path().extension() == ".html";
+    EXPECT_NE(r.err.find(e.path().string()), std::string::npos) << r.err;  // said where
+  }
+  EXPECT_EQ(db, 1u);
+  EXPECT_EQ(html, 1u);
+  const auto none = run_shell(
+      fmt::format("cd {} && GPUDOCTOR_RUN_DIR={} {} run --source sim:healthy -q --no-save -- true",
+                  quote(cwd.string()), quote((dir / "none").string()), GPUDOCTOR_BIN));
+  EXPECT_EQ(none.exit_code, 0) << none.err;
+  EXPECT_FALSE(fs::exists(dir / "none"));
+  EXPECT_TRUE(fs::is_empty(cwd));
   fs::remove_all(dir);
 }
 

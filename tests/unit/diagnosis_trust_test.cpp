@@ -189,7 +189,7 @@ TEST(DiagnosisTrust, JitteringBusyIdleGpusAreLaunchBoundWithCommunicationAsAlter
     EXPECT_NE(f->alternatives[0].tell_apart.find("NVLink"), std::string::npos);
     const auto j = diagnosis_json(d);
     EXPECT_EQ(j["findings"][0]["alternatives"][0]["cause"], "communication_wait");
-    EXPECT_NE(diagnosis_text(d, false).find("or communication_wait"), std::string::npos);
+    EXPECT_NE(diagnosis_text(d).find("or communication_wait"), std::string::npos);
   }
 }
 

@@ -156,10 +156,13 @@ TEST(WatchRenderer, CsvHasEmptyCellsForMissingValues) {
   WatchRenderer csv(WatchFormat::kCsv);
   EXPECT_EQ(csv.header(),
             "time,gpu,util_pct,sm_pct,power_w,power_pct,efficiency,pstate,sm_clock_mhz,temp_c,"
-            "mem_used_mib,reasons,verdict,owner_kind,owner_id,owner,user\n");
+            "mem_used_mib,reasons,verdict,owner_kind,owner_id,owner,user,cause\n");
   EXPECT_EQ(csv.rows(devices, f, as),
             "2023-11-14T22:13:20.123Z,0,99,,180.0,25.7,0.257,,1980,60,70000,0x0,busy_but_idle,,,,"
-            "\n");
+            ",\n");
+  // The live cause, once a diagnosis has one.
+  EXPECT_NE(csv.rows(devices, f, as, {Cause::kLaunchOverhead}).find(",launch_overhead\n"),
+            std::string::npos);
   // The owner's fields, quoted where CSV needs it.
   Owner unit;
   unit.kind = OwnerKind::kSystemdUnit;
@@ -168,7 +171,7 @@ TEST(WatchRenderer, CsvHasEmptyCellsForMissingValues) {
   f.devices[0].owners = {unit};
   EXPECT_NE(csv.rows(devices, f, as)
                 .find(",busy_but_idle,systemd_unit,jupyter.service,\"unit jupyter.service (carol, "
-                      "the \"\"admin\"\")\",\"carol, the \"\"admin\"\"\"\n"),
+                      "the \"\"admin\"\")\",\"carol, the \"\"admin\"\"\",\n"),
             std::string::npos)
       << csv.rows(devices, f, as);
   WatchRenderer jsonl(WatchFormat::kJsonl);
