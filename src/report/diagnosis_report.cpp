@@ -106,6 +106,23 @@ std::string healthy_loss_note(const Diagnosis& d) {
   return "";
 }
 
+// The limits of the input, grouped, those about a GPU left without a verdict first: they are why
+// it has none.
+std::vector<std::string> limitations_in_order(const Diagnosis& d) {
+  std::vector<std::string> lines;
+  std::vector<std::string> rest;
+  for (const auto& l : d.limitations) {
+    const auto split = split_gpu_line(l);
+    const bool unjudged =
+        split && std::any_of(d.gpus.begin(), d.gpus.end(), [&](const GpuDiagnosis& g) {
+          return g.index == split->first && !g.verdict;
+        });
+    (unjudged ? lines : rest).push_back(l);
+  }
+  lines.insert(lines.end(), rest.begin(), rest.end());
+  return group_gpu_lines(lines);
+}
+
 }  // namespace
 
 nlohmann::ordered_json diagnosis_json(const Diagnosis& d) {
@@ -284,7 +301,7 @@ std::string diagnosis_text(const Diagnosis& d, TextDetail detail) {
   }
   if (!d.limitations.empty()) {
     s += "\nLimits of this input\n";
-    for (const auto& l : group_gpu_lines(d.limitations)) s += "  - " + l + "\n";
+    for (const auto& l : limitations_in_order(d)) s += "  - " + l + "\n";
   }
   if (!d.input_notes.empty()) {
     const auto notes = group_gpu_lines(d.input_notes);
@@ -406,7 +423,7 @@ std::string diagnosis_markdown(const Diagnosis& d) {
   }
   if (!d.limitations.empty()) {
     s += "\n## Limits of this input\n\n";
-    for (const auto& l : group_gpu_lines(d.limitations)) s += "- " + l + "\n";
+    for (const auto& l : limitations_in_order(d)) s += "- " + l + "\n";
   }
   return s;
 }
