@@ -3,7 +3,7 @@
 // once every 10 samples, as at `-i 1s`). The sampling itself is BM_SampleEightGpus.
 #include <benchmark/benchmark.h>
 
-#include "export/live_exporter.hpp"
+#include "exporter/live_exporter.hpp"
 #include "sources/sim/sim_source.hpp"
 
 namespace {

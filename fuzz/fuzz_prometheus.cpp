@@ -1,7 +1,7 @@
-// libFuzzer target: Prometheus HTTP API answers (formats/prometheus), what `diagnose --prometheus`
+// libFuzzer target: Prometheus HTTP API answers (formats/prom_series), what `diagnose --prometheus`
 // reads from a server it does not control: the JSON, the grouping into GPUs and the finishing step.
 #include "formats/finish.hpp"
-#include "formats/prometheus.hpp"
+#include "formats/prom_series.hpp"
 
 #include "fuzz_check.hpp"
 

@@ -6,8 +6,8 @@
 #include <limits>
 
 #include "analysis/diagnosis.hpp"
+#include "analysis/ledger.hpp"
 #include "core/gpu_models.hpp"
-#include "export/ledger.hpp"
 #include "sources/sim/sim_source.hpp"
 
 namespace gpudoctor::fleet_bench {
@@ -55,7 +55,7 @@ void add_ledger(GpuLedger& a, const GpuLedger& b) {
 }
 
 // An epoch simulated second by second: frames into a diagnosis window; at each window's end the
-// window is diagnosed and the ledger counts what it judged (export/ledger, as serve does).
+// window is diagnosed and the ledger counts what it judged (analysis/ledger, as serve does).
 struct HostRun::Exact {
   Exact(const EpochPlan& e, const GpuModel& model, int window_s, bool restart)
       : src({e.scenario, 1.0}, model, {}),

@@ -1,5 +1,5 @@
 // The scale bench's series, host by host and chunk by chunk: what `gpudoctor serve` would have
-// counted (its ledger: export/ledger's rule over consecutive diagnosis windows of simulated
+// counted (its ledger: analysis/ledger's rule over consecutive diagnosis windows of simulated
 // frames, each second counted once) and, for the dcgm hosts, what dcgm-exporter would have shown
 // every scrape. An epoch is simulated second by second (1 s, serve's default interval) when it is
 // exact; otherwise its first FleetOptions::profile_s seconds are simulated (once per profile key,
@@ -20,11 +20,11 @@
 #include <string>
 #include <vector>
 
+#include "analysis/ledger.hpp"
 #include "core/device.hpp"
 #include "core/fields.hpp"
 #include "core/gpu_models.hpp"
-#include "export/exposition.hpp"
-#include "export/ledger.hpp"
+#include "exporter/exposition.hpp"
 #include "fleet_plan.hpp"
 
 namespace gpudoctor::fleet_bench {

@@ -12,11 +12,11 @@
 #include "analysis/diagnosis.hpp"
 #include "cli/common.hpp"
 #include "core/duration.hpp"
-#include "formats/prometheus.hpp"
-#include "formats/prometheus_runs.hpp"
 #include "formats/run_folders.hpp"
-#include "formats/text.hpp"
+#include "prometheus/prometheus.hpp"
+#include "prometheus/prometheus_runs.hpp"
 #include "report/diagnosis_report.hpp"
+#include "text/text.hpp"
 
 namespace gpudoctor::cli {
 namespace {

@@ -10,9 +10,9 @@
 
 #include "analysis/config.hpp"
 #include "cli/common.hpp"
-#include "export/http_server.hpp"
-#include "export/live_exporter.hpp"
-#include "export/web_config.hpp"
+#include "exporter/http_server.hpp"
+#include "exporter/live_exporter.hpp"
+#include "exporter/web_config.hpp"
 
 namespace gpudoctor::cli {
 namespace {

@@ -14,11 +14,11 @@
 #include <fmt/format.h>
 
 #include "analysis/diagnosis.hpp"
-#include "export/ledger.hpp"
+#include "analysis/ledger.hpp"
 #include "fleet/fleet.hpp"
-#include "formats/prometheus_runs.hpp"
-#include "formats/text.hpp"
 #include "net/http_client.hpp"
+#include "prometheus/prometheus_runs.hpp"
+#include "text/text.hpp"
 
 namespace gpudoctor {
 namespace {
@@ -61,7 +61,7 @@ std::vector<const Owner*> owners_at(const GpuSeries& g, double t) {
   return owners;
 }
 
-// Counts one run's samples into the tallies by serve's own rule (export/ledger: judged samples by
+// Counts one run's samples into the tallies by serve's own rule (analysis/ledger: judged samples by
 // their cause, idle ones held or free, the others working where held, else free), then shares
 // each sample among the rows it belongs to (several owners at once: an equal share each).
 void account(const PromRun& run, const Diagnosis& d, FleetBy by, Tallies& out) {

@@ -5,7 +5,7 @@
 
 #include <fmt/format.h>
 
-#include "formats/text.hpp"
+#include "text/text.hpp"
 
 namespace gpudoctor {
 namespace {

@@ -24,7 +24,7 @@
 #include "analysis/causes.hpp"
 #include "core/owner.hpp"
 #include "core/result.hpp"
-#include "formats/prometheus.hpp"
+#include "prometheus/prometheus.hpp"
 
 namespace gpudoctor {
 

@@ -22,8 +22,8 @@
 
 #include "core/duration.hpp"
 #include "fleet/fleet.hpp"
-#include "formats/text.hpp"
 #include "net/http_client.hpp"
+#include "text/text.hpp"
 
 namespace gpudoctor {
 namespace {

@@ -7,7 +7,7 @@
 #include <nlohmann/json.hpp>
 
 #include "formats/finish.hpp"
-#include "formats/text.hpp"
+#include "text/text.hpp"
 
 namespace gpudoctor {
 

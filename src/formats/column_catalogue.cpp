@@ -1,7 +1,7 @@
 #include "formats/column_catalogue.hpp"
 
 #include "core/clock_reasons.hpp"
-#include "formats/text.hpp"
+#include "text/text.hpp"
 
 namespace gpudoctor::csv {
 

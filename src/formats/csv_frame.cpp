@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <cstring>
 
-#include "formats/text.hpp"
+#include "text/text.hpp"
 
 namespace gpudoctor::csv {
 

@@ -20,7 +20,7 @@
 #include "formats/column_catalogue.hpp"
 #include "formats/dcgm_scrape.hpp"
 #include "formats/finish.hpp"
-#include "formats/text.hpp"
+#include "text/text.hpp"
 
 namespace gpudoctor {
 namespace {

@@ -14,7 +14,7 @@
 #include <fmt/format.h>
 
 #include "formats/finish.hpp"
-#include "formats/text.hpp"
+#include "text/text.hpp"
 
 namespace gpudoctor {
 namespace {

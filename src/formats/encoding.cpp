@@ -3,7 +3,7 @@
 #include <cstdint>
 #include <cstring>
 
-#include "formats/text.hpp"
+#include "text/text.hpp"
 
 namespace gpudoctor::text {
 

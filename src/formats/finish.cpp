@@ -4,7 +4,7 @@
 #include <cmath>
 
 #include "core/reading.hpp"
-#include "formats/text.hpp"
+#include "text/text.hpp"
 
 namespace gpudoctor::log_reader {
 namespace {

@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <cstdint>
 
-#include "formats/text.hpp"
+#include "text/text.hpp"
 
 namespace gpudoctor::log_reader {
 

@@ -23,7 +23,7 @@
 #include "formats/finish.hpp"
 #include "formats/flat_table.hpp"
 #include "formats/generic_csv.hpp"
-#include "formats/text.hpp"
+#include "text/text.hpp"
 
 namespace gpudoctor::generic_csv_reader {
 

@@ -25,7 +25,7 @@
 #include "formats/generic_csv_reader.hpp"
 #include "formats/log_time.hpp"
 #include "formats/log_units.hpp"
-#include "formats/text.hpp"
+#include "text/text.hpp"
 
 namespace gpudoctor::generic_csv_reader {
 

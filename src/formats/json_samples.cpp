@@ -14,8 +14,8 @@
 #include "formats/flat_table.hpp"
 #include "formats/generic_csv.hpp"
 #include "formats/json_scan.hpp"
-#include "formats/prometheus.hpp"
-#include "formats/text.hpp"
+#include "formats/prom_series.hpp"
+#include "text/text.hpp"
 
 namespace gpudoctor {
 

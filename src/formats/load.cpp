@@ -28,10 +28,10 @@
 #include "formats/run_folders.hpp"
 #include "formats/smi_csv.hpp"
 #include "formats/smi_table.hpp"
-#include "formats/text.hpp"
 #include "formats/text_layouts.hpp"
 #include "formats/wandb.hpp"
 #include "store/sqlite_store.hpp"
+#include "text/text.hpp"
 
 namespace gpudoctor {
 

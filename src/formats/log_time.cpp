@@ -4,7 +4,7 @@
 #include <cstring>
 
 #include "formats/log_units.hpp"
-#include "formats/text.hpp"
+#include "text/text.hpp"
 
 namespace gpudoctor::csv {
 

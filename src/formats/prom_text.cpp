@@ -13,8 +13,8 @@
 #include <fmt/format.h>
 
 #include "formats/finish.hpp"
-#include "formats/prometheus.hpp"
-#include "formats/text.hpp"
+#include "formats/prom_series.hpp"
+#include "text/text.hpp"
 
 namespace gpudoctor {
 

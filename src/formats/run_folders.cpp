@@ -13,7 +13,7 @@
 
 #include "core/duration.hpp"
 #include "formats/finish.hpp"
-#include "formats/text.hpp"
+#include "text/text.hpp"
 
 namespace gpudoctor {
 

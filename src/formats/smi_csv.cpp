@@ -18,7 +18,7 @@
 #include "core/reading.hpp"
 #include "formats/finish.hpp"
 #include "formats/log_time.hpp"
-#include "formats/text.hpp"
+#include "text/text.hpp"
 
 namespace gpudoctor {
 namespace {

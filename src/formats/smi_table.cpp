@@ -17,7 +17,7 @@
 #include "core/reading.hpp"
 #include "formats/finish.hpp"
 #include "formats/smi_table_rows.hpp"
-#include "formats/text.hpp"
+#include "text/text.hpp"
 
 namespace gpudoctor {
 namespace {

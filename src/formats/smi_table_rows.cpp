@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <limits>
 
-#include "formats/text.hpp"
+#include "text/text.hpp"
 
 namespace gpudoctor::smi_table {
 

@@ -14,7 +14,7 @@
 #include "formats/finish.hpp"
 #include "formats/flat_table.hpp"
 #include "formats/log_time.hpp"
-#include "formats/text.hpp"
+#include "text/text.hpp"
 
 namespace gpudoctor {
 

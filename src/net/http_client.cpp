@@ -19,7 +19,7 @@
 
 #include <fmt/format.h>
 
-#include "formats/text.hpp"
+#include "text/text.hpp"
 
 namespace gpudoctor::net {
 namespace {

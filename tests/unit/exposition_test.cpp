@@ -11,7 +11,7 @@
 
 #include <gtest/gtest.h>
 
-#include "export/exposition.hpp"
+#include "exporter/exposition.hpp"
 #include "formats/load.hpp"
 
 namespace gpudoctor {

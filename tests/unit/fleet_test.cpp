@@ -10,10 +10,10 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
-#include "export/http_server.hpp"
+#include "exporter/http_server.hpp"
 #include "fleet/fleet.hpp"
-#include "formats/prometheus.hpp"
-#include "formats/prometheus_runs.hpp"
+#include "prometheus/prometheus.hpp"
+#include "prometheus/prometheus_runs.hpp"
 #include "report/fleet_report.hpp"
 
 namespace gpudoctor {

@@ -17,8 +17,8 @@
 #include "formats/export.hpp"
 #include "formats/load.hpp"
 #include "formats/smi_csv.hpp"
-#include "formats/text.hpp"
 #include "sources/sim/sim_source.hpp"
+#include "text/text.hpp"
 
 namespace gpudoctor {
 namespace {

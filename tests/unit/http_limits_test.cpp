@@ -19,9 +19,9 @@
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
-#include "export/http_admission.hpp"
-#include "export/http_parse.hpp"
-#include "export/http_server.hpp"
+#include "exporter/http_admission.hpp"
+#include "exporter/http_parse.hpp"
+#include "exporter/http_server.hpp"
 #include "raw_client.hpp"
 
 namespace gpudoctor {

@@ -15,7 +15,7 @@
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
-#include "export/http_server.hpp"
+#include "exporter/http_server.hpp"
 #include "net/http_client.hpp"
 #include "raw_client.hpp"
 

@@ -1,8 +1,8 @@
-// serve's ledger rule (export/ledger): each sample counted once, by the cause of the diagnosis that
-// judged it; unjudged samples as working or free once they can no longer be judged.
+// serve's ledger rule (analysis/ledger): each sample counted once, by the cause of the diagnosis
+// that judged it; unjudged samples as working or free once they can no longer be judged.
 #include <gtest/gtest.h>
 
-#include "export/ledger.hpp"
+#include "analysis/ledger.hpp"
 
 namespace gpudoctor {
 namespace {

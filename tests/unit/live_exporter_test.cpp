@@ -3,7 +3,7 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
-#include "export/live_exporter.hpp"
+#include "exporter/live_exporter.hpp"
 #include "sources/sim/sim_source.hpp"
 
 namespace gpudoctor {

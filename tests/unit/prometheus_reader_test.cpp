@@ -10,8 +10,8 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
-#include "export/http_server.hpp"
-#include "formats/prometheus.hpp"
+#include "exporter/http_server.hpp"
+#include "prometheus/prometheus.hpp"
 
 namespace gpudoctor {
 namespace {

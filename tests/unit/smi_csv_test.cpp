@@ -11,7 +11,7 @@
 #include <vector>
 
 #include "core/reading.hpp"
-#include "formats/text.hpp"
+#include "text/text.hpp"
 
 namespace gpudoctor {
 namespace {

@@ -16,9 +16,9 @@
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
-#include "export/http_server.hpp"
-#include "export/tls_context.hpp"
-#include "export/web_config.hpp"
+#include "exporter/http_server.hpp"
+#include "exporter/tls_context.hpp"
+#include "exporter/web_config.hpp"
 
 namespace gpudoctor {
 namespace {

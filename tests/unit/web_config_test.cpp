@@ -11,7 +11,7 @@
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
-#include "export/web_config.hpp"
+#include "exporter/web_config.hpp"
 #include "net/http_client.hpp"
 
 namespace gpudoctor {

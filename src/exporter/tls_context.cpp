@@ -1,4 +1,4 @@
-#include "export/tls_context.hpp"
+#include "exporter/tls_context.hpp"
 
 #include <openssl/err.h>
 

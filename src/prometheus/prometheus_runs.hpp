@@ -15,7 +15,7 @@
 #include "core/recording.hpp"
 #include "core/result.hpp"
 #include "formats/load.hpp"
-#include "formats/prometheus.hpp"
+#include "prometheus/prometheus.hpp"
 
 namespace gpudoctor {
 

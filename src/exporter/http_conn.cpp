@@ -1,4 +1,4 @@
-#include "export/http_conn.hpp"
+#include "exporter/http_conn.hpp"
 
 #include <openssl/err.h>
 #include <sys/socket.h>

@@ -1,4 +1,4 @@
-#include "export/http_server.hpp"
+#include "exporter/http_server.hpp"
 
 #include <fcntl.h>
 #include <netinet/in.h>
@@ -21,13 +21,13 @@
 
 #include <fmt/format.h>
 
-#include "export/auth_worker.hpp"
-#include "export/http_admission.hpp"
-#include "export/http_conn.hpp"
-#include "export/http_parse.hpp"
-#include "export/listen_socket.hpp"
-#include "export/tls_context.hpp"
-#include "formats/text.hpp"
+#include "exporter/auth_worker.hpp"
+#include "exporter/http_admission.hpp"
+#include "exporter/http_conn.hpp"
+#include "exporter/http_parse.hpp"
+#include "exporter/listen_socket.hpp"
+#include "exporter/tls_context.hpp"
+#include "text/text.hpp"
 
 namespace gpudoctor {
 namespace {

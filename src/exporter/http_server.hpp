@@ -1,6 +1,6 @@
 // A small HTTP/1.1 server for `gpudoctor serve`: one event-loop thread (epoll, non-blocking
 // sockets) serving GET and HEAD, keep-alive and pipelining, optional TLS (OpenSSL) and basic
-// authentication as configured by a web configuration file (export/web_config.hpp).
+// authentication as configured by a web configuration file (exporter/web_config.hpp).
 // Why not cpp-httplib: its timeouts apply to each read, so a client that sends a byte every few
 // seconds holds one of its fixed pool of threads for as long as it likes, and a handful of such
 // clients stall every scrape. Here every request has a deadline for the whole of its head (the
@@ -9,7 +9,7 @@
 // never delays other scrapers. (docs/architecture.md weighs libmicrohttpd against this.)
 // Staying reachable (docs/prometheus.md, "Hardening"): one peer address holds at most
 // max_connections_per_address connections; at either limit the oldest idle connection (then the
-// oldest slow one) gives way to the newcomer (export/http_admission.hpp); when none can, the
+// oldest slow one) gives way to the newcomer (exporter/http_admission.hpp); when none can, the
 // newcomer is answered 503 and closed gently. From 3/4 of max_connections on, idle and slow
 // connections are closed after 2 s. Out of file descriptors (EMFILE), accepting pauses and backs
 // off instead of spinning.
@@ -28,7 +28,7 @@
 #include <vector>
 
 #include "core/result.hpp"
-#include "export/web_config.hpp"
+#include "exporter/web_config.hpp"
 
 namespace gpudoctor {
 

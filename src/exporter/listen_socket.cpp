@@ -1,4 +1,4 @@
-#include "export/listen_socket.hpp"
+#include "exporter/listen_socket.hpp"
 
 #include <arpa/inet.h>
 #include <netdb.h>
@@ -11,7 +11,7 @@
 
 #include <fmt/format.h>
 
-#include "export/http_server.hpp"
+#include "exporter/http_server.hpp"
 
 namespace gpudoctor {
 namespace {

@@ -15,9 +15,9 @@
 
 #include "analysis/config.hpp"
 #include "analysis/diagnosis.hpp"
+#include "analysis/ledger.hpp"
 #include "core/recording.hpp"
-#include "export/exposition.hpp"
-#include "export/ledger.hpp"
+#include "exporter/exposition.hpp"
 
 namespace gpudoctor {
 
@@ -66,7 +66,7 @@ class LiveExporter {
   std::optional<double> last_diagnosis_s_;
   std::vector<std::vector<GpuFinding>> findings_;
   std::vector<std::optional<Cause>> verdicts_;
-  std::vector<LedgerBook> books_;  // one per device (export/ledger.hpp: the counting rule)
+  std::vector<LedgerBook> books_;  // one per device (analysis/ledger.hpp: the counting rule)
   std::vector<GpuLedger> ledger_;
   double now_window_s_ = 0;  // the latest frame, in the window's seconds
   std::shared_ptr<const std::string> diagnosis_json_;

@@ -1,4 +1,4 @@
-// Who may hold a connection of the HTTP server (export/http_server.hpp): connections counted per
+// Who may hold a connection of the HTTP server (exporter/http_server.hpp): connections counted per
 // peer address, and which connection gives way when a peer or the whole server is at its limit.
 // The policy is here, apart from the sockets, so that its order is tested on its own: the oldest
 // idle connection goes first (a keep-alive connection between requests, or one that has sent

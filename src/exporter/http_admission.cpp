@@ -1,4 +1,4 @@
-#include "export/http_admission.hpp"
+#include "exporter/http_admission.hpp"
 
 #include <arpa/inet.h>
 #include <netinet/in.h>

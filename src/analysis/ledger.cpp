@@ -1,4 +1,4 @@
-#include "export/ledger.hpp"
+#include "analysis/ledger.hpp"
 
 #include <algorithm>
 #include <climits>

@@ -1,17 +1,20 @@
-#include "formats/prometheus.hpp"
+// Prometheus' answers read into series and the series into a Recording: the JSON of the HTTP API
+// (query, query_range) read with nlohmann's SAX interface straight into PromSeries, so that an
+// answer of millions of points (fleet's range queries over a week of 1,000 GPUs) costs the points
+// and not a JSON tree several times their size; and the series grouped into GPUs under
+// dcgm-exporter's or gpudoctor's names. The client (prometheus/) fetches the answers; saved answers
+// (formats/json_samples) and expositions (formats/prom_text) come here without it.
+#include "formats/prom_series.hpp"
 
 #include <algorithm>
+#include <charconv>
 #include <cmath>
 #include <limits>
 #include <set>
 #include <unordered_map>
 
 #include <fmt/format.h>
-
-#include "core/duration.hpp"
-#include "formats/finish.hpp"
-#include "formats/text.hpp"
-#include "net/http_client.hpp"
+#include <nlohmann/json.hpp>
 
 namespace gpudoctor {
 namespace {
@@ -120,50 +123,190 @@ std::optional<Owner> owner_of_series(const std::map<std::string, std::string>& a
   return std::nullopt;
 }
 
+std::optional<double> parse_value(std::string_view s) {
+  if (s == "NaN") return std::numeric_limits<double>::quiet_NaN();
+  if (s == "+Inf" || s == "Inf") return std::numeric_limits<double>::infinity();
+  if (s == "-Inf") return -std::numeric_limits<double>::infinity();
+  if (!s.empty() && s.front() == '+') s.remove_prefix(1);
+  double v = 0;
+  const auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
+  if (ec != std::errc() || p != s.data() + s.size()) return std::nullopt;
+  return v;
+}
+
+// The answer's shape: {"status": ..., "errorType": ..., "error": ..., "data": {"resultType": ...,
+// "result": [{"metric": {...}, "value": [t, "v"]} or {"metric": {...}, "values": [[t, "v"], ...]},
+// ...]}}. Anything else in it is skipped. Points are checked as they come: [number, string], a
+// time within Unix seconds 0..1e11.
+class AnswerReader : public nlohmann::json_sax<nlohmann::json> {
+ public:
+  std::vector<PromSeries> out;
+  std::string status, error_type, error;
+  bool status_string = false;
+  bool has_result = false;  // data.result is an array
+  bool data_object = false;
+  bool bad_point = false;
+  bool root_object = false;
+
+  bool null() override { return scalar(); }
+  bool boolean(bool) override { return scalar(); }
+  bool number_integer(number_integer_t v) override { return number(static_cast<double>(v)); }
+  bool number_unsigned(number_unsigned_t v) override { return number(static_cast<double>(v)); }
+  bool number_float(number_float_t v, const string_t&) override { return number(v); }
+  bool binary(binary_t&) override { return scalar(); }
+
+  bool string(string_t& v) override {
+    if (misplaced()) return false;
+    if (stack_.size() == 1) {
+      if (key_ == "status") {
+        status = v;
+        status_string = true;
+      } else if (key_ == "errorType") {
+        error_type = v;
+      } else if (key_ == "error") {
+        error = v;
+      }
+      return true;
+    }
+    if (in_metric()) {
+      out.back().labels[key_] = v;
+      return true;
+    }
+    if (Frame* p = point_frame()) {
+      if (p->count == 1 && p->time_ok) {
+        const auto value = parse_value(v);
+        if (value) {
+          p->value = *value;
+          p->value_ok = true;
+        }
+      }
+      ++p->count;
+      return true;
+    }
+    return true;
+  }
+
+  bool start_object(std::size_t) override {
+    if (misplaced()) return false;
+    const size_t d = stack_.size();
+    Frame f;
+    f.object = true;
+    if (d == 0) {
+      root_object = true;
+      f.role = Role::kRoot;
+    } else if (d == 1 && top().role == Role::kRoot && key_ == "data") {
+      f.role = Role::kData;
+      data_object = true;
+    } else if (d == 3 && top().role == Role::kResult) {
+      f.role = Role::kSeries;
+      out.emplace_back();
+    } else if (d == 4 && top().role == Role::kSeries && key_ == "metric") {
+      f.role = Role::kMetric;
+    }
+    if (Frame* p = point_frame()) ++p->count;  // an object inside a point: not a point
+    push(f);
+    return true;
+  }
+  bool key(string_t& k) override {
+    key_ = k;
+    return true;
+  }
+  bool end_object() override {
+    pop();
+    return true;
+  }
+  bool start_array(std::size_t) override {
+    const size_t d = stack_.size();
+    Frame f;
+    if (d == 2 && top().role == Role::kData && key_ == "result") {
+      f.role = Role::kResult;
+      has_result = true;
+      out.clear();
+    } else if (d == 4 && top().role == Role::kSeries && key_ == "values") {
+      f.role = Role::kValues;
+    } else if ((d == 4 && top().role == Role::kSeries && key_ == "value") ||
+               (d == 5 && top().role == Role::kValues)) {
+      f.role = Role::kPoint;
+    } else if (Frame* p = point_frame()) {
+      ++p->count;  // an array inside a point: not a point
+    }
+    push(f);
+    return true;
+  }
+  bool end_array() override {
+    const Frame f = top();
+    pop();
+    if (f.role == Role::kPoint) {
+      if (f.count != 2 || !f.time_ok || !f.value_ok) {
+        bad_point = true;
+        return false;  // stop: the answer is refused whole
+      }
+      out.back().points.emplace_back(static_cast<int64_t>(std::llround(f.time * 1000)), f.value);
+    }
+    return true;
+  }
+  bool parse_error(std::size_t, const std::string&, const nlohmann::detail::exception&) override {
+    return false;
+  }
+
+ private:
+  enum class Role { kOther, kRoot, kData, kResult, kSeries, kMetric, kValues, kPoint };
+  struct Frame {
+    bool object = false;
+    Role role = Role::kOther;
+    size_t count = 0;  // a point's elements so far
+    double time = 0, value = 0;
+    bool time_ok = false, value_ok = false;
+  };
+  std::vector<Frame> stack_;
+  std::string key_;
+
+  Frame& top() { return stack_.back(); }
+  void push(const Frame& f) { stack_.push_back(f); }
+  void pop() { stack_.pop_back(); }
+  bool in_metric() const { return !stack_.empty() && stack_.back().role == Role::kMetric; }
+  // The point being read, when the next value is one of its elements.
+  Frame* point_frame() { return !stack_.empty() && top().role == Role::kPoint ? &top() : nullptr; }
+  // A value where a point should be (an element of "values", or "value" itself) that is no array.
+  bool misplaced() {
+    if (stack_.empty()) return false;
+    const Role r = top().role;
+    if (r == Role::kValues || (r == Role::kSeries && key_ == "value")) bad_point = true;
+    return bad_point;
+  }
+  bool scalar() {
+    if (misplaced()) return false;
+    if (Frame* p = point_frame()) ++p->count;
+    return true;
+  }
+  bool number(double v) {
+    if (misplaced()) return false;
+    if (Frame* p = point_frame()) {
+      // Unix seconds; outside 1970..5138 it is no Prometheus timestamp (and would overflow ms).
+      if (p->count == 0 && v >= 0 && v < 1e11) {
+        p->time = v;
+        p->time_ok = true;
+      }
+      ++p->count;
+    }
+    return true;
+  }
+};
 }  // namespace
 
-std::string prom_time_param(int64_t unix_ms) {
-  return fmt::format("{}.{:03}", unix_ms / 1000, unix_ms % 1000);
-}
-
-std::string promql_string(const std::string& s) {
-  std::string out;
-  for (char c : s) {
-    if (c == '"' || c == '\\') out += '\\';
-    out += c;
-  }
-  return out;
-}
-
-std::string promql_alternatives(const std::set<std::string>& values) {
-  std::string out;
-  for (const auto& v : values) {
-    if (!out.empty()) out += '|';
-    for (char c : v) {
-      if (std::string_view(".+*?()[]{}|^$\\").find(c) != std::string_view::npos) out += "\\\\";
-      if (c == '"') out += '\\';
-      out += c;
-    }
-  }
-  return out;
-}
-
-std::string promql_hosts_matcher(const std::set<std::string>& hosts) {
-  if (hosts.empty()) return "";
-  if (hosts.size() == 1) return "Hostname=\"" + promql_string(*hosts.begin()) + "\"";
-  return "Hostname=~\"" + promql_alternatives(hosts) + "\"";
-}
-
-Result<std::string> selector_matchers(const std::string& selector) {
-  std::string_view s = text::trim(selector);
-  if (s.empty()) return std::string();
-  const bool open = s.front() == '{', close = s.back() == '}';
-  if (open != close) return usage_error(fmt::format("--selector {}: unbalanced braces", selector));
-  if (open) s = text::trim(s.substr(1, s.size() - 2));
-  if (s.find_first_of("{}") != std::string_view::npos)
-    return usage_error(fmt::format(
-        "--selector {}: give label matchers only, e.g. '{{Hostname=\"node7\"}}'", selector));
-  return std::string(s);
+Result<std::vector<PromSeries>> parse_prometheus_answer(std::string_view body) {
+  AnswerReader reader;
+  const bool ok = nlohmann::json::sax_parse(body.begin(), body.end(), &reader,
+                                            nlohmann::json::input_format_t::json, true);
+  if (reader.bad_point) return failure("a sample in the answer is not [unix time, \"value\"]");
+  if (!ok || !reader.root_object)
+    return failure("the answer is not the JSON of Prometheus' HTTP API");
+  if (!reader.status_string || reader.status != "success")
+    return failure(fmt::format("Prometheus answered {}: {}",
+                               reader.error_type.empty() ? "error" : reader.error_type,
+                               reader.error.empty() ? "(no message)" : reader.error));
+  if (!reader.data_object || !reader.has_result) return failure("the answer has no data.result");
+  return std::move(reader.out);
 }
 
 std::vector<std::string> prometheus_metric_names() {
@@ -352,157 +495,6 @@ void number_across_hosts(Recording& rec) {
 Recording recording_from_series(const std::vector<PromSeries>& series, const std::string& source) {
   Recording rec = series_by_gpu(series, source);
   number_across_hosts(rec);
-  return rec;
-}
-
-int64_t current_unix_ms() {
-  return std::chrono::duration_cast<std::chrono::milliseconds>(
-             std::chrono::system_clock::now().time_since_epoch())
-      .count();
-}
-
-Result<PrometheusQuery> prometheus_query(const std::string& url, const std::string& selector,
-                                         const std::string& since, const std::string& until,
-                                         int64_t now_unix_ms) {
-  auto when = [&](const std::string& flag, const std::string& t) -> Result<int64_t> {
-    if (auto d = parse_duration(t)) return now_unix_ms - d.value().count();
-    if (auto ms = text::parse_timestamp_ms(t)) return *ms;
-    return usage_error(fmt::format(
-        "{} {}: with --prometheus, expected a duration back from now (2h, 30m) or a UTC time "
-        "(2026-01-01T10:00:00Z)",
-        flag, t));
-  };
-  PrometheusQuery q;
-  q.url = url;
-  q.selector = selector;
-  auto s = when("--since", since.empty() ? "1h" : since);
-  if (!s) return s.error();
-  q.start_unix_ms = s.value();
-  q.end_unix_ms = now_unix_ms;
-  if (!until.empty()) {
-    auto u = when("--until", until);
-    if (!u) return u.error();
-    q.end_unix_ms = u.value();
-  }
-  if (q.end_unix_ms <= q.start_unix_ms) return usage_error("--until must be later than --since");
-  return q;
-}
-
-Result<PromFetch> fetch_prometheus_series(const PrometheusQuery& q) {
-  auto url = net::parse_url(q.url);
-  if (!url) return url.error();
-  auto matchers = selector_matchers(q.selector);
-  if (!matchers) return matchers.error();
-  const std::string extra = matchers->empty() ? "" : "," + matchers.value();
-  auto ask = [&](const std::string& endpoint, const std::string& params) {
-    return prometheus_api(q, endpoint, params);
-  };
-
-  // The step: the scrape interval, from the raw samples of the last few minutes.
-  const int64_t span_ms = q.end_unix_ms - q.start_unix_ms;
-  double step_s = q.step_s.value_or(0);
-  std::string step_note;
-  if (step_s <= 0) {
-    const std::string probe_names =
-        "DCGM_FI_DEV_POWER_USAGE|DCGM_FI_DEV_GPU_UTIL|gpudoctor_power_watts|"
-        "gpudoctor_gpu_utilization_percent";
-    const int64_t window_s = std::max<int64_t>(1, std::min<int64_t>(600, span_ms / 1000));
-    auto raw = ask("query", "query=" +
-                                net::url_encode(fmt::format("{{__name__=~\"{}\"{}}}[{}s]",
-                                                            probe_names, extra, window_s)) +
-                                "&time=" + prom_time_param(q.end_unix_ms));
-    if (!raw) return raw.error();
-    std::vector<double> medians;
-    for (const auto& s : raw.value()) {
-      std::vector<int64_t> d;
-      for (size_t i = 1; i < s.points.size(); ++i)
-        d.push_back(s.points[i].first - s.points[i - 1].first);
-      if (d.empty()) continue;
-      std::nth_element(d.begin(), d.begin() + static_cast<long>(d.size() / 2), d.end());
-      medians.push_back(static_cast<double>(d[d.size() / 2]) / 1000.0);
-    }
-    if (!medians.empty()) {
-      step_s = *std::min_element(medians.begin(), medians.end());
-      step_note = fmt::format("the scrape interval found in the last {} s", window_s);
-    } else {
-      // Nothing recent: the number of samples over the whole span gives the interval.
-      auto counted = ask(
-          "query", "query=" +
-                       net::url_encode(fmt::format("count_over_time({{__name__=~\"{}\"{}}}[{}s])",
-                                                   probe_names, extra, (span_ms + 999) / 1000)) +
-                       "&time=" + prom_time_param(q.end_unix_ms));
-      if (!counted) return counted.error();
-      double most = 0;
-      for (const auto& s : counted.value())
-        for (const auto& p : s.points) most = std::max(most, p.second);
-      if (most < 1)
-        return failure(
-            fmt::format("{}: no GPU series{} between {} and {} (looked for dcgm-exporter's "
-                        "DCGM_FI_DEV_GPU_UTIL / DCGM_FI_DEV_POWER_USAGE and gpudoctor's names)",
-                        q.url, q.selector.empty() ? "" : " matching " + q.selector,
-                        text::format_timestamp_ms(q.start_unix_ms, '-'),
-                        text::format_timestamp_ms(q.end_unix_ms, '-')));
-      step_s = static_cast<double>(span_ms) / 1000.0 / most;
-      step_note = "the span divided by its number of samples";
-    }
-  }
-  const int64_t step_ms = std::max<int64_t>(1, std::llround(step_s * 1000));
-  const size_t per_page = std::clamp<size_t>(q.max_points_per_query, 2, 11000);
-
-  std::vector<std::string> all_names = prometheus_metric_names();
-  std::string regex;
-  for (const auto& n : all_names) regex += (regex.empty() ? "" : "|") + n;
-  const std::string expr = net::url_encode(fmt::format("{{__name__=~\"{}\"{}}}", regex, extra));
-  std::map<std::map<std::string, std::string>, PromSeries> merged;
-  PromFetch out;
-  for (int64_t page_start = q.start_unix_ms; page_start <= q.end_unix_ms;) {
-    const int64_t page_end =
-        std::min<int64_t>(q.end_unix_ms, page_start + static_cast<int64_t>(per_page - 1) * step_ms);
-    auto page = ask("query_range", "query=" + expr + "&start=" + prom_time_param(page_start) +
-                                       "&end=" + prom_time_param(page_end) +
-                                       "&step=" + prom_time_param(step_ms));
-    if (!page) return page.error();
-    ++out.pages;
-    for (auto& s : page.value()) {
-      auto& m = merged[s.labels];
-      if (m.labels.empty()) m.labels = s.labels;
-      m.points.insert(m.points.end(), s.points.begin(), s.points.end());
-    }
-    page_start = page_end + step_ms;
-  }
-  out.series.reserve(merged.size());
-  for (auto& [labels, s] : merged) out.series.push_back(std::move(s));
-  out.step_s = static_cast<double>(step_ms) / 1000.0;
-  out.step_note = step_note.empty() ? "given" : step_note;
-  return out;
-}
-
-std::string prometheus_source(const PrometheusQuery& q) {
-  return fmt::format("prometheus {}{}", q.url, q.selector.empty() ? "" : " " + q.selector);
-}
-
-std::string prometheus_read_note(const PromFetch& f) {
-  return fmt::format("read {} series from Prometheus in {} range quer{} at a step of {} s ({})",
-                     f.series.size(), f.pages, f.pages == 1 ? "y" : "ies", f.step_s, f.step_note);
-}
-
-Error no_gpu_series(const PrometheusQuery& q) {
-  return failure(fmt::format(
-      "{}: no GPU series{} between {} and {} (looked for dcgm-exporter's and gpudoctor's "
-      "metric names, with a gpu or UUID label)",
-      q.url, q.selector.empty() ? "" : " matching " + q.selector,
-      text::format_timestamp_ms(q.start_unix_ms, '-'),
-      text::format_timestamp_ms(q.end_unix_ms, '-')));
-}
-
-Result<Recording> load_prometheus(const PrometheusQuery& q, const LoadOptions& options) {
-  auto fetched = fetch_prometheus_series(q);
-  if (!fetched) return fetched.error();
-  Recording rec = recording_from_series(fetched->series, prometheus_source(q));
-  if (rec.gpus.empty()) return no_gpu_series(q);
-  rec.notes.insert(rec.notes.begin(), prometheus_read_note(fetched.value()));
-  log_reader::finish_series_gpus(rec, options.power_limit_w);
-  if (!options.gpu_name.empty()) log_reader::name_unnamed_gpus(rec, options.gpu_name);
   return rec;
 }
 

@@ -1,4 +1,4 @@
-// One connection of the HTTP server (export/http_server.hpp) and its non-blocking reads and
+// One connection of the HTTP server (exporter/http_server.hpp) and its non-blocking reads and
 // writes, plain or TLS. The event loop owns every Conn; these functions never block.
 // Thread-safety: a Conn belongs to the event-loop thread.
 #pragma once
@@ -12,7 +12,7 @@
 #include <memory>
 #include <string>
 
-#include "export/http_server.hpp"
+#include "exporter/http_server.hpp"
 
 namespace gpudoctor::http {
 
@@ -35,7 +35,7 @@ struct Conn {
   bool counted = false;  // in the server's and its peer's counts of held connections
   std::string peer;      // the peer's address (http::peer_key)
   // Since when it is idle (between requests, or since it was accepted), or since its head or
-  // handshake began: the order in which connections give way (export/http_admission.hpp).
+  // handshake began: the order in which connections give way (exporter/http_admission.hpp).
   std::chrono::steady_clock::time_point since;
   std::chrono::steady_clock::time_point deadline;
   uint32_t events = 0;

@@ -1,4 +1,4 @@
-// The bcrypt side of the HTTP server (export/http_server.hpp): a thread that checks basic
+// The bcrypt side of the HTTP server (exporter/http_server.hpp): a thread that checks basic
 // authentication off the event loop, so that a slow bcrypt never delays other scrapers. The
 // loop submits a job per request whose credentials are not yet known good, and takes the
 // finished ones back when `on_done` (its wake-up) has been called. At most kMaxJobs wait; more
@@ -15,7 +15,7 @@
 #include <string>
 #include <thread>
 
-#include "export/web_config.hpp"
+#include "exporter/web_config.hpp"
 
 namespace gpudoctor {
 

@@ -1,4 +1,4 @@
-// The TLS side of the HTTP server (export/http_server.hpp): an OpenSSL server context from a web
+// The TLS side of the HTTP server (exporter/http_server.hpp): an OpenSSL server context from a web
 // configuration. TLS 1.2 offers only forward-secret AEAD suites (ECDHE with AES-GCM or
 // ChaCha20-Poly1305, the list Prometheus' exporter-toolkit defaults to); TLS 1.3's suites are
 // all of that kind. Errors name the web configuration file and the line of the key at fault.
@@ -11,7 +11,7 @@
 #include <string>
 
 #include "core/result.hpp"
-#include "export/web_config.hpp"
+#include "exporter/web_config.hpp"
 
 namespace gpudoctor {
 

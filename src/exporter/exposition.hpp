@@ -17,6 +17,7 @@
 
 #include "analysis/causes.hpp"
 #include "analysis/diagnosis.hpp"
+#include "analysis/ledger.hpp"
 #include "analysis/snapshot.hpp"
 #include "core/device.hpp"
 #include "core/owner.hpp"
@@ -49,13 +50,6 @@ struct ExportOptions {
 const std::vector<std::string>& owner_label_names();
 // Parses --owner-labels "job,user" ("none": no optional label); errors name the bad field.
 Result<std::vector<std::string>> parse_owner_labels(const std::string& text);
-
-// serve's ledger for one GPU: counters since the exporter started (gpudoctor_lost_gpu_seconds_
-// total by cause, gpudoctor_gpu_seconds_total by state). Each sample is counted once.
-struct GpuLedger {
-  std::array<double, kCauseCount> lost_s{};  // by cause (healthy stays 0)
-  double working_s = 0, lost_total_s = 0, idle_allocated_s = 0, free_s = 0;
-};
 
 // One live-diagnosis finding that covers a GPU.
 struct GpuFinding {

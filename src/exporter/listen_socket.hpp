@@ -1,4 +1,4 @@
-// The listening socket of the HTTP server (export/http_server.hpp), from a --listen address:
+// The listening socket of the HTTP server (exporter/http_server.hpp), from a --listen address:
 // "host:port" and "[v6]:port" bind what the host resolves to (its first address that binds);
 // ":port" binds every interface, IPv6 and IPv4 together on one dual-stack socket
 // (IPV6_V6ONLY off), or IPv4 alone where the host has no IPv6. Thread-safety: reentrant.

@@ -9,14 +9,22 @@
 // Thread-safety: none; one owner drives it.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <deque>
 #include <vector>
 
+#include "analysis/causes.hpp"
 #include "analysis/diagnosis.hpp"
-#include "export/exposition.hpp"
 
 namespace gpudoctor {
+
+// serve's ledger for one GPU: counters since the exporter started (gpudoctor_lost_gpu_seconds_
+// total by cause, gpudoctor_gpu_seconds_total by state). Each sample is counted once.
+struct GpuLedger {
+  std::array<double, kCauseCount> lost_s{};  // by cause (healthy stays 0)
+  double working_s = 0, lost_total_s = 0, idle_allocated_s = 0, free_s = 0;
+};
 
 // What one sample added to the counters, and when it was taken.
 struct CountedSample {

@@ -1,4 +1,4 @@
-#include "export/auth_worker.hpp"
+#include "exporter/auth_worker.hpp"
 
 #include <pthread.h>
 

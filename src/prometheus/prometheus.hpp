@@ -3,9 +3,10 @@
 // paged so no query asks for more than Prometheus' 11,000 points per series) under either
 // dcgm-exporter's names (DCGM_FI_DEV_POWER_USAGE, DCGM_FI_PROF_SM_ACTIVE, ...: what `gpudoctor
 // serve` exports by default, and what clusters running dcgm-exporter already have) or
-// gpudoctor's own (serve --no-dcgm-names), converts DCGM units back to the catalogue's, and
-// builds one Recording with a GpuSeries per GPU (per host and gpu label), so the same diagnosis
-// runs on it. The step is the scrape interval found in the data unless given.
+// gpudoctor's own (serve --no-dcgm-names) and builds, through formats/prom_series (the answers
+// read, DCGM units converted back to the catalogue's), one Recording with a GpuSeries per GPU (per
+// host and gpu label), so the same diagnosis runs on it. The step is the scrape interval found in
+// the data unless given.
 #pragma once
 
 #include <chrono>
@@ -20,6 +21,7 @@
 #include "core/recording.hpp"
 #include "core/result.hpp"
 #include "formats/load.hpp"
+#include "formats/prom_series.hpp"
 
 namespace gpudoctor {
 
@@ -41,13 +43,8 @@ Result<PrometheusQuery> prometheus_query(const std::string& url, const std::stri
                                          int64_t now_unix_ms);
 
 // All the GPUs the query finds in one Recording (GPUs of several hosts numbered 0.. with a note
-// each). `diagnose --prometheus` groups them into runs instead (formats/prometheus_runs).
+// each). `diagnose --prometheus` groups them into runs instead (prometheus/prometheus_runs).
 Result<Recording> load_prometheus(const PrometheusQuery& query, const LoadOptions& options = {});
-
-struct PromSeries {
-  std::map<std::string, std::string> labels;       // __name__ included
-  std::vector<std::pair<int64_t, double>> points;  // unix ms, value (NaN kept)
-};
 
 // One call of the HTTP API (endpoint "query" or "query_range", URL-encoded parameters): the
 // series of the answer, or an error that says what went wrong (unreachable, refused, not a
@@ -90,21 +87,7 @@ std::string prom_time_param(int64_t unix_ms);
 
 // --- the pieces, for tests ---
 
-// The "data.result" of a query or query_range answer of resultType matrix (or vector), or the
-// error Prometheus gave.
-Result<std::vector<PromSeries>> parse_prometheus_answer(std::string_view body);
 // `{a="b"}` or `a="b"` -> `a="b"`; errors for unbalanced braces.
 Result<std::string> selector_matchers(const std::string& selector);
-// The metric names the reader asks for, DCGM's first.
-std::vector<std::string> prometheus_metric_names();
-// Groups series into GPUs and fills a Recording (no finishing step: load_prometheus does that):
-// each GPU keeps its host (GpuSeries::host) and its gpu label as index, and the owners its series
-// name (gpudoctor_gpu_owner_info; dcgm-exporter's hpc_job, pod, namespace, container labels) as
-// owner spans.
-Recording series_by_gpu(const std::vector<PromSeries>& series, const std::string& source);
-// GPUs of several hosts numbered 0.. in order, a note for each ("GPU 4 is node2 gpu 0 (UUID)").
-void number_across_hosts(Recording& rec);
-// series_by_gpu, then number_across_hosts.
-Recording recording_from_series(const std::vector<PromSeries>& series, const std::string& source);
 
 }  // namespace gpudoctor

@@ -1,4 +1,4 @@
-#include "formats/text.hpp"
+#include "text/text.hpp"
 
 #include <algorithm>
 #include <charconv>

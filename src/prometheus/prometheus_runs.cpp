@@ -1,4 +1,4 @@
-#include "formats/prometheus_runs.hpp"
+#include "prometheus/prometheus_runs.hpp"
 
 #include <algorithm>
 #include <map>

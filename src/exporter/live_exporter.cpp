@@ -1,4 +1,4 @@
-#include "export/live_exporter.hpp"
+#include "exporter/live_exporter.hpp"
 
 #include <algorithm>
 #include <cmath>

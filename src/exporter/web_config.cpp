@@ -1,4 +1,4 @@
-#include "export/web_config.hpp"
+#include "exporter/web_config.hpp"
 
 #include <crypt.h>
 #include <fcntl.h>

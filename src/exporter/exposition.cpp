@@ -1,4 +1,4 @@
-#include "export/exposition.hpp"
+#include "exporter/exposition.hpp"
 
 #include <algorithm>
 #include <cmath>

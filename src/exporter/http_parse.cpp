@@ -1,4 +1,4 @@
-#include "export/http_parse.hpp"
+#include "exporter/http_parse.hpp"
 
 #include <algorithm>
 #include <cctype>
@@ -7,7 +7,7 @@
 
 #include <fmt/format.h>
 
-#include "formats/text.hpp"
+#include "text/text.hpp"
 
 namespace gpudoctor {
 namespace http {

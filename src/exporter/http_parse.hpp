@@ -1,4 +1,4 @@
-// The parsing half of the HTTP server (export/http_server.hpp): one request head from the bytes
+// The parsing half of the HTTP server (exporter/http_server.hpp): one request head from the bytes
 // a connection has received, and the status lines the server answers with. Pure functions, no
 // sockets, so the rules (sizes, header names, Host, bodies) are tested without a server.
 // Thread-safety: stateless.
@@ -7,7 +7,7 @@
 #include <cstddef>
 #include <string_view>
 
-#include "export/http_server.hpp"
+#include "exporter/http_server.hpp"
 
 namespace gpudoctor::http {
 
