@@ -1,0 +1,78 @@
+# The `rooms` test: every #include "ROOM/..." in src/ against the table in src/rooms.cmake. Fails
+# on an include of a room the including room may not use (an arrow up, or sideways to a room it
+# does not declare), on a room of src/ missing from the table, and on a table whose uses point up
+# (a circle). Prints the house, floor by floor, when all is well.
+#   cmake -DSRC=<repo>/src -P cmake/check_rooms.cmake
+cmake_minimum_required(VERSION 3.25)
+if(NOT SRC)
+  message(FATAL_ERROR "check_rooms: give -DSRC=<repo>/src")
+endif()
+include(${SRC}/rooms.cmake)
+
+set(errors ${GPUDOCTOR_ROOM_TABLE_ERRORS})
+
+# Every folder of src/ is a room of the table.
+file(GLOB entries RELATIVE ${SRC} ${SRC}/*)
+foreach(e IN LISTS entries)
+  if(IS_DIRECTORY ${SRC}/${e} AND NOT e IN_LIST GPUDOCTOR_ROOMS)
+    list(APPEND errors "src/${e} is not a room of src/rooms.cmake")
+  endif()
+endforeach()
+
+file(GLOB_RECURSE files RELATIVE ${SRC} ${SRC}/*.cpp ${SRC}/*.hpp ${SRC}/*.def ${SRC}/*.inc)
+list(SORT files)
+set(count 0)
+foreach(f IN LISTS files)
+  string(REGEX MATCH "^[^/]+" room "${f}")
+  if(NOT room IN_LIST GPUDOCTOR_ROOMS)
+    continue()  # reported above
+  endif()
+  file(STRINGS ${SRC}/${f} lines REGEX "^[ \t]*#[ \t]*include[ \t]*\"[^\"/]+/")
+  foreach(line IN LISTS lines)
+    string(REGEX REPLACE "^[ \t]*#[ \t]*include[ \t]*\"([^\"/]+)/.*$" "\\1" target "${line}")
+    if(NOT IS_DIRECTORY ${SRC}/${target} OR target STREQUAL room)
+      continue()  # not a room (a system or generated path), or the room itself
+    endif()
+    math(EXPR count "${count} + 1")
+    if(NOT target IN_LIST GPUDOCTOR_ROOM_BELOW_${room})
+      string(STRIP "${line}" line)
+      list(JOIN GPUDOCTOR_ROOM_BELOW_${room} " " below)
+      list(APPEND errors "src/${f}: ${line}: room ${room} may not use ${target} (it may use: ${below})")
+    endif()
+  endforeach()
+endforeach()
+
+if(errors)
+  list(JOIN errors "\n  " text)
+  message(FATAL_ERROR "check_rooms: the includes leave their rooms (src/rooms.cmake):\n  ${text}")
+endif()
+
+# The house: each room on the floor above the highest room it uses.
+set(top 0)
+foreach(room IN LISTS GPUDOCTOR_ROOMS)
+  set(floor 0)
+  foreach(u IN LISTS GPUDOCTOR_ROOM_USES_${room})
+    math(EXPR f "${floor_${u}} + 1")
+    if(f GREATER floor)
+      set(floor ${f})
+    endif()
+  endforeach()
+  set(floor_${room} ${floor})
+  list(APPEND on_floor_${floor} ${room})
+  if(floor GREATER top)
+    set(top ${floor})
+  endif()
+endforeach()
+set(house "")
+foreach(floor RANGE ${top} 0 -1)
+  set(line "")
+  foreach(room IN LISTS on_floor_${floor})
+    list(JOIN GPUDOCTOR_ROOM_USES_${room} " " uses)
+    string(APPEND line "  ${room}")
+    if(uses)
+      string(APPEND line " (-> ${uses})")
+    endif()
+  endforeach()
+  string(APPEND house "  ${floor}:${line}\n")
+endforeach()
+message("check_rooms: ${count} includes across rooms, every one downward; the house:\n${house}")
