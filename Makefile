@@ -1,6 +1,7 @@
 # Convenience targets; each installs what it needs first, so both work on a fresh Debian 12 clone.
 #   make demo   build the program only (not the tests) and run `gpudoctor demo`: simulated GPUs
-#               with known problems, no GPU needed
+#               with known problems, no GPU needed. About 280 CPU-seconds of compiling (src/ in
+#               unity groups, docs/architecture.md "Building"): under 3 minutes on 2 idle cores
 #   make test   build release and sanitizer (ASan+UBSan) configurations and run every test in both
 PRESET ?= release
 DEMO_CAPTURE ?= tests/data/captures/demo-4gpu.json
@@ -15,7 +16,8 @@ build: deps
 	@cmake --preset $(PRESET) >/dev/null
 	@cmake --build --preset $(PRESET) -j $(JOBS)
 
-# The quickest first run: the build packages only, then the one target the demo needs.
+# The quickest first run: the build packages only, then the one target the demo needs (every room
+# of src/ and the program; no tests, benchmarks or stand-ins).
 demo:
 	@bash scripts/install-deps.sh build
 	@cmake --preset $(PRESET) >/dev/null
