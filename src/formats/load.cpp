@@ -15,20 +15,12 @@
 
 #include <fmt/format.h>
 
-#include "formats/capture_reader.hpp"
 #include "formats/csv_frame.hpp"
-#include "formats/dcgm.hpp"
-#include "formats/dmon.hpp"
 #include "formats/encoding.hpp"
 #include "formats/finish.hpp"
-#include "formats/generic_csv.hpp"
 #include "formats/input_bytes.hpp"
-#include "formats/json_samples.hpp"
-#include "formats/prom_text.hpp"
+#include "formats/inputs.hpp"
 #include "formats/run_folders.hpp"
-#include "formats/smi_csv.hpp"
-#include "formats/smi_table.hpp"
-#include "formats/text_layouts.hpp"
 #include "formats/wandb.hpp"
 #include "store/sqlite_store.hpp"
 #include "text/text.hpp"
@@ -80,20 +72,15 @@ class MappedFile {
 }  // namespace
 
 std::vector<std::string> input_formats() {
-  return {"auto",        "recording",  "capture",   "smi-csv",     "smi-table", "nvitop",
-          "dmon",        "dcgmi-dmon", "dcgm-dump", "prom-text",   "json",      "wandb",
-          "afterburner", "kv-blocks",  "gpustat",   "generic-csv", "ws-table"};
+  std::vector<std::string> names{"auto"};
+  for (const auto& r : input_readers()) names.emplace_back(r.name);
+  return names;
 }
 
 namespace {
 
 // Detection looks at this many bytes from the start of the input.
 constexpr size_t kHeadBytes = 4096;
-
-bool known_format(const std::string& format) {
-  const auto all = input_formats();
-  return std::find(all.begin(), all.end(), format) != all.end();
-}
 
 // A header line of a delimited table (',' ';' or tab, at least two named cells, the next line with
 // as many cells): its line number and cells. Only the first line that is not blank or a comment.
@@ -115,33 +102,28 @@ std::optional<std::pair<size_t, std::vector<std::string_view>>> unknown_header(
   return std::make_pair(line_no, cells);
 }
 
-// The reader for an input whose first bytes are `head`: --input-format, else by content.
-Result<std::string> choose_format(std::string_view head, const std::string& origin,
-                                  const LoadOptions& options) {
+// What every reader reads, for the error about a file none takes.
+std::string every_format_read() {
+  std::vector<std::string_view> what;
+  for (const auto& r : input_readers())
+    if (!r.what.empty()) what.push_back(r.what);
+  return fmt::format("{}", fmt::join(what, ", "));
+}
+
+// The reader for an input whose first bytes are `head`: --input-format, else by content, in the
+// registry's order.
+Result<const InputReader*> choose_reader(std::string_view head, const std::string& origin,
+                                         const LoadOptions& options) {
   const std::string& format = options.input_format;
-  if (!known_format(format))
+  if (format != "auto") {
+    if (const auto* r = find_input_reader(format)) return r;
     return usage_error(fmt::format("unknown input format '{}' (use {})", format,
                                    fmt::join(input_formats(), ", ")));
-  if (format != "auto") return format;
-  if (looks_like_recording(head)) return std::string("recording");
-  if (looks_like_capture(head)) return std::string("capture");
-  if (looks_like_wandb_run(head)) return std::string("wandb");
-  if (looks_like_json_samples(head)) return std::string("json");
-  if (looks_like_smi_table(head)) return std::string("smi-table");
-  if (looks_like_dmon(head)) return std::string("dmon");
-  if (looks_like_dcgmi_dmon(head)) return std::string("dcgmi-dmon");
-  if (looks_like_dcgm_long(head)) return std::string("dcgm-dump");
-  if (looks_like_prom_text(head)) return std::string("prom-text");
-  if (looks_like_afterburner(head)) return std::string("afterburner");
-  if (looks_like_key_value_blocks(head)) return std::string("kv-blocks");
-  if (looks_like_gpustat(head)) return std::string("gpustat");
-  // Home-made headers can share a name or two with nvidia-smi's (gpu_name, pstate): the generic
-  // reader claims those, nvidia-smi's own dotted names stay with its reader.
-  if ((looks_like_smi_csv(head) && !looks_like_generic_csv(head)) || !options.columns.empty())
-    return std::string("smi-csv");
-  if (looks_like_generic_csv(head)) return std::string("generic-csv");
-  if (looks_like_ws_table(head)) return std::string("ws-table");
-  if (!options.map.empty()) return std::string("generic-csv");
+  }
+  for (const auto& r : input_readers())
+    if (r.recognise && r.recognise(head, options)) return &r;
+  for (const auto& r : input_readers())
+    if (r.last_resort && r.last_resort(head, options)) return &r;
   if (head.empty()) return usage_error(origin + ": the file is empty");
   // UTF-16, binary data or blank lines only: said as such.
   if (auto e = text::check_input(text::strip_bom(head), origin, "a format gpudoctor reads",
@@ -154,55 +136,8 @@ Result<std::string> choose_format(std::string_view head, const std::string& orig
         "COLUMN=FIELD (field ids: gpudoctor fields; known column names: gpudoctor formats), e.g. "
         "--map '{}=util_gpu_pct'",
         origin, header->first, log_reader::join_names(header->second), header->second.back()));
-  return usage_error(fmt::format(
-      "{}: not a format gpudoctor reads (recordings, captures, nvidia-smi --query-gpu CSV, "
-      "nvidia-smi table snapshots, nvidia-smi dmon, dcgmi dmon, DCGM field dumps, Prometheus "
-      "text snapshots, JSON samples, W&B run files, Afterburner .hml, key: value blocks, "
-      "gpustat snapshots, whitespace-aligned tables, CSV with recognised column names); "
-      "--input-format forces one",
-      origin));
-}
-
-Result<Recording> read_text(std::string_view text, const std::string& origin,
-                            const std::string& format, const LoadOptions& options) {
-  if (format == "capture") return read_capture(text, origin);
-  if (format == "smi-csv") {
-    SmiCsvOptions o;
-    o.columns = options.columns;
-    o.power_limit_w = options.power_limit_w;
-    return read_smi_csv(text, origin, o);
-  }
-  if (format == "smi-table" || format == "nvitop") {  // one reader: the banner tells which
-    SmiTableOptions o;
-    o.power_limit_w = options.power_limit_w;
-    return read_smi_table(text, origin, o);
-  }
-  if (format == "generic-csv" || format == "afterburner" || format == "kv-blocks" ||
-      format == "gpustat" || format == "ws-table") {
-    GenericCsvOptions o;
-    o.map = options.map;
-    o.power_limit_w = options.power_limit_w;
-    if (format == "afterburner") return read_afterburner(text, origin, o);
-    if (format == "kv-blocks") return read_key_value_blocks(text, origin, o);
-    if (format == "gpustat") return read_gpustat(text, origin, o);
-    if (format == "ws-table") return read_ws_table(text, origin, o);
-    return read_generic_csv(text, origin, o);
-  }
-  if (format == "dcgmi-dmon" || format == "dcgm-dump") {
-    DcgmOptions o;
-    o.power_limit_w = options.power_limit_w;
-    return format == "dcgmi-dmon" ? read_dcgmi_dmon(text, origin, o)
-                                  : read_dcgm_long(text, origin, o);
-  }
-  if (format == "json") return read_json_samples(text, origin, options);
-  if (format == "wandb") return read_wandb_run(text, origin, options);
-  if (format == "prom-text") return read_prom_text(text, origin, options);
-  if (format == "dmon") {
-    DmonOptions o;
-    o.power_limit_w = options.power_limit_w;
-    return read_dmon(text, origin, o);
-  }
-  return usage_error(fmt::format("{}: a gpudoctor recording (SQLite) is read from a file", origin));
+  return usage_error(fmt::format("{}: not a format gpudoctor reads ({}); --input-format forces one",
+                                 origin, every_format_read()));
 }
 
 // --gpu-name, whatever the input was.
@@ -227,9 +162,9 @@ Result<Recording> load_text(std::string_view bytes, const std::string& origin,
     enc = text::detect_encoding(bytes);
     utf8 = text::decode_to_utf8(bytes, enc, decoded);
   }
-  auto format = choose_format(utf8.substr(0, kHeadBytes), origin, options);
-  if (!format) return format.error();
-  auto rec = read_text(utf8, origin, *format, options);
+  auto reader = choose_reader(utf8.substr(0, kHeadBytes), origin, options);
+  if (!reader) return reader.error();
+  auto rec = reader.value()->read(utf8, origin, options);
   if (rec.ok() && enc != text::Encoding::kUtf8 && enc != text::Encoding::kUtf8Bom)
     log_reader::add_note(rec.value(), fmt::format("the file is {} text: decoded to UTF-8",
                                                   text::encoding_name(enc)));

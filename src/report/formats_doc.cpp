@@ -7,6 +7,7 @@
 
 #include "core/fields.hpp"
 #include "formats/column_catalogue.hpp"
+#include "formats/inputs.hpp"
 
 namespace gpudoctor {
 
@@ -84,11 +85,15 @@ std::string render_catalogue_markdown() {
 }
 
 std::string render_catalogue_text() {
-  std::string s =
-      "Column names gpudoctor reads in CSV-like logs, by the tool that writes them (compared "
-      "after normalising: lower case, '_' between words; a unit may follow as a suffix or in "
-      "brackets). Every field id, nvidia-smi --query-gpu name, DCGM name and gpudoctor "
-      "Prometheus name (gpudoctor fields) is read too.\n";
+  std::string s = "Inputs (--input-format NAME; auto tries them by content in this order):\n";
+  for (const auto& r : input_readers()) {
+    std::string line = fmt::format("  {:<14} {}", r.name, r.what.empty() ? "(as above)" : r.what);
+    s += line + "\n";
+  }
+  s += "\nColumn names gpudoctor reads in CSV-like logs, by the tool that writes them (compared "
+       "after normalising: lower case, '_' between words; a unit may follow as a suffix or in "
+       "brackets). Every field id, nvidia-smi --query-gpu name, DCGM name and gpudoctor "
+       "Prometheus name (gpudoctor fields) is read too.\n";
   for (const auto& [tool, rows] : rows_by_tool()) {
     s += fmt::format("\n{}\n", tool);
     for (const auto& r : rows) {

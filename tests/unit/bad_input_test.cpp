@@ -583,11 +583,11 @@ std::vector<Case> detection_cases() {
        "C],GPU Load [%]\n1,40,90\n2,41,91\n3,42,92\n",
        read(3, "the file is Windows-1252 (latin-1) text: decoded to UTF-8")},
       {f, "prose", "hello\nthis is not a log\n",
-       refused("in.log: not a format gpudoctor reads (recordings, captures, nvidia-smi "
-               "--query-gpu CSV, nvidia-smi table snapshots, nvidia-smi dmon, dcgmi dmon, DCGM "
-               "field dumps, Prometheus text snapshots, JSON samples, W&B run files, Afterburner "
-               ".hml, key: value blocks, gpustat snapshots, whitespace-aligned tables, CSV with "
-               "recognised column names); "
+       refused("in.log: not a format gpudoctor reads (recordings, captures, W&B run files, "
+               "JSON samples, nvidia-smi table snapshots, nvidia-smi dmon, dcgmi dmon, DCGM "
+               "field dumps, Prometheus text snapshots, Afterburner .hml, key: value blocks, "
+               "gpustat snapshots, nvidia-smi --query-gpu CSV, CSV with recognised column "
+               "names, whitespace-aligned tables); "
                "--input-format forces one")},
       {f, "nvidia-smi CSV cut mid-value", drop(kSmi, 4),
        read(2,
