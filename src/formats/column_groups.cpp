@@ -13,11 +13,7 @@ namespace gpudoctor::csv {
 
 namespace {
 
-bool contains_ci(std::string_view s, std::string_view needle) {
-  for (size_t i = 0; i + needle.size() <= s.size(); ++i)
-    if (text::iequals(s.substr(i, needle.size()), needle)) return true;
-  return false;
-}
+using text::contains_ci;
 
 bool is_quantity(Role r) {
   return r == Role::kField || r == Role::kReason;

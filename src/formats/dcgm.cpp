@@ -20,6 +20,7 @@
 #include "formats/column_catalogue.hpp"
 #include "formats/dcgm_scrape.hpp"
 #include "formats/finish.hpp"
+#include "formats/no_value.hpp"
 #include "text/text.hpp"
 
 namespace gpudoctor {
@@ -174,24 +175,21 @@ Cell blank_kind(int64_t offset) {
   return Cell::kMissing;
 }
 
-bool contains_ci(std::string_view s, std::string_view needle) {
-  if (needle.size() > s.size()) return false;
-  for (size_t i = 0; i + needle.size() <= s.size(); ++i)
-    if (iequals(s.substr(i, needle.size()), needle)) return true;
-  return false;
-}
-
 // One value as DCGM printed it, in DCGM's unit. Integers are read exactly so that the int64
 // blanks (beyond a double's precision) are recognised: an integer is blank in the INT32 and FP64
 // blank windows (base .. base + 15) and from the INT64 base up; any other number from 2^47 up is
 // an FP64 blank. Integers beyond 2^31 are real values (energy in mJ, byte rates).
 Cell read_cell(std::string_view v, double& out) {
-  if (v.empty() || iequals(v, "N/A")) return Cell::kMissing;
-  if (v.front() == '<') {
-    if (!text::istarts_with(v, "<<<")) return Cell::kBad;
-    if (contains_ci(v, "NOT_SUPPORTED")) return Cell::kNotSupported;
-    if (contains_ci(v, "PERMISSION")) return Cell::kNoPermission;
-    return Cell::kMissing;  // <<<NULL>>>, <<<NOT_FOUND>>>
+  switch (csv::no_value(v)) {  // the one no-value rule: "N/A", <<<NOT_SUPPORTED>>>, <<<NULL>>> ...
+    case csv::NoValue::kNone:
+      break;
+    case csv::NoValue::kNotSupported:
+      return Cell::kNotSupported;
+    case csv::NoValue::kNoPermission:
+      return Cell::kNoPermission;
+    case csv::NoValue::kMissing:
+    case csv::NoValue::kError:
+      return Cell::kMissing;
   }
   if (const auto i = text::parse_int(v)) {
     if (*i >= kInt64Blank) return blank_kind(*i - kInt64Blank);
@@ -222,7 +220,7 @@ Cell field_value(Field f, std::string_view v, double& out) {
 
 // A string value (name, UUID ...), "" when DCGM had none.
 std::string_view string_value(std::string_view v) {
-  if (v.empty() || iequals(v, "N/A") || text::istarts_with(v, "<<<")) return {};
+  if (csv::no_value(v) != csv::NoValue::kNone) return {};
   return v;
 }
 

@@ -14,6 +14,9 @@
 #include <fmt/format.h>
 
 #include "formats/finish.hpp"
+#include "formats/log_time.hpp"
+#include "formats/log_units.hpp"
+#include "formats/no_value.hpp"
 #include "text/text.hpp"
 
 namespace gpudoctor {
@@ -123,40 +126,11 @@ const Name* find_name(std::string_view raw) {
 using text::is_space;
 using text::split_ws;
 
-// The factor that turns a value in dmon's unit into the field's unit; nullopt: a unit this reader
-// does not know.
+// The factor that turns a value in dmon's unit into the field's unit (the one unit table, after
+// dmon's "GPM:" prefix); nullopt: a unit no reader knows.
 std::optional<double> unit_factor(Unit u, std::string_view s) {
   if (text::istarts_with(s, "GPM:")) s.remove_prefix(4);
-  auto is = [&](std::string_view a) { return iequals(s, a); };
-  switch (u) {
-    case Unit::kPercent:
-      if (is("%")) return 1.0;
-      break;
-    case Unit::kWatt:
-      if (is("W")) return 1.0;
-      if (is("mW")) return 1e-3;
-      break;
-    case Unit::kCelsius:
-      if (is("C")) return 1.0;
-      break;
-    case Unit::kMegahertz:
-      if (is("MHz")) return 1.0;
-      if (is("GHz")) return 1e3;
-      break;
-    case Unit::kMebibyte:
-      if (is("MB") || is("MiB")) return 1.0;
-      if (is("GB") || is("GiB")) return 1024.0;
-      if (is("KB") || is("KiB")) return 1.0 / 1024;
-      break;
-    case Unit::kMebibytePerSecond:
-      if (is("MB/s") || is("MiB/s")) return 1.0;
-      if (is("GB/s") || is("GiB/s")) return 1024.0;
-      if (is("KB/s") || is("KiB/s")) return 1.0 / 1024;
-      break;
-    default:
-      break;
-  }
-  return std::nullopt;
+  return csv::unit_factor(u, s);
 }
 
 struct Column {
@@ -279,46 +253,8 @@ bool is_names_line(const std::vector<std::string_view>& tokens) {
 // ---------------------------------------------------------------------------------------------
 // Dates and times
 
-bool digits(std::string_view s, size_t pos, size_t n, int64_t& out) {
-  if (pos + n > s.size()) return false;
-  int64_t v = 0;
-  for (size_t i = 0; i < n; ++i) {
-    const char c = s[pos + i];
-    if (c < '0' || c > '9') return false;
-    v = v * 10 + (c - '0');
-  }
-  out = v;
-  return true;
-}
-
-// "20240314" (dmon -o D), also "2024/03/14" and "2024-03-14": days since 1970-01-01.
-std::optional<int64_t> parse_date(std::string_view s) {
-  int64_t y = 0, m = 0, d = 0;
-  if (s.size() == 8) {
-    if (!digits(s, 0, 4, y) || !digits(s, 4, 2, m) || !digits(s, 6, 2, d)) return std::nullopt;
-  } else if (s.size() == 10 && (s[4] == '/' || s[4] == '-') && s[7] == s[4]) {
-    if (!digits(s, 0, 4, y) || !digits(s, 5, 2, m) || !digits(s, 8, 2, d)) return std::nullopt;
-  } else {
-    return std::nullopt;
-  }
-  static constexpr std::array<int, 12> kDays{31, 29, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31};
-  if (y < 1970 || m < 1 || m > 12 || d < 1 || d > kDays[static_cast<size_t>(m - 1)])
-    return std::nullopt;
-  const bool leap = (y % 4 == 0 && y % 100 != 0) || y % 400 == 0;
-  if (m == 2 && d == 29 && !leap) return std::nullopt;
-  return text::days_from_civil(y, static_cast<unsigned>(m), static_cast<unsigned>(d));
-}
-
-// "23:59:57" (dmon -o T): milliseconds since midnight.
-std::optional<int64_t> parse_time_of_day(std::string_view s) {
-  int64_t h = 0, m = 0, sec = 0;
-  if (s.size() != 8 || s[2] != ':' || s[5] != ':' || !digits(s, 0, 2, h) || !digits(s, 3, 2, m) ||
-      !digits(s, 6, 2, sec) || h > 23 || m > 59 || sec > 60)
-    return std::nullopt;
-  return ((h * 60 + m) * 60 + sec) * 1000;
-}
-
-constexpr int64_t kDayMs = 86400000;
+// Dates and times are log_time's: "20240314" (dmon -o D), "2024/03/14", "23:59:57" (-o T).
+constexpr int64_t kDayMs = static_cast<int64_t>(csv::kDayMs);
 
 // ---------------------------------------------------------------------------------------------
 // Reader
@@ -533,20 +469,20 @@ void Reader::data_line(std::string_view t, size_t line_no, bool last_unterminate
   int64_t ms = 0;
   if (L_.time >= 0) {
     const std::string_view tv = cells_[static_cast<size_t>(L_.time)];
-    const auto tod = parse_time_of_day(tv);
+    const auto tod = csv::parse_time_of_day(tv);
     if (!tod) {
       problem(bad_time_, line_no, "cannot read the time \"{}\"", tv);
       return;
     }
     if (L_.date >= 0) {
       const std::string_view dv = cells_[static_cast<size_t>(L_.date)];
-      const auto days = parse_date(dv);
-      if (!days) {
+      const auto day_ms = csv::parse_compact_date(dv);
+      if (!day_ms) {
         problem(bad_time_, line_no, "cannot read the date \"{}\"", dv);
         return;
       }
       mode = Mode::kAbs;
-      ms = *days * kDayMs + *tod;
+      ms = *day_ms + *tod;
     } else {
       mode = Mode::kTod;
       ms = *tod + tod_offset_ms_;
@@ -555,7 +491,7 @@ void Reader::data_line(std::string_view t, size_t line_no, bool last_unterminate
     }
   } else if (L_.date >= 0) {
     const std::string_view dv = cells_[static_cast<size_t>(L_.date)];
-    if (!parse_date(dv)) {
+    if (!csv::parse_compact_date(dv)) {
       problem(bad_time_, line_no, "cannot read the date \"{}\"", dv);
       return;
     }
@@ -612,10 +548,11 @@ void Reader::data_line(std::string_view t, size_t line_no, bool last_unterminate
     const Column& c = L_.cols[i];
     if (c.kind != Kind::kField) continue;
     const std::string_view v = cells_[i];
-    if (v.size() == 1 && v[0] == '-') continue;  // dmon's "no value": not supported or not read
     if (const auto x = text::parse_double(v)) {
       g.series.column_for_write(c.field)[row] = text::scaled(*x, c.scale);
       ++g.counts.value[index_of(c.field)];
+    } else if (csv::no_value(v) != csv::NoValue::kNone) {
+      continue;  // dmon's "-" (not supported or not read), or any other marker of no value
     } else {
       problem(bad_value_, line_no, "{}: cannot read \"{}\"", c.name, v);
     }

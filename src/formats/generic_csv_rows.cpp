@@ -25,28 +25,25 @@
 #include "formats/generic_csv_reader.hpp"
 #include "formats/log_time.hpp"
 #include "formats/log_units.hpp"
+#include "formats/no_value.hpp"
 #include "text/text.hpp"
 
 namespace gpudoctor::generic_csv_reader {
 
-bool contains_ci(std::string_view s, std::string_view needle) {
-  for (size_t i = 0; i + needle.size() <= s.size(); ++i)
-    if (iequals(s.substr(i, needle.size()), needle)) return true;
-  return false;
-}
+using text::contains_ci;
 
-// Markers of "no value" that loggers, pandas and nvidia-smi write.
+// Markers of "no value": the one rule (formats/no_value).
 Cell classify_marker(std::string_view v) {
-  if (v.empty()) return Cell::kMissing;
-  // No marker starts with a digit, and "not supported" needs 12 bytes: "93%", "21234MB" are none.
-  if (v.front() >= '0' && v.front() <= '9' && v.size() < 12) return Cell::kBad;
-  if (contains_ci(v, "not supported") || contains_ci(v, "notsupported")) return Cell::kNotSupported;
-  if (v.front() == '[') return Cell::kMissing;
-  static constexpr std::string_view kMarkers[] = {"nan",   "-nan",    "na",  "n/a", "none", "null",
-                                                  "nil",   "-",       "--",  "?",   "inf",  "-inf",
-                                                  "error", "unknown", "err", "#n/a"};
-  for (const auto m : kMarkers)
-    if (iequals(v, m)) return Cell::kMissing;
+  switch (csv::no_value(v)) {
+    case csv::NoValue::kNone:
+      return Cell::kBad;
+    case csv::NoValue::kNotSupported:
+      return Cell::kNotSupported;
+    case csv::NoValue::kMissing:
+    case csv::NoValue::kNoPermission:
+    case csv::NoValue::kError:
+      return Cell::kMissing;
+  }
   return Cell::kBad;
 }
 

@@ -1,7 +1,10 @@
 #include "formats/log_time.hpp"
 
+#include <algorithm>
+#include <array>
 #include <cmath>
 #include <cstring>
+#include <vector>
 
 #include "formats/log_units.hpp"
 #include "text/text.hpp"
@@ -134,6 +137,50 @@ std::optional<int64_t> parse_day_first_datetime(std::string_view s) {
   const auto t = parse_time_of_day(s.substr(sp + 1));
   if (!t) return std::nullopt;
   return *d + *t;
+}
+
+std::optional<int64_t> parse_compact_date(std::string_view s) {
+  s = text::trim(s);
+  if (s.size() != 8) return parse_date(s);
+  unsigned y = 0, m = 0, d = 0;
+  for (size_t i = 0; i < 8; ++i) {
+    if (!is_digit(s[i])) return std::nullopt;
+    unsigned& part = i < 4 ? y : i < 6 ? m : d;
+    part = part * 10 + static_cast<unsigned>(s[i] - '0');
+  }
+  static constexpr unsigned kDays[] = {31, 29, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31};
+  if (y < 1970 || m < 1 || m > 12 || d < 1 || d > kDays[m - 1]) return std::nullopt;
+  const bool leap = (y % 4 == 0 && y % 100 != 0) || y % 400 == 0;
+  if (m == 2 && d == 29 && !leap) return std::nullopt;
+  return text::days_from_civil(y, m, d) * 86400000;
+}
+
+std::optional<int64_t> parse_ctime(std::string_view t) {
+  t = text::trim(t);
+  if (t.size() < 20 || t.size() > 40 || t[0] < 'A' || t[0] > 'Z') return std::nullopt;
+  std::vector<std::string_view> tok;
+  text::split_ws(t, tok);
+  if (tok.size() != 5) return std::nullopt;
+  static constexpr std::array<std::string_view, 7> kWeekDays{"Mon", "Tue", "Wed", "Thu",
+                                                             "Fri", "Sat", "Sun"};
+  static constexpr std::array<std::string_view, 12> kMonths{
+      "Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"};
+  if (std::find(kWeekDays.begin(), kWeekDays.end(), tok[0]) == kWeekDays.end()) return std::nullopt;
+  const auto m = std::find(kMonths.begin(), kMonths.end(), tok[1]);
+  if (m == kMonths.end()) return std::nullopt;
+  const auto day = text::parse_int(tok[2]);
+  const auto year = text::parse_int(tok[4]);
+  const std::string_view hms = tok[3];
+  if (!day || *day < 1 || *day > 31 || !year || *year < 1970 || *year > 9999 || hms.size() != 8 ||
+      hms[2] != ':' || hms[5] != ':')
+    return std::nullopt;
+  const auto h = text::parse_int(hms.substr(0, 2));
+  const auto mi = text::parse_int(hms.substr(3, 2));
+  const auto sec = text::parse_int(hms.substr(6, 2));
+  if (!h || !mi || !sec || *h > 23 || *mi > 59 || *sec > 60) return std::nullopt;
+  const int64_t days = text::days_from_civil(*year, static_cast<unsigned>(m - kMonths.begin() + 1),
+                                             static_cast<unsigned>(*day));
+  return ((days * 24 + *h) * 60 + *mi) * 60000 + *sec * 1000;
 }
 
 std::optional<int64_t> parse_epoch_ms(std::string_view s, std::string_view* unit) {

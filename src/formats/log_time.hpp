@@ -20,6 +20,12 @@ std::optional<int64_t> parse_time_of_day(std::string_view s);
 std::optional<int64_t> parse_date(std::string_view s);
 // "14.5.2024 9:05:03", "14-05-2024 09:05:03".
 std::optional<int64_t> parse_day_first_datetime(std::string_view s);
+// "20240314" (nvidia-smi dmon -o D; a real date from 1970 on), else parse_date's forms:
+// milliseconds since the epoch at midnight. (Not in parse_date: a number column is no date.)
+std::optional<int64_t> parse_compact_date(std::string_view s);
+// "Tue Nov 26 10:21:07 2024" (C's ctime, `date`, nvidia-smi's table): milliseconds since the
+// epoch, read as UTC.
+std::optional<int64_t> parse_ctime(std::string_view s);
 
 // A Unix epoch time as a number: seconds, milliseconds, microseconds or nanoseconds told by its
 // size (from 1e8 s, 1973, on), e.g. `date +%s` or `date +%s.%N` output. Milliseconds since the

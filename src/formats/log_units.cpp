@@ -1,5 +1,8 @@
 #include "formats/log_units.hpp"
 
+#include <array>
+#include <vector>
+
 namespace gpudoctor::csv {
 namespace {
 
@@ -27,6 +30,8 @@ constexpr UnitToken kUnits[] = {
     {"khz", 0, Unit::kMegahertz, 1e-3, "kHz"},
     {"hz", 0, Unit::kMegahertz, 1e-6, "Hz"},
     {"mib", 0, Unit::kMebibyte, 1, "MiB"},
+    {"tib", 0, Unit::kMebibyte, kMiB, "TiB"},
+    {"tb", 0, Unit::kMebibyte, kMiB, "TiB"},
     {"mb", 0, Unit::kMebibyte, 1, "MiB"},
     {"gib", 0, Unit::kMebibyte, 1024, "GiB"},
     {"gb", 0, Unit::kMebibyte, 1024, "GiB"},
@@ -45,6 +50,8 @@ constexpr UnitToken kUnits[] = {
     {"gb_s", 0, Unit::kMebibytePerSecond, 1024, "GiB/s"},
     {"bytes_s", 0, Unit::kMebibytePerSecond, 1 / kMiB, "bytes/s"},
     {"b_s", 0, Unit::kMebibytePerSecond, 1 / kMiB, "bytes/s"},
+    {"x", 0, Unit::kLanes, 1, "x"},
+    {"lanes", 0, Unit::kLanes, 1, "lanes"},
     {"mj", 0, Unit::kMillijoule, 1, "mJ"},
     {"j", 0, Unit::kMillijoule, 1e3, "J"},
     {"joules", 0, Unit::kMillijoule, 1e3, "J"},
@@ -138,6 +145,31 @@ const UnitToken* unit_of(std::string_view n) {
   const size_t us = n.rfind('_');
   if (us != std::string_view::npos) return unit_exact(n.substr(us + 1));
   return nullptr;
+}
+
+namespace {
+
+// The field units' rows of kUnits by unit, so a reader's per-cell question scans a few rows.
+struct UnitsByUnit {
+  std::array<std::vector<const UnitToken*>, static_cast<size_t>(Unit::kCode) + 1> of;
+  UnitsByUnit() {
+    for (const auto& t : kUnits)
+      if (t.kind == 0) of[static_cast<size_t>(t.unit)].push_back(&t);
+  }
+};
+
+}  // namespace
+
+std::optional<double> unit_factor(Unit u, std::string_view written) {
+  if (written.empty()) return 1.0;
+  static const UnitsByUnit by_unit;
+  // What tools print nearly always: a label as written ("W", "MiB", "%", "MHz", "C").
+  for (const UnitToken* t : by_unit.of[static_cast<size_t>(u)])
+    if (t->label == written) return t->factor;
+  if (written.size() > 24) return std::nullopt;
+  const UnitToken* t = unit_joined(normalise(written));
+  if (t == nullptr || t->kind != 0 || t->unit != u) return std::nullopt;
+  return t->factor;
 }
 
 }  // namespace gpudoctor::csv

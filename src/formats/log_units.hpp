@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -48,5 +49,11 @@ const UnitToken* unit_joined(std::string_view n);
 // A unit written as normalised text: "mw", "mib_s", "mi_b" (camelCase "MiB"), "unix_ms" (its last
 // word).
 const UnitToken* unit_of(std::string_view n);
+
+// The one unit table as every reader asks it: the factor that turns a value written in `written`
+// (as a tool prints it: "mW", "MiB/s", "°C", "%", "kW", "MB", "GiB", "x") into the field unit u;
+// "" is u itself (factor 1); nullopt when `written` is no unit of u. The spellings tools print
+// ("W", "MiB", "%") are found without normalising.
+std::optional<double> unit_factor(Unit u, std::string_view written);
 
 }  // namespace gpudoctor::csv

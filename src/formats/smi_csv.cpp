@@ -18,6 +18,8 @@
 #include "core/reading.hpp"
 #include "formats/finish.hpp"
 #include "formats/log_time.hpp"
+#include "formats/log_units.hpp"
+#include "formats/no_value.hpp"
 #include "text/text.hpp"
 
 namespace gpudoctor {
@@ -226,73 +228,20 @@ Layout make_layout(const std::vector<std::string_view>& names, std::string_view 
 
 enum class Missing : uint8_t { kOther, kNotSupported, kNoPermission };
 
-bool contains_ci(std::string_view s, std::string_view needle) {
-  if (needle.size() > s.size()) return false;
-  for (size_t i = 0; i + needle.size() <= s.size(); ++i)
-    if (iequals(s.substr(i, needle.size()), needle)) return true;
-  return false;
-}
-
-// nvidia-smi's markers for "no value": "[N/A]", "[Not Supported]", "[Unknown Error]",
-// "[Insufficient Permissions]", "[GPU is lost]" ... and the bare "N/A".
+// "No value" is the one rule of formats/no_value ("[N/A]", "[Not Supported]", "-", "nan" ...).
 bool is_marker(std::string_view v) {
-  return v.empty() || v.front() == '[' || iequals(v, "N/A") || iequals(v, "Not Supported") ||
-         iequals(v, "Insufficient Permissions");
+  return csv::no_value(v) != csv::NoValue::kNone;
 }
 
 Missing classify(std::string_view v) {
-  if (contains_ci(v, "not supported")) return Missing::kNotSupported;
-  if (contains_ci(v, "insufficient permission")) return Missing::kNoPermission;
-  return Missing::kOther;
-}
-
-std::optional<double> unit_factor(Unit u, std::string_view s) {
-  if (s.empty()) return 1.0;
-  auto is = [&](std::string_view a) { return iequals(s, a); };
-  switch (u) {
-    case Unit::kPercent:
-      if (is("%")) return 1.0;
-      break;
-    case Unit::kWatt:
-      if (is("W")) return 1.0;
-      if (is("mW")) return 1e-3;
-      if (is("kW")) return 1e3;
-      break;
-    case Unit::kMillijoule:
-      if (is("mJ")) return 1.0;
-      if (is("J")) return 1e3;
-      break;
-    case Unit::kCelsius:
-      if (is("C") || is("\xC2\xB0"
-                        "C"))
-        return 1.0;
-      break;
-    case Unit::kMegahertz:
-      if (is("MHz")) return 1.0;
-      if (is("GHz")) return 1e3;
-      if (is("kHz")) return 1e-3;
-      break;
-    case Unit::kMebibyte:
-      if (is("MiB")) return 1.0;
-      if (is("GiB")) return 1024.0;
-      if (is("KiB")) return 1.0 / 1024;
-      break;
-    case Unit::kMebibytePerSecond:
-      if (is("MiB/s")) return 1.0;
-      if (is("KiB/s") || is("KB/s")) return 1.0 / 1024;
-      if (is("GiB/s")) return 1024.0;
-      break;
-    case Unit::kLanes:
-      if (is("x") || is("lanes")) return 1.0;
-      break;
-    case Unit::kPstateNumber:
-    case Unit::kBitmask:
-    case Unit::kGeneration:
-    case Unit::kCount:
-    case Unit::kCode:
-      break;
+  switch (csv::no_value(v)) {
+    case csv::NoValue::kNotSupported:
+      return Missing::kNotSupported;
+    case csv::NoValue::kNoPermission:
+      return Missing::kNoPermission;
+    default:
+      return Missing::kOther;
   }
-  return std::nullopt;
 }
 
 std::optional<double> parse_value(Field f, std::string_view v) {
@@ -315,7 +264,7 @@ std::optional<double> parse_value(Field f, std::string_view v) {
   }
   const auto nu = text::parse_number_with_unit(v);
   if (!nu) return std::nullopt;
-  const auto k = unit_factor(u, nu->unit);
+  const auto k = csv::unit_factor(u, nu->unit);
   if (!k) return std::nullopt;
   return text::scaled(nu->value, *k);
 }

@@ -16,6 +16,7 @@
 
 #include "core/reading.hpp"
 #include "formats/finish.hpp"
+#include "formats/log_time.hpp"
 #include "formats/smi_table_rows.hpp"
 #include "text/text.hpp"
 
@@ -504,7 +505,7 @@ void Reader::line(std::string_view t, size_t line_no) {
     if (state_ == State::kMig) state_ = State::kAfterGpu;
     return;
   }
-  if (const auto ms = parse_date_line(t)) {
+  if (const auto ms = csv::parse_ctime(t)) {  // nvidia-smi's date line
     if (state_ == State::kGpuBody) end_gpu_table();
     begin_snapshot(line_no, ms);
     return;

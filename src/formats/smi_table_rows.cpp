@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <limits>
 
+#include "formats/log_units.hpp"
+#include "formats/no_value.hpp"
 #include "text/text.hpp"
 
 namespace gpudoctor::smi_table {
@@ -11,42 +13,26 @@ using text::iequals;
 
 namespace {
 
-bool contains_ci(std::string_view s, std::string_view needle) {
-  if (needle.size() > s.size()) return false;
-  for (size_t i = 0; i + needle.size() <= s.size(); ++i)
-    if (iequals(s.substr(i, needle.size()), needle)) return true;
-  return false;
-}
+using text::contains_ci;
 
+// The slot's unit in the one unit table (log_units): "%", "C"/"°C", "W"/"mW"/"kW",
+// "MiB"/"MB"/"GiB", nvitop's "0B" ...
 std::optional<double> unit_factor(size_t slot, std::string_view u) {
-  auto is = [&](std::string_view a) { return iequals(u, a); };
   switch (slot) {
     case kFan:
     case kUtil:
-      if (is("%")) return 1.0;
-      break;
+      return csv::unit_factor(Unit::kPercent, u);
     case kTemp:
-      if (is("C") || is("\xC2\xB0"
-                        "C"))
-        return 1.0;
-      break;
+      return csv::unit_factor(Unit::kCelsius, u);
     case kPwr:
     case kCap:
-      if (is("W")) return 1.0;
-      if (is("mW")) return 1e-3;
-      break;
+      return csv::unit_factor(Unit::kWatt, u);
     case kMemUsed:
     case kMemTotal:
-      if (is("MiB") || is("MB")) return 1.0;
-      if (is("GiB") || is("GB")) return 1024.0;
-      if (is("TiB") || is("TB")) return 1024.0 * 1024.0;
-      if (is("KiB") || is("KB")) return 1.0 / 1024;
-      if (is("B")) return 1.0 / (1024.0 * 1024.0);  // nvitop: "0B", "512B"
-      break;
+      return csv::unit_factor(Unit::kMebibyte, u);
     default:
-      break;
+      return std::nullopt;
   }
-  return std::nullopt;
 }
 
 // The ASCII character nvitop --ascii prints for a box-drawing or block character, or 0.
@@ -164,11 +150,17 @@ std::string_view as_ascii(std::string_view line, std::string& buf) {
 
 Cell parse_cell(size_t slot, std::string_view v, double& out) {
   v = text::trim(v);
-  if (v.empty() || iequals(v, "N/A") || iequals(v, "[N/A]")) return Cell::kNa;
-  if (text::istarts_with(v, "ERR!") || contains_ci(v, "Unknown Error") ||
-      contains_ci(v, "GPU is lost"))
-    return Cell::kErr;
-  if (contains_ci(v, "Not Supported")) return Cell::kNotSupported;
+  switch (csv::no_value(v)) {  // the one no-value rule (formats/no_value)
+    case csv::NoValue::kNone:
+      break;
+    case csv::NoValue::kError:
+      return Cell::kErr;
+    case csv::NoValue::kNotSupported:
+      return Cell::kNotSupported;
+    case csv::NoValue::kMissing:
+    case csv::NoValue::kNoPermission:
+      return Cell::kNa;
+  }
   if (slot == kPerf) {
     if (v.size() < 2 || (v[0] != 'P' && v[0] != 'p')) return Cell::kBad;
     const auto n = text::parse_int(v.substr(1));
@@ -217,33 +209,6 @@ bool is_process_type(std::string_view t) {
     }
   }
   return letter;
-}
-
-std::optional<int64_t> parse_date_line(std::string_view t) {
-  if (t.size() < 20 || t.size() > 40 || t[0] < 'A' || t[0] > 'Z') return std::nullopt;
-  std::vector<std::string_view> tok;
-  text::split_ws(t, tok);
-  if (tok.size() != 5) return std::nullopt;
-  static constexpr std::array<std::string_view, 7> kDays{"Mon", "Tue", "Wed", "Thu",
-                                                         "Fri", "Sat", "Sun"};
-  static constexpr std::array<std::string_view, 12> kMonths{
-      "Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"};
-  if (std::find(kDays.begin(), kDays.end(), tok[0]) == kDays.end()) return std::nullopt;
-  const auto m = std::find(kMonths.begin(), kMonths.end(), tok[1]);
-  if (m == kMonths.end()) return std::nullopt;
-  const auto day = text::parse_int(tok[2]);
-  const auto year = text::parse_int(tok[4]);
-  const std::string_view hms = tok[3];
-  if (!day || *day < 1 || *day > 31 || !year || *year < 1970 || *year > 9999 || hms.size() != 8 ||
-      hms[2] != ':' || hms[5] != ':')
-    return std::nullopt;
-  const auto h = text::parse_int(hms.substr(0, 2));
-  const auto mi = text::parse_int(hms.substr(3, 2));
-  const auto s = text::parse_int(hms.substr(6, 2));
-  if (!h || !mi || !s || *h > 23 || *mi > 59 || *s > 60) return std::nullopt;
-  const int64_t days = text::days_from_civil(*year, static_cast<unsigned>(m - kMonths.begin() + 1),
-                                             static_cast<unsigned>(*day));
-  return ((days * 24 + *h) * 60 + *mi) * 60000 + *s * 1000;
 }
 
 std::string_view value_after(std::string_view line, std::string_view key) {

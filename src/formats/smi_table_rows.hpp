@@ -66,8 +66,6 @@ std::optional<double> memory_mib(std::string_view v);
 std::optional<bool> parse_on_off(std::string_view v);
 // "C", "G", "C+G", "M", "M+C": the process table's Type column.
 bool is_process_type(std::string_view t);
-// "Tue Nov 26 10:21:07 2024": the wall-clock time in ms (read as UTC), or nullopt.
-std::optional<int64_t> parse_date_line(std::string_view t);
 // The text after "KEY:" up to the next run of spaces ("Driver Version: 535.104.05   CUDA ...").
 std::string_view value_after(std::string_view line, std::string_view key);
 // The cells of a table row "| a | b | c |" (without the outer bars; kept untrimmed).

@@ -55,6 +55,12 @@ bool istarts_with(std::string_view s, std::string_view prefix) {
   return s.size() >= prefix.size() && iequals(s.substr(0, prefix.size()), prefix);
 }
 
+bool contains_ci(std::string_view s, std::string_view needle) {
+  for (size_t i = 0; i + needle.size() <= s.size(); ++i)
+    if (iequals(s.substr(i, needle.size()), needle)) return true;
+  return false;
+}
+
 bool is_blank(std::string_view s) {
   for (const char c : s)
     if (!is_space(c)) return false;

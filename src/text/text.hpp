@@ -37,6 +37,8 @@ bool iequals(std::string_view a, std::string_view b);
 // ASCII lower case (HTTP header names, tokens).
 std::string lower(std::string_view s);
 bool istarts_with(std::string_view s, std::string_view prefix);
+// needle anywhere in s, ASCII case ignored.
+bool contains_ci(std::string_view s, std::string_view needle);
 bool is_blank(std::string_view s);
 // True when the text holds bytes no text log has (NUL, or many control characters).
 bool looks_binary(std::string_view head);
