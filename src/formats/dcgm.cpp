@@ -626,13 +626,9 @@ Result<Recording> DmonReader::run() {
     }
     if (gpu_lines_ == 0 && other_line_.count > 0)
       return usage_error(fmt::format("{}: no readable rows ({})", origin_, other_line_.first));
-    if (gpu_lines_ == 0)
-      return usage_error(fmt::format("{}:{}: a dcgmi dmon header but no data rows{}", origin_,
-                                     first_header_line_, text::cut_short_suffix(text_)));
-    for (const Problem* p : {&wrong_count_, &bad_entity_, &truncated_})
-      if (p->count > 0)
-        return usage_error(fmt::format("{}: no readable rows ({})", origin_, p->first));
-    return usage_error(fmt::format("{}: no readable rows", origin_));
+    return log_reader::no_readable_rows(origin_, "a dcgmi dmon header",
+                                        fmt::to_string(first_header_line_), gpu_lines_, text_,
+                                        {&wrong_count_, &bad_entity_, &truncated_});
   }
 
   rec_.source = "dcgmi dmon: " + origin_;
@@ -878,15 +874,10 @@ Result<Recording> LongReader::run() {
         "{}:{}: no DCGM dump header line (\"GPUId,TimeStampUs,Field,Values\"); is this a DCGM "
         "field dump?",
         origin_, first_line));
-  if (data_lines_ == 0)
-    return usage_error(fmt::format("{}:{}: a DCGM dump header but no data rows{}", origin_,
-                                   header_line_no_, text::cut_short_suffix(text_)));
-  if (rows_read_ == 0) {
-    for (const Problem* p : {&wrong_count_, &bad_gpu_, &bad_time_, &truncated_})
-      if (p->count > 0)
-        return usage_error(fmt::format("{}: no readable rows ({})", origin_, p->first));
-    return usage_error(fmt::format("{}: no readable rows", origin_));
-  }
+  if (data_lines_ == 0 || rows_read_ == 0)
+    return log_reader::no_readable_rows(origin_, "a DCGM dump header",
+                                        fmt::to_string(header_line_no_), data_lines_, text_,
+                                        {&wrong_count_, &bad_gpu_, &bad_time_, &truncated_});
 
   int64_t start_us = std::numeric_limits<int64_t>::max();
   for (const auto& g : gpus_)

@@ -589,15 +589,10 @@ Result<Recording> Reader::run() {
         "{}: no nvidia-smi dmon header line (\"# gpu   pwr  gtemp ...\"); is this dmon output?",
         origin_));
   }
-  if (rows_read_ == 0) {
-    if (data_lines_ == 0)
-      return usage_error(fmt::format("{}:{}: a dmon header but no data rows{}", origin_,
-                                     first_header_line_, text::cut_short_suffix(text_)));
-    for (const Problem* p : {&wrong_count_, &bad_gpu_, &bad_time_, &truncated_, &not_increasing_})
-      if (p->count > 0)
-        return usage_error(fmt::format("{}: no readable rows ({})", origin_, p->first));
-    return usage_error(fmt::format("{}: no readable rows", origin_));
-  }
+  if (rows_read_ == 0)
+    return log_reader::no_readable_rows(
+        origin_, "a dmon header", fmt::to_string(first_header_line_), data_lines_, text_,
+        {&wrong_count_, &bad_gpu_, &bad_time_, &truncated_, &not_increasing_});
   finish();
   return std::move(rec_);
 }

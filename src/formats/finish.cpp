@@ -89,6 +89,18 @@ void note_unreadable(Recording& rec, const Problem& p) {
              fmt::format("{} unreadable value(s) taken as missing (first: {})", p.count, p.first));
 }
 
+Error no_readable_rows(std::string_view origin, std::string_view header,
+                       std::string_view header_line, size_t data_lines, std::string_view text,
+                       std::initializer_list<const Problem*> problems) {
+  if (data_lines == 0)
+    return usage_error(fmt::format("{}:{}: {} but no data rows{}", origin, header_line, header,
+                                   text::cut_short_suffix(text)));
+  for (const Problem* p : problems)
+    if (p->count > 0)
+      return usage_error(fmt::format("{}: no readable rows ({})", origin, p->first));
+  return usage_error(fmt::format("{}: no readable rows", origin));
+}
+
 ModelMatch match_model(std::string_view name) {
   ModelMatch m;
   name = text::trim(name);

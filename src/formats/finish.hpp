@@ -9,6 +9,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <exception>
+#include <initializer_list>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -79,6 +80,13 @@ void note_skipped(Recording& rec, const Problem& p, std::string_view what,
                   std::string_view unit = "line(s)");
 // "N unreadable value(s) taken as missing (first: ...)", when p.count > 0.
 void note_unreadable(Recording& rec, const Problem& p);
+// Every reader's error for a log of which no row was read: "ORIGIN:LINE: HEADER but no data
+// rows" (and "cut short" when the file ends inside its last line) when no data line followed the
+// header at `header_line`, else "ORIGIN: no readable rows (FIRST PROBLEM)" with the first of
+// `problems` that was counted, in the order given.
+Error no_readable_rows(std::string_view origin, std::string_view header,
+                       std::string_view header_line, size_t data_lines, std::string_view text,
+                       std::initializer_list<const Problem*> problems);
 
 // A GPU name as a log wrote it, matched against the model table. Names that end in "..." were cut
 // short by the tool that wrote them (nvidia-smi's table, dcgmi dmon): they match the boards whose

@@ -65,16 +65,10 @@ Result<Recording> Reader::finish_reading() {
       read_rows();
     }
   }
-  if (rows_read_ == 0) {
-    if (data_lines_ == 0)
-      return usage_error(fmt::format("{}:{}: a header line but no data rows{}", origin_,
-                                     file_line(header_line_no_), text::cut_short_suffix(text_)));
-    for (const Problem* p :
-         {&wrong_count_, &bad_time_, &bad_gpu_, &malformed_, &truncated_, &not_increasing_})
-      if (p->count > 0)
-        return usage_error(fmt::format("{}: no readable rows ({})", origin_, p->first));
-    return usage_error(fmt::format("{}: no readable rows", origin_));
-  }
+  if (rows_read_ == 0)
+    return log_reader::no_readable_rows(
+        origin_, "a header line", fmt::to_string(file_line(header_line_no_)), data_lines_, text_,
+        {&wrong_count_, &bad_time_, &bad_gpu_, &malformed_, &truncated_, &not_increasing_});
   finish();
   // Columns of GPU metrics that never hold a value (a tracker's export of a run on a machine
   // without a GPU, a logger whose NVML calls all failed): said, not diagnosed as empty GPUs.

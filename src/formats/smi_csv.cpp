@@ -713,16 +713,10 @@ Result<Recording> Reader::run() {
   }
   pass(false);
 
-  if (rows_read_ == 0) {
-    if (data_lines_ == 0)
-      return usage_error(fmt::format("{}:{}: a header line but no data rows{}", origin_,
-                                     header_line_no_, text::cut_short_suffix(text_)));
-    const Problem* p = wrong_count_.count ? &wrong_count_
-                       : bad_time_.count  ? &bad_time_
-                       : truncated_.count ? &truncated_
-                                          : &not_increasing_;
-    return usage_error(fmt::format("{}: no readable rows ({})", origin_, p->first));
-  }
+  if (rows_read_ == 0)
+    return log_reader::no_readable_rows(origin_, "a header line", fmt::to_string(header_line_no_),
+                                        data_lines_, text_,
+                                        {&wrong_count_, &bad_time_, &truncated_, &not_increasing_});
   finish(rec_);
   return std::move(rec_);
 }
