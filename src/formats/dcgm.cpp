@@ -180,16 +180,20 @@ Cell blank_kind(int64_t offset) {
 // blank windows (base .. base + 15) and from the INT64 base up; any other number from 2^47 up is
 // an FP64 blank. Integers beyond 2^31 are real values (energy in mJ, byte rates).
 Cell read_cell(std::string_view v, double& out) {
-  switch (csv::no_value(v)) {  // the one no-value rule: "N/A", <<<NOT_SUPPORTED>>>, <<<NULL>>> ...
-    case csv::NoValue::kNone:
-      break;
-    case csv::NoValue::kNotSupported:
-      return Cell::kNotSupported;
-    case csv::NoValue::kNoPermission:
-      return Cell::kNoPermission;
-    case csv::NoValue::kMissing:
-    case csv::NoValue::kError:
-      return Cell::kMissing;
+  // The one no-value rule ("N/A", <<<NOT_SUPPORTED>>>, <<<NULL>>> ...); numbers, nearly every
+  // cell, go straight to the number below (DCGM's integers can be long: no marker scan for them).
+  if (v.empty() || !(v.front() >= '0' && v.front() <= '9')) {
+    switch (csv::no_value(v)) {
+      case csv::NoValue::kNone:
+        break;
+      case csv::NoValue::kNotSupported:
+        return Cell::kNotSupported;
+      case csv::NoValue::kNoPermission:
+        return Cell::kNoPermission;
+      case csv::NoValue::kMissing:
+      case csv::NoValue::kError:
+        return Cell::kMissing;
+    }
   }
   if (const auto i = text::parse_int(v)) {
     if (*i >= kInt64Blank) return blank_kind(*i - kInt64Blank);
