@@ -1,6 +1,6 @@
 #include "formats/no_value.hpp"
 
-#include "formats/text.hpp"
+#include "text/text.hpp"
 
 namespace gpudoctor::csv {
 

@@ -13,7 +13,7 @@
 #include "formats/no_value.hpp"
 #include "formats/smi_csv.hpp"
 #include "formats/smi_table_rows.hpp"
-#include "formats/text.hpp"
+#include "text/text.hpp"
 
 namespace gpudoctor {
 namespace {
