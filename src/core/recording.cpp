@@ -81,28 +81,31 @@ void append_frame(Recording& rec, const Frame& frame) {
   }
 }
 
+void keep_rows(GpuSeries& g, const std::vector<size_t>& rows) {
+  auto compact = [&](std::vector<double>& v) {
+    size_t kept = 0;
+    for (size_t r : rows) v[kept++] = v[r];
+    v.resize(kept);
+  };
+  compact(g.time_s);
+  for (auto& c : g.columns)
+    if (c) compact(*c);
+}
+
 GpuSeries slice_series(const GpuSeries& g, const std::vector<std::pair<double, double>>& ranges) {
-  GpuSeries out;
-  out.info = g.info;
-  out.host = g.host;
-  out.unsupported = g.unsupported;
-  out.processes_recorded = g.processes_recorded;
-  out.power_limit_source = g.power_limit_source;
   std::vector<size_t> rows;
   for (const auto& [a, b] : ranges) {
     const auto from = std::lower_bound(g.time_s.begin(), g.time_s.end(), a) - g.time_s.begin();
     const auto to = std::upper_bound(g.time_s.begin(), g.time_s.end(), b) - g.time_s.begin();
     for (auto r = from; r < to; ++r) rows.push_back(static_cast<size_t>(r));
   }
-  out.time_s.reserve(rows.size());
-  for (size_t r : rows) out.time_s.push_back(g.time_s[r]);
-  for (size_t c = 0; c < g.columns.size(); ++c) {
-    if (!g.columns[c]) continue;
-    auto col = std::make_unique<std::vector<double>>();
-    col->reserve(rows.size());
-    for (size_t r : rows) col->push_back((*g.columns[c])[r]);
-    out.columns[c] = std::move(col);
-  }
+  // The whole series, then its rows, spans and loss cut to the ranges: whatever else it has (info,
+  // host, limits, unsupported fields, ...) comes along as it is.
+  GpuSeries out = g;
+  keep_rows(out, rows);
+  out.processes.clear();
+  out.owners.clear();
+  out.lost_at_s.reset();
   auto clip = [&](auto span, auto& into) {
     for (const auto& [a, b] : ranges) {
       if (span.last_s < a || span.first_s > b) continue;

@@ -7,6 +7,7 @@
 
 #include <array>
 #include <cmath>
+#include <cstddef>
 #include <cstdint>
 #include <limits>
 #include <map>
@@ -38,14 +39,43 @@ struct OwnerSpan {
   double first_s = 0, last_s = 0;
 };
 
+// One GPU's telemetry. A value: copies are deep (every member, columns included).
 struct GpuSeries {
+  // One field's column, or none: owned through a pointer (a field the input lacks costs one null
+  // pointer) but copied as a value, so that GpuSeries and Recording copy like any struct and no
+  // copy written by hand can leave a member out.
+  class Column {
+   public:
+    Column() = default;
+    Column(std::nullptr_t) {}
+    Column(std::unique_ptr<std::vector<double>> v) : v_(std::move(v)) {}
+    Column(const Column& o) : v_(o.v_ ? std::make_unique<std::vector<double>>(*o.v_) : nullptr) {}
+    Column(Column&&) noexcept = default;
+    Column& operator=(const Column& o) {
+      if (this != &o) v_ = o.v_ ? std::make_unique<std::vector<double>>(*o.v_) : nullptr;
+      return *this;
+    }
+    Column& operator=(Column&&) noexcept = default;
+    ~Column() = default;
+
+    explicit operator bool() const { return v_ != nullptr; }
+    std::vector<double>& operator*() const { return *v_; }
+    std::vector<double>* operator->() const { return v_.get(); }
+    std::vector<double>* get() const { return v_.get(); }
+    void reset() { v_.reset(); }
+    friend bool operator==(const Column& c, std::nullptr_t) { return c.v_ == nullptr; }
+
+   private:
+    std::unique_ptr<std::vector<double>> v_;
+  };
+
   DeviceInfo info;
   // The host the GPU is in, where one input holds GPUs of several hosts (a Prometheus server);
   // "" otherwise (the Recording's system.hostname says it).
   std::string host;
   std::vector<double> time_s;  // seconds since Recording::start_unix_ms, increasing
   // One column per field, present only for fields the input had; same length as time_s.
-  std::array<std::unique_ptr<std::vector<double>>, kFieldCount> columns{};
+  std::array<Column, kFieldCount> columns{};
   std::map<Field, int32_t> unsupported;  // field -> NVML code, where known
   std::vector<ProcessSpan> processes;
   std::vector<OwnerSpan> owners;  // empty: none known (or an input that cannot say)
@@ -99,6 +129,7 @@ struct AuditItem {
   std::string fix;
 };
 
+// A value like GpuSeries: copy it whole (`Recording copy = rec;`), never member by member.
 struct Recording {
   SystemInfo system;
   int64_t start_unix_ms = 0;
@@ -120,6 +151,9 @@ void rebase_times(Recording& rec, bool start_known = true);
 // Keeps only the samples with since_s <= time < until_s (seconds from the start); process spans
 // are clipped to the same range.
 void trim_recording(Recording& rec, double since_s, double until_s);
+
+// Keeps only `rows` (increasing indices) of the time and of every column.
+void keep_rows(GpuSeries& g, const std::vector<size_t>& rows);
 
 // A copy of the GPU's rows whose time lies in one of `ranges` ([first, last] seconds, sorted and
 // disjoint), with its processes and owners clipped to them; everything else (info, host, limits,

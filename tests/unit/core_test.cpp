@@ -3,6 +3,7 @@
 #include "core/clock_reasons.hpp"
 #include "core/duration.hpp"
 #include "core/reading.hpp"
+#include "core/recording.hpp"
 #include "sources/source.hpp"
 
 namespace gpudoctor {
@@ -67,6 +68,100 @@ TEST(GpuList, ParsesAndRejects) {
   EXPECT_FALSE(parse_gpu_list("0,,1").ok());
   EXPECT_FALSE(parse_gpu_list("a").ok());
   EXPECT_FALSE(parse_gpu_list("-1").ok());
+}
+
+// A Recording with every member set, so that a copy that left one out shows.
+Recording every_member_set() {
+  Recording rec;
+  rec.system = {"550.54.15", "12.4", "12.550", "node-a"};
+  rec.start_unix_ms = 1700000000000;
+  rec.source = "test";
+  rec.notes = {"a note"};
+  rec.command = {"python", "train.py"};
+  rec.host = HostSeries{8, {{1.0, 50, 2, 3, 40, 10, 100}}};
+  rec.markers = {{1.5, "step_end", 32}};
+  rec.audit = {{"warn", "cpu_governor", "powersave", "set performance"}};
+  GpuSeries g;
+  g.info.index = 3;
+  g.info.name = "NVIDIA H100 80GB HBM3";
+  g.info.uuid = "GPU-1";
+  g.host = "node-a";
+  g.time_s = {0, 1, 2};
+  g.column_for_write(Field::kPower) = {100, 200, 300};
+  g.unsupported[Field::kGpmSmUtil] = 3;
+  g.processes = {{42, "python", 0, 2, 1024.0}};
+  Owner o;
+  o.id = "job-7";
+  g.owners = {{o, 0, 2}};
+  g.processes_recorded = true;
+  g.lost_at_s = 2;
+  g.power_limit_source = "model-table";
+  rec.gpus.push_back(std::move(g));
+  return rec;
+}
+
+TEST(Recording, CopyKeepsEveryMemberAndOwnsItsColumns) {
+  const Recording rec = every_member_set();
+  Recording copy = rec;
+  EXPECT_EQ(copy.system.hostname, "node-a");
+  EXPECT_EQ(copy.system.driver_version, "550.54.15");
+  EXPECT_EQ(copy.start_unix_ms, rec.start_unix_ms);
+  EXPECT_EQ(copy.source, "test");
+  EXPECT_EQ(copy.notes, rec.notes);
+  EXPECT_EQ(copy.command, rec.command);
+  ASSERT_TRUE(copy.host);
+  EXPECT_EQ(copy.host->cores, 8);
+  ASSERT_EQ(copy.host->samples.size(), 1u);
+  EXPECT_EQ(copy.host->samples[0].job_read_mibs, 10);
+  ASSERT_EQ(copy.markers.size(), 1u);
+  EXPECT_EQ(copy.markers[0].event, "step_end");
+  ASSERT_EQ(copy.audit.size(), 1u);
+  EXPECT_EQ(copy.audit[0].code, "cpu_governor");
+  EXPECT_EQ(copy.audit[0].fix, "set performance");
+  ASSERT_EQ(copy.gpus.size(), 1u);
+  const GpuSeries& g = copy.gpus[0];
+  EXPECT_EQ(g.info.index, 3u);
+  EXPECT_EQ(g.info.uuid, "GPU-1");
+  EXPECT_EQ(g.host, "node-a");
+  EXPECT_EQ(g.time_s, rec.gpus[0].time_s);
+  ASSERT_TRUE(g.has(Field::kPower));
+  EXPECT_EQ(*g.column(Field::kPower), *rec.gpus[0].column(Field::kPower));
+  EXPECT_FALSE(g.has(Field::kUtilGpu));
+  EXPECT_EQ(g.unsupported, rec.gpus[0].unsupported);
+  ASSERT_EQ(g.processes.size(), 1u);
+  EXPECT_EQ(g.processes[0].max_memory_mib, 1024.0);
+  ASSERT_EQ(g.owners.size(), 1u);
+  EXPECT_EQ(g.owners[0].owner.id, "job-7");
+  EXPECT_TRUE(g.processes_recorded);
+  EXPECT_EQ(g.lost_at_s, 2.0);
+  EXPECT_EQ(g.power_limit_source, "model-table");
+
+  // Deep: the copy's columns are its own.
+  copy.gpus[0].column_for_write(Field::kPower)[0] = -1;
+  copy.gpus[0].columns[index_of(Field::kPower)].reset();
+  EXPECT_EQ((*rec.gpus[0].column(Field::kPower))[0], 100);
+  Recording assigned;
+  assigned = rec;
+  EXPECT_EQ(assigned.gpus[0].column(Field::kPower)->size(), 3u);
+  EXPECT_NE(assigned.gpus[0].column(Field::kPower), rec.gpus[0].column(Field::kPower));
+}
+
+TEST(Recording, SliceKeepsWhatIsNotCutAndClipsWhatIs) {
+  const Recording rec = every_member_set();
+  const GpuSeries s = slice_series(rec.gpus[0], {{0.5, 1.5}});
+  EXPECT_EQ(s.time_s, std::vector<double>{1});
+  EXPECT_EQ(*s.column(Field::kPower), std::vector<double>{200});
+  EXPECT_EQ(s.info.uuid, "GPU-1");
+  EXPECT_EQ(s.host, "node-a");
+  EXPECT_EQ(s.unsupported, rec.gpus[0].unsupported);
+  EXPECT_TRUE(s.processes_recorded);
+  EXPECT_EQ(s.power_limit_source, "model-table");
+  ASSERT_EQ(s.processes.size(), 1u);
+  EXPECT_EQ(s.processes[0].first_s, 0.5);
+  EXPECT_EQ(s.processes[0].last_s, 1.5);
+  ASSERT_EQ(s.owners.size(), 1u);
+  EXPECT_EQ(s.owners[0].last_s, 1.5);
+  EXPECT_FALSE(s.lost_at_s);  // lost at 2 s, after the slice
 }
 
 }  // namespace

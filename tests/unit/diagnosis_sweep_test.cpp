@@ -51,21 +51,8 @@ Recording job(const Case& c, double interval_s) {
 }
 
 Recording without(const Recording& rec, Field f) {
-  Recording out;
-  out.source = rec.source;
-  out.start_unix_ms = rec.start_unix_ms;
-  for (const auto& s : rec.gpus) {
-    GpuSeries c;
-    c.info = s.info;
-    c.time_s = s.time_s;
-    for (size_t k = 0; k < kFieldCount; ++k)
-      if (s.columns[k] && k != index_of(f))
-        c.columns[k] = std::make_unique<std::vector<double>>(*s.columns[k]);
-    c.processes = s.processes;
-    c.processes_recorded = s.processes_recorded;
-    c.power_limit_source = s.power_limit_source;
-    out.gpus.push_back(std::move(c));
-  }
+  Recording out = rec;
+  for (auto& s : out.gpus) s.columns[index_of(f)].reset();
   return out;
 }
 
