@@ -1,5 +1,6 @@
 // Result<T>: a value or an error, returned across library boundaries instead of throwing.
-// An Error carries a message meant for a person and an exit-code class for the CLI.
+// An Error carries a message meant for a person, an exit-code class for the CLI and, where a
+// caller decides on what went wrong, a code (the message is never parsed for that).
 #pragma once
 
 #include <string>
@@ -13,6 +14,13 @@ struct Error {
   enum class Kind { kFailure = 1, kUsage = 2 };
   Kind kind = Kind::kFailure;
   std::string message;
+  // What went wrong, for callers that decide on it.
+  enum class Code {
+    kOther,
+    kNoData,    // the input (a log, a server's span) holds no GPU telemetry at all
+    kInternal,  // an exception inside a reader: a bug, not the input's fault
+  };
+  Code code = Code::kOther;
 };
 
 inline Error failure(std::string message) {
@@ -20,6 +28,9 @@ inline Error failure(std::string message) {
 }
 inline Error usage_error(std::string message) {
   return {Error::Kind::kUsage, std::move(message)};
+}
+inline Error no_data_error(std::string message) {
+  return {Error::Kind::kFailure, std::move(message), Error::Code::kNoData};
 }
 
 template <class T>

@@ -9,7 +9,6 @@
 #include <map>
 #include <mutex>
 #include <set>
-#include <thread>
 
 #include <fmt/format.h>
 
@@ -34,14 +33,9 @@ struct Piece {
 struct Tallies {
   FleetTally total;
   std::map<FleetRowKey, FleetRow> rows;
-  std::map<FleetRowKey, std::set<std::string>> row_gpus;
-  std::set<std::string> gpus;  // host/UUID
+  std::map<FleetRowKey, std::set<FleetGpu>> row_gpus;
+  std::set<FleetGpu> gpus;
 };
-
-bool owner_dimension(FleetBy by) {
-  return by == FleetBy::kJob || by == FleetBy::kUser || by == FleetBy::kNamespace ||
-         by == FleetBy::kPod;
-}
 
 double median_step(const GpuSeries& g) {
   std::vector<double> d;
@@ -72,7 +66,7 @@ void account(const PromRun& run, const Diagnosis& d, FleetBy by, Tallies& out) {
     const double step = median_step(g);
     const std::vector<double>* used = g.column(Field::kMemUsed);
     const std::vector<double>* total = g.column(Field::kMemTotal);
-    const std::string gpu_id = g.host + "/" + (g.info.uuid.empty() ? g.info.name : g.info.uuid);
+    const FleetGpu gpu_id{g.host, g.info.uuid.empty() ? g.info.name : g.info.uuid};
     out.gpus.insert(gpu_id);
     LedgerBook book;
     for (size_t r = 0; r < g.size(); ++r) {
@@ -104,7 +98,7 @@ void account(const PromRun& run, const Diagnosis& d, FleetBy by, Tallies& out) {
       out.total.add(s);
       const double t = static_cast<double>(cs.unix_ms - run.rec.start_unix_ms) / 1000.0;
       std::vector<FleetRowKey> keys;
-      if (owner_dimension(by)) {
+      if (fleet_by_owner(by)) {
         for (const Owner* o : owners_at(g, t)) {
           FleetRowKey k;
           const auto labels = owner_info_labels(*o);
@@ -143,6 +137,64 @@ void account(const PromRun& run, const Diagnosis& d, FleetBy by, Tallies& out) {
   }
 }
 
+// The hosts with GPU series in the span, sorted.
+Result<std::vector<std::string>> list_hosts(const FleetOptions& options, const std::string& user,
+                                            int64_t span_s, size_t& queries) {
+  // Each name on its own: over a range the name is dropped, and two names' series of one GPU
+  // would clash.
+  std::string any_gpu;
+  for (const char* name : {"DCGM_FI_DEV_GPU_UTIL", "DCGM_FI_DEV_POWER_USAGE",
+                           "gpudoctor_power_watts", "gpudoctor_gpu_utilization_percent"})
+    any_gpu += fmt::format("{}max by (Hostname, UUID, gpu) (max_over_time({}{{{}}}[{}s]))",
+                           any_gpu.empty() ? "" : " or ", name, user, span_s);
+  auto listed = prometheus_api(options.prom, "query",
+                               "query=" + net::url_encode("count by (Hostname) (" + any_gpu + ")") +
+                                   "&time=" + prom_time_param(options.prom.end_unix_ms));
+  if (!listed) return listed.error();
+  ++queries;
+  std::vector<std::string> hosts;
+  for (const auto& s : listed.value()) {
+    const auto it = s.labels.find("Hostname");
+    hosts.push_back(it == s.labels.end() ? "" : it->second);
+  }
+  std::sort(hosts.begin(), hosts.end());
+  if (hosts.empty())
+    return no_data_error(fmt::format(
+        "{}: no GPU series{} between {} and {} (looked for dcgm-exporter's DCGM_FI_DEV_GPU_UTIL / "
+        "DCGM_FI_DEV_POWER_USAGE and gpudoctor's names)",
+        options.prom.url, options.prom.selector.empty() ? "" : " matching " + options.prom.selector,
+        text::format_timestamp_ms(options.prom.start_unix_ms, '-'),
+        text::format_timestamp_ms(options.prom.end_unix_ms, '-')));
+  return hosts;
+}
+
+// Pieces of at most 5,000 samples per series (a day at 30 s; 1.4 h at 1 s), so that a worker
+// holds a few MiB whatever the scrape interval: the interval from the first host's samples.
+Result<int64_t> piece_ms(const FleetOptions& options, const std::string& user,
+                         const std::string& first_host, int64_t span_s, size_t& queries) {
+  double chunk_s = options.chunk_s;
+  if (chunk_s <= 0) {
+    double interval_s = 30;
+    auto raw = prometheus_api(
+        options.prom, "query",
+        "query=" +
+            net::url_encode(fmt::format(
+                "count_over_time(DCGM_FI_DEV_POWER_USAGE{{{}}}[{}s]) or "
+                "count_over_time(gpudoctor_power_watts{{{}}}[{}s])",
+                user + (user.empty() ? "" : ",") + promql_hosts_matcher({first_host}), span_s,
+                user + (user.empty() ? "" : ",") + promql_hosts_matcher({first_host}), span_s)) +
+            "&time=" + prom_time_param(options.prom.end_unix_ms));
+    ++queries;
+    if (!raw) return raw.error();
+    double most = 0;
+    for (const auto& s : raw.value())
+      if (!s.points.empty()) most = std::max(most, s.points.back().second);
+    if (most > 1) interval_s = static_cast<double>(span_s) / most;
+    chunk_s = std::clamp(5000 * interval_s, 3600.0, 86400.0);
+  }
+  return static_cast<int64_t>(std::max(60.0, chunk_s) * 1000);
+}
+
 }  // namespace
 
 Result<FleetReport> fleet_by_diagnosis(const FleetOptions& options, const FleetProgress& progress) {
@@ -158,141 +210,88 @@ Result<FleetReport> fleet_by_diagnosis(const FleetOptions& options, const FleetP
   r.end_unix_ms = options.prom.end_unix_ms;
   const int64_t span_s = std::max<int64_t>(1, (r.end_unix_ms - r.start_unix_ms) / 1000);
 
-  // The hosts with GPU series in the span.
-  // Each name on its own: over a range the name is dropped, and two names' series of one GPU
-  // would clash.
-  std::string any_gpu;
-  for (const char* name : {"DCGM_FI_DEV_GPU_UTIL", "DCGM_FI_DEV_POWER_USAGE",
-                           "gpudoctor_power_watts", "gpudoctor_gpu_utilization_percent"})
-    any_gpu += fmt::format("{}max by (Hostname, UUID, gpu) (max_over_time({}{{{}}}[{}s]))",
-                           any_gpu.empty() ? "" : " or ", name, user, span_s);
-  auto listed = prometheus_api(options.prom, "query",
-                               "query=" + net::url_encode("count by (Hostname) (" + any_gpu + ")") +
-                                   "&time=" + prom_time_param(r.end_unix_ms));
-  if (!listed) return listed.error();
-  size_t queries = 1;
-  std::vector<std::string> hosts;
-  for (const auto& s : listed.value()) {
-    const auto it = s.labels.find("Hostname");
-    hosts.push_back(it == s.labels.end() ? "" : it->second);
-  }
-  std::sort(hosts.begin(), hosts.end());
-  if (hosts.empty())
-    return failure(fmt::format(
-        "{}: no GPU series{} between {} and {} (looked for dcgm-exporter's DCGM_FI_DEV_GPU_UTIL / "
-        "DCGM_FI_DEV_POWER_USAGE and gpudoctor's names)",
-        options.prom.url, options.prom.selector.empty() ? "" : " matching " + options.prom.selector,
-        text::format_timestamp_ms(r.start_unix_ms, '-'),
-        text::format_timestamp_ms(r.end_unix_ms, '-')));
-
+  size_t queries = 0;
+  auto hosts = list_hosts(options, user, span_s, queries);
+  if (!hosts) return hosts.error();
+  const auto chunk_ms = piece_ms(options, user, hosts->front(), span_s, queries);
+  if (!chunk_ms) return chunk_ms.error();
   std::vector<Piece> pieces;
-  // Pieces of at most 5,000 samples per series (a day at 30 s; 1.4 h at 1 s), so that a worker
-  // holds a few MiB whatever the scrape interval: the interval from the first host's samples.
-  double chunk_s = options.chunk_s;
-  if (chunk_s <= 0) {
-    double interval_s = 30;
-    auto raw = prometheus_api(
-        options.prom, "query",
-        "query=" +
-            net::url_encode(fmt::format(
-                "count_over_time(DCGM_FI_DEV_POWER_USAGE{{{}}}[{}s]) or "
-                "count_over_time(gpudoctor_power_watts{{{}}}[{}s])",
-                user + (user.empty() ? "" : ",") + promql_hosts_matcher({hosts.front()}), span_s,
-                user + (user.empty() ? "" : ",") + promql_hosts_matcher({hosts.front()}), span_s)) +
-            "&time=" + prom_time_param(r.end_unix_ms));
-    ++queries;
-    if (!raw) return raw.error();
-    double most = 0;
-    for (const auto& s : raw.value())
-      if (!s.points.empty()) most = std::max(most, s.points.back().second);
-    if (most > 1) interval_s = static_cast<double>(span_s) / most;
-    chunk_s = std::clamp(5000 * interval_s, 3600.0, 86400.0);
-  }
-  const auto chunk_ms = static_cast<int64_t>(std::max(60.0, chunk_s) * 1000);
-  for (const auto& h : hosts)
-    for (int64_t t = r.start_unix_ms; t < r.end_unix_ms; t += chunk_ms)
-      pieces.push_back({h, t, std::min(r.end_unix_ms, t + chunk_ms)});
+  for (const auto& h : hosts.value())
+    for (int64_t t = r.start_unix_ms; t < r.end_unix_ms; t += chunk_ms.value())
+      pieces.push_back({h, t, std::min(r.end_unix_ms, t + chunk_ms.value())});
 
   const PromGroupBy group =
-      owner_dimension(options.by)
+      fleet_by_owner(options.by)
           ? (options.by == FleetBy::kPod ? PromGroupBy::kPod : PromGroupBy::kJob)
           : PromGroupBy::kHost;
   Tallies tallies;
   std::mutex mu;
-  std::atomic<size_t> next{0}, done{0};
+  std::atomic<size_t> done{0};
   std::vector<std::string> failures;
   std::map<std::string, size_t> empty_pieces;
   size_t owned_runs = 0;
   std::atomic<size_t> http{0};
-  const unsigned workers =
-      std::max(1u, std::min<unsigned>(options.workers, static_cast<unsigned>(pieces.size())));
-  auto work = [&] {
-    for (size_t i; (i = next.fetch_add(1)) < pieces.size();) {
-      const Piece& p = pieces[i];
-      PrometheusQuery q = options.prom;
-      q.start_unix_ms = p.start_ms;
-      q.end_unix_ms = p.end_ms;
-      std::string sel = user;
-      if (!p.host.empty()) sel += (sel.empty() ? "" : ",") + promql_hosts_matcher({p.host});
-      q.selector = sel;
-      auto runs = load_prometheus_runs(q, group);
-      Tallies part;
-      size_t owned = 0;
-      if (runs) {
-        for (const auto& run : runs.value()) {
-          const Diagnosis d = diagnose(run.rec);
-          account(run, d, options.by, part);
-          if (run.kind == "owner") ++owned;
-        }
-      }
-      {
-        std::lock_guard<std::mutex> lock(mu);
-        if (!runs) {
-          if (runs.error().message.find("no GPU series") != std::string::npos)
-            ++empty_pieces[p.host];
-          else
-            failures.push_back(fmt::format("{} from {}: {}", p.host.empty() ? "GPUs" : p.host,
-                                           text::format_timestamp_ms(p.start_ms, '-'),
-                                           runs.error().message));
-        }
-        owned_runs += owned;
-        tallies.total.add(part.total);
-        tallies.gpus.insert(part.gpus.begin(), part.gpus.end());
-        for (auto& [k, row] : part.rows) {
-          FleetRow& into = tallies.rows[k];
-          into.labels = row.labels;
-          into.unowned = row.unowned;
-          into.t.add(row.t);
-          into.hosts.insert(row.hosts.begin(), row.hosts.end());
-          tallies.row_gpus[k].insert(part.row_gpus[k].begin(), part.row_gpus[k].end());
-        }
-      }
-      http.fetch_add(1);
-      const size_t n = done.fetch_add(1) + 1;
-      if (progress) {
-        std::lock_guard<std::mutex> lock(mu);
-        progress(n, pieces.size(), "pieces diagnosed (a host, a day or less)");
+  const unsigned workers = run_workers(options.workers, pieces.size(), [&](size_t i) {
+    const Piece& p = pieces[i];
+    PrometheusQuery q = options.prom;
+    q.start_unix_ms = p.start_ms;
+    q.end_unix_ms = p.end_ms;
+    std::string sel = user;
+    if (!p.host.empty()) sel += (sel.empty() ? "" : ",") + promql_hosts_matcher({p.host});
+    q.selector = sel;
+    auto runs = load_prometheus_runs(q, group);
+    Tallies part;
+    size_t owned = 0;
+    if (runs) {
+      for (const auto& run : runs.value()) {
+        const Diagnosis d = diagnose(run.rec);
+        account(run, d, options.by, part);
+        if (run.kind == "owner") ++owned;
       }
     }
-  };
-  std::vector<std::thread> threads;
-  for (unsigned w = 1; w < workers; ++w) threads.emplace_back(work);
-  work();
-  for (auto& t : threads) t.join();
+    {
+      std::lock_guard<std::mutex> lock(mu);
+      if (!runs) {
+        if (runs.error().code == Error::Code::kNoData)
+          ++empty_pieces[p.host];
+        else
+          failures.push_back(fmt::format("{} from {}: {}", p.host.empty() ? "GPUs" : p.host,
+                                         text::format_timestamp_ms(p.start_ms, '-'),
+                                         runs.error().message));
+      }
+      owned_runs += owned;
+      tallies.total.add(part.total);
+      tallies.gpus.insert(part.gpus.begin(), part.gpus.end());
+      for (auto& [k, row] : part.rows) {
+        FleetRow& into = tallies.rows[k];
+        into.labels = row.labels;
+        into.unowned = row.unowned;
+        into.t.add(row.t);
+        into.hosts.insert(row.hosts.begin(), row.hosts.end());
+        tallies.row_gpus[k].insert(part.row_gpus[k].begin(), part.row_gpus[k].end());
+      }
+    }
+    http.fetch_add(1);
+    const size_t n = done.fetch_add(1) + 1;
+    if (progress) {
+      std::lock_guard<std::mutex> lock(mu);
+      progress(n, pieces.size(), "pieces diagnosed (a host, a day or less)");
+    }
+  });
 
   if (!failures.empty() && failures.size() == pieces.size()) return failure(failures.front());
   r.total = tallies.total;
   r.gpus = tallies.gpus.size();
-  for (const auto& h : hosts) r.hosts.insert(h);
+  for (const auto& h : hosts.value()) r.hosts.insert(h);
   r.queries = queries + http.load();
   r.notes.push_back(fmt::format(
-      "diagnosed here: {} host{} in {} piece{} of at most {:.3g} h, {} worker{}{}", hosts.size(),
-      hosts.size() == 1 ? "" : "s", pieces.size(), pieces.size() == 1 ? "" : "s",
-      static_cast<double>(chunk_ms) / 3.6e6, workers, workers == 1 ? "" : "s",
-      owner_dimension(options.by) ? fmt::format("; {} run{} by owner (hpc_job or pod labels)",
-                                                owned_runs, owned_runs == 1 ? "" : "s")
-                                  : ""));
-  if (owner_dimension(options.by) && owned_runs == 0)
+      "diagnosed here: {} host{} in {} piece{} of at most {:.3g} h, {} worker{}{}", hosts->size(),
+      hosts->size() == 1 ? "" : "s", pieces.size(), pieces.size() == 1 ? "" : "s",
+      static_cast<double>(chunk_ms.value()) / 3.6e6, workers, workers == 1 ? "" : "s",
+      fleet_by_owner(options.by) ? fmt::format("; {} run{} by owner (hpc_job or pod labels)",
+                                               owned_runs, owned_runs == 1 ? "" : "s")
+                                 : ""));
+  if (fleet_by_owner(options.by) && owned_runs == 0)
     r.notes.push_back(
         "no series named an owner (dcgm-exporter's hpc_job, pod or exported_pod labels): all GPU "
         "time is '(no owner)'");

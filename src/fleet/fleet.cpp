@@ -1,7 +1,9 @@
 #include "fleet/fleet.hpp"
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
+#include <thread>
 
 #include <fmt/format.h>
 
@@ -66,6 +68,24 @@ std::optional<FleetBy> fleet_by_from_code(std::string_view code) {
   for (size_t i = 0; i < kByCodes.size(); ++i)
     if (kByCodes[i] == code) return static_cast<FleetBy>(i);
   return std::nullopt;
+}
+
+bool fleet_by_owner(FleetBy by) {
+  return by == FleetBy::kJob || by == FleetBy::kUser || by == FleetBy::kNamespace ||
+         by == FleetBy::kPod;
+}
+
+unsigned run_workers(unsigned workers, size_t tasks, const std::function<void(size_t)>& task) {
+  const auto n = static_cast<unsigned>(std::clamp<size_t>(tasks, 1, std::max(1u, workers)));
+  std::atomic<size_t> next{0};
+  auto work = [&] {
+    for (size_t i; (i = next.fetch_add(1)) < tasks;) task(i);
+  };
+  std::vector<std::thread> threads;
+  for (unsigned w = 1; w < n; ++w) threads.emplace_back(work);
+  work();
+  for (auto& t : threads) t.join();
+  return n;
 }
 
 std::optional<double> FleetTally::efficiency() const {

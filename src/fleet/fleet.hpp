@@ -12,6 +12,7 @@
 #pragma once
 
 #include <array>
+#include <compare>
 #include <functional>
 #include <map>
 #include <optional>
@@ -115,6 +116,21 @@ using FleetProgress = std::function<void(size_t done, size_t total, std::string_
 Result<FleetReport> fleet_report(const FleetOptions& options, const FleetProgress& progress = {});
 
 // --- the pieces, for tests and the two paths ---
+
+// Whether --by groups by the GPUs' owners (job, user, namespace, pod), not by host, model or cause.
+bool fleet_by_owner(FleetBy by);
+
+// A GPU of the fleet: its host and its UUID (the diagnosis path: its name where a series has no
+// UUID).
+struct FleetGpu {
+  std::string host, uuid;
+  auto operator<=>(const FleetGpu&) const = default;
+};
+
+// The worker pool of both paths: task(i) for every i in [0, tasks), each worker taking the next i
+// until none is left, on min(workers, tasks) threads (at least one: the caller's). Returns how many
+// worked.
+unsigned run_workers(unsigned workers, size_t tasks, const std::function<void(size_t)>& task);
 
 // Ranks rows (most wasted first, then most allocated, then label), fills labels and drill-down
 // commands, keeps rows_total and cuts to --top.

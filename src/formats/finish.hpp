@@ -131,7 +131,9 @@ Result<Recording> guarded_read(const std::string& origin, std::string_view what,
   try {
     return read();
   } catch (const std::exception& e) {
-    return failure(fmt::format("{}: cannot read the {}: {}", origin, what, e.what()));
+    Error err = failure(fmt::format("{}: cannot read the {}: {}", origin, what, e.what()));
+    err.code = Error::Code::kInternal;
+    return err;
   }
 }
 // Runs a format check: an exception means "not this format".

@@ -140,7 +140,7 @@ Result<PromFetch> fetch_prometheus_series(const PrometheusQuery& q) {
       for (const auto& s : counted.value())
         for (const auto& p : s.points) most = std::max(most, p.second);
       if (most < 1)
-        return failure(
+        return no_data_error(
             fmt::format("{}: no GPU series{} between {} and {} (looked for dcgm-exporter's "
                         "DCGM_FI_DEV_GPU_UTIL / DCGM_FI_DEV_POWER_USAGE and gpudoctor's names)",
                         q.url, q.selector.empty() ? "" : " matching " + q.selector,
