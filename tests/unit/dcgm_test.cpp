@@ -15,38 +15,15 @@
 #include "formats/column_catalogue.hpp"
 #include "formats/dmon.hpp"
 #include "formats/smi_csv.hpp"
+#include "test_helpers.hpp"
 
 namespace gpudoctor {
 namespace {
 
-std::string read_file(const std::string& dir, const std::string& name) {
-  const std::string path =
-      std::string(GPUDOCTOR_SOURCE_DIR) + "/tests/data/logs/" + dir + "/" + name;
-  std::ifstream in(path, std::ios::binary);
-  EXPECT_TRUE(in.good()) << "cannot open " << path;
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
+using namespace test_util;
 
 std::string fixture(const std::string& name) {
-  return read_file("dcgm", name);
-}
-
-bool has_note(const Recording& rec, std::string_view part) {
-  return std::any_of(rec.notes.begin(), rec.notes.end(),
-                     [&](const std::string& n) { return n.find(part) != std::string::npos; });
-}
-
-std::string all_notes(const Recording& rec) {
-  std::string s;
-  for (const auto& n : rec.notes) s += n + "\n";
-  return s;
-}
-
-std::vector<double> col(const GpuSeries& g, Field f) {
-  const auto* c = g.column(f);
-  return c ? *c : std::vector<double>{};
+  return read_log("dcgm", name);
 }
 
 Recording dmon_ok(const std::string& text, const DcgmOptions& opt = {}) {
@@ -356,7 +333,7 @@ TEST(DcgmiDmon, Errors) {
             std::string::npos);
   EXPECT_NE(dmon_error("hello\nworld\n").find("no dcgmi dmon header"), std::string::npos);
   // nvidia-smi dmon is not dcgmi dmon.
-  EXPECT_NE(dmon_error(read_file("dmon", "a100_default_2gpu.txt")).find("no dcgmi dmon header"),
+  EXPECT_NE(dmon_error(read_log("dmon", "a100_default_2gpu.txt")).find("no dcgmi dmon header"),
             std::string::npos);
   EXPECT_NE(dmon_error(std::string(kDmonHeader) + "GPU-I 1   N/A               0.100        \n")
                 .find("only GPU-I entities"),
@@ -383,9 +360,9 @@ TEST(DcgmiDmon, LooksLikeDcgmiDmon) {
   for (const char* name : kLongFixtures) EXPECT_FALSE(looks_like_dcgmi_dmon(fixture(name))) << name;
   for (const char* name : {"two_gpu_units.csv", "h100_nounits.csv", "l4_noheader_nounits.csv",
                            "t4_na_repeated_header_crlf.csv"})
-    EXPECT_FALSE(looks_like_dcgmi_dmon(read_file("smi-csv", name))) << name;
+    EXPECT_FALSE(looks_like_dcgmi_dmon(read_log("smi-csv", name))) << name;
   for (const char* name : {"a100_default_2gpu.txt", "h100_dt_pucm.txt", "h100_gpm_metrics.txt"})
-    EXPECT_FALSE(looks_like_dcgmi_dmon(read_file("dmon", name))) << name;
+    EXPECT_FALSE(looks_like_dcgmi_dmon(read_log("dmon", name))) << name;
   EXPECT_FALSE(looks_like_dcgmi_dmon(""));
   EXPECT_FALSE(looks_like_dcgmi_dmon("# gpu    pwr  gtemp\n# Idx      W      C\n"));
   EXPECT_FALSE(looks_like_dcgmi_dmon("{\"Entity\": \"GPU 0\", \"POWER\": 152.3}\n"));
@@ -576,7 +553,7 @@ TEST(DcgmLong, Errors) {
   EXPECT_NE(long_error("\n \n").find("empty"), std::string::npos);
   EXPECT_NE(long_error(std::string(kLongHeader)).find("header but no data rows"),
             std::string::npos);
-  const std::string smi = long_error(read_file("smi-csv", "two_gpu_units.csv"));
+  const std::string smi = long_error(read_log("smi-csv", "two_gpu_units.csv"));
   EXPECT_NE(smi.find("dcgm.csv:1: no DCGM dump header line"), std::string::npos) << smi;
   EXPECT_NE(long_error(std::string(kLongHeader) + "0,1,155,1.0\n")
                 .find("no readable rows (dcgm.csv:2: not a time in microseconds"),
@@ -602,9 +579,9 @@ TEST(DcgmLong, LooksLikeDcgmLong) {
   for (const char* name : kDmonFixtures) EXPECT_FALSE(looks_like_dcgm_long(fixture(name))) << name;
   for (const char* name : {"two_gpu_units.csv", "h100_nounits.csv", "l4_noheader_nounits.csv",
                            "t4_na_repeated_header_crlf.csv"})
-    EXPECT_FALSE(looks_like_dcgm_long(read_file("smi-csv", name))) << name;
+    EXPECT_FALSE(looks_like_dcgm_long(read_log("smi-csv", name))) << name;
   for (const char* name : {"a100_default_2gpu.txt", "h100_gpm_metrics.txt"})
-    EXPECT_FALSE(looks_like_dcgm_long(read_file("dmon", name))) << name;
+    EXPECT_FALSE(looks_like_dcgm_long(read_log("dmon", name))) << name;
   EXPECT_FALSE(looks_like_dcgm_long(""));
   EXPECT_FALSE(looks_like_dcgm_long("GPUId,TimeStampUs\n"));
   EXPECT_FALSE(looks_like_dcgm_long("{\"GPUId\": 0, \"TimeStampUs\": 1, \"Field\": 155}\n"));

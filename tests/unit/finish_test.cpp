@@ -3,26 +3,19 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <stdexcept>
 #include <string>
 #include <string_view>
 #include <vector>
 
 #include "core/reading.hpp"
 #include "core/recording.hpp"
+#include "test_helpers.hpp"
 
 namespace gpudoctor::log_reader {
 namespace {
 
-bool has_note(const Recording& rec, std::string_view part) {
-  return std::any_of(rec.notes.begin(), rec.notes.end(),
-                     [&](const std::string& n) { return n.find(part) != std::string::npos; });
-}
-
-std::string all_notes(const Recording& rec) {
-  std::string s;
-  for (const auto& n : rec.notes) s += n + "\n";
-  return s;
-}
+using namespace test_util;
 
 // A GPU with three rows of power readings and, optionally, a name and a power limit column.
 GpuSeries gpu(const std::string& name, std::optional<double> limit = std::nullopt,
@@ -54,6 +47,18 @@ void finish(Recording& rec, std::vector<GpuSeries>& gpus, const FinishOptions& o
 
 // ---------------------------------------------------------------------------------------------
 // The four sources of a power limit
+
+TEST(Finish, AReaderThatThrowsIsAnInternalErrorNamingTheInput) {
+  auto r = guarded_read("run.csv", "CSV log",
+                        []() -> Result<Recording> { throw std::runtime_error("boom"); });
+  ASSERT_FALSE(r);
+  EXPECT_EQ(r.error().code, Error::Code::kInternal);
+  EXPECT_EQ(r.error().message, "run.csv: cannot read the CSV log: boom");
+  auto fine = guarded_read("run.csv", "CSV log",
+                           []() -> Result<Recording> { return failure("run.csv: not a CSV log"); });
+  ASSERT_FALSE(fine);
+  EXPECT_EQ(fine.error().code, Error::Code::kOther);
+}
 
 TEST(Finish, PowerLimitFromTheLogItself) {
   for (const Field f :

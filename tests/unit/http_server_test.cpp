@@ -116,7 +116,7 @@ TEST(HttpServer, RejectsWhatItDoesNotServe) {
   EXPECT_EQ(ok.read_responses().rfind("HTTP/1.1 200 OK", 0), 0u);
 }
 
-TEST(HttpServer, CutsOffSlowClientsWithoutStallingOthers) {
+TEST(HttpServer, CutsOffSlowClients) {
   HttpServerOptions o;
   o.read_header_timeout = 400ms;
   o.idle_timeout = 600ms;
@@ -133,14 +133,6 @@ TEST(HttpServer, CutsOffSlowClientsWithoutStallingOthers) {
       cut = true;
       break;
     }
-    // Meanwhile a normal scrape is answered at once.
-    if (ch == 'X') {
-      RawClient fast(s->port());
-      const auto f0 = std::chrono::steady_clock::now();
-      fast.send("GET /hello HTTP/1.1\r\nHost: a\r\n\r\n");
-      EXPECT_EQ(fast.read_responses().rfind("HTTP/1.1 200 OK", 0), 0u);
-      EXPECT_LT(std::chrono::steady_clock::now() - f0, 200ms);
-    }
     std::this_thread::sleep_for(100ms);
   }
   EXPECT_TRUE(cut || slow.closed_within(100ms));
@@ -153,6 +145,27 @@ TEST(HttpServer, CutsOffSlowClientsWithoutStallingOthers) {
   EXPECT_EQ(idle.read_responses().rfind("HTTP/1.1 200 OK", 0), 0u);
   EXPECT_TRUE(idle.closed_within(1500ms));
   EXPECT_GE(s->stats().timed_out, 3u);
+}
+
+// A client stuck in the middle of its head does not stall the others: a scrape is answered while
+// it is still held (a server waiting on it would answer only after cutting it off, and the head
+// deadline here is far longer than the test). How fast the scrape is answered meanwhile is a
+// figure, not a test: bench/serve_hardening_bench.py measures it under slow clients.
+TEST(HttpServer, AnswersOthersWhileAHeadTrickles) {
+  HttpServerOptions o;
+  o.read_header_timeout = 60s;
+  o.idle_timeout = 60s;
+  auto s = start(o);
+  ASSERT_TRUE(s);
+  RawClient slow(s->port());
+  ASSERT_TRUE(slow.send("GET /hello HTTP/1.1\r\nHost: a\r\nX-Slow: zz"));
+  RawClient fast(s->port());
+  fast.send("GET /hello HTTP/1.1\r\nHost: a\r\n\r\n");
+  EXPECT_EQ(fast.read_responses().rfind("HTTP/1.1 200 OK", 0), 0u);
+  EXPECT_EQ(s->stats().timed_out, 0u);
+  // The slow one is still there, and is answered once its head is complete.
+  ASSERT_TRUE(slow.send("z\r\n\r\n"));
+  EXPECT_EQ(slow.read_responses().rfind("HTTP/1.1 200 OK", 0), 0u);
 }
 
 // Full: the oldest idle connection gives way to a newcomer (tests/unit/http_limits_test.cpp

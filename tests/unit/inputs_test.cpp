@@ -14,9 +14,12 @@
 #include "formats/input_bytes.hpp"
 #include "formats/load.hpp"
 #include "formats/run_folders.hpp"
+#include "test_helpers.hpp"
 
 namespace gpudoctor {
 namespace {
+
+using namespace test_util;
 
 namespace fs = std::filesystem;
 const fs::path kSrc = GPUDOCTOR_SOURCE_DIR;
@@ -99,12 +102,6 @@ size_t samples(const Recording& rec) {
   size_t n = 0;
   for (const auto& g : rec.gpus) n += g.size();
   return n;
-}
-
-bool has_note(const Recording& rec, const std::string& part) {
-  for (const auto& n : rec.notes)
-    if (n.find(part) != std::string::npos) return true;
-  return false;
 }
 
 TEST(Inputs, CompressionIsToldByTheFirstBytes) {

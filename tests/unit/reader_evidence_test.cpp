@@ -15,9 +15,12 @@
 
 #include "core/clock_reasons.hpp"
 #include "formats/load.hpp"
+#include "test_helpers.hpp"
 
 namespace gpudoctor {
 namespace {
+
+using namespace test_util;
 
 std::string data(const std::string& rel) {
   return std::string(GPUDOCTOR_SOURCE_DIR) + "/tests/data/logs/" + rel;
@@ -32,11 +35,6 @@ std::string notes_of(const Recording& rec) {
   std::string s;
   for (const auto& n : rec.notes) s += "  " + n + "\n";
   return s;
-}
-
-bool has_note(const Recording& rec, std::string_view part) {
-  return std::any_of(rec.notes.begin(), rec.notes.end(),
-                     [&](const std::string& n) { return n.find(part) != std::string::npos; });
 }
 
 Recording load_ok(const std::string& rel) {

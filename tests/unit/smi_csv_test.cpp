@@ -12,17 +12,15 @@
 
 #include "core/reading.hpp"
 #include "text/text.hpp"
+#include "test_helpers.hpp"
 
 namespace gpudoctor {
 namespace {
 
+using namespace test_util;
+
 std::string fixture(const std::string& name) {
-  const std::string path = std::string(GPUDOCTOR_SOURCE_DIR) + "/tests/data/logs/smi-csv/" + name;
-  std::ifstream in(path, std::ios::binary);
-  EXPECT_TRUE(in.good()) << "cannot open " << path;
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
+  return read_log("smi-csv", name);
 }
 
 Recording read_ok(const std::string& text, const SmiCsvOptions& opt = {},
@@ -40,22 +38,6 @@ std::string read_error(const std::string& text, const SmiCsvOptions& opt = {},
   if (r.ok()) return {};
   EXPECT_EQ(r.error().kind, Error::Kind::kUsage);
   return r.error().message;
-}
-
-bool has_note(const Recording& rec, std::string_view part) {
-  return std::any_of(rec.notes.begin(), rec.notes.end(),
-                     [&](const std::string& n) { return n.find(part) != std::string::npos; });
-}
-
-std::string all_notes(const Recording& rec) {
-  std::string s;
-  for (const auto& n : rec.notes) s += n + "\n";
-  return s;
-}
-
-std::vector<double> col(const GpuSeries& g, Field f) {
-  const auto* c = g.column(f);
-  return c ? *c : std::vector<double>{};
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -17,9 +17,12 @@
 
 #include "core/reading.hpp"
 #include "formats/load.hpp"
+#include "test_helpers.hpp"
 
 namespace gpudoctor {
 namespace {
+
+using namespace test_util;
 
 const std::string kDir = std::string(GPUDOCTOR_SOURCE_DIR) + "/tests/data/logs/smi-table/";
 
@@ -45,22 +48,6 @@ std::string read_error(const std::string& text, const SmiTableOptions& opt = {})
   if (r.ok()) return {};
   EXPECT_EQ(r.error().kind, Error::Kind::kUsage);
   return r.error().message;
-}
-
-bool has_note(const Recording& rec, std::string_view part) {
-  return std::any_of(rec.notes.begin(), rec.notes.end(),
-                     [&](const std::string& n) { return n.find(part) != std::string::npos; });
-}
-
-std::string all_notes(const Recording& rec) {
-  std::string s;
-  for (const auto& n : rec.notes) s += n + "\n";
-  return s;
-}
-
-std::vector<double> col(const GpuSeries& g, Field f) {
-  const auto* c = g.column(f);
-  return c ? *c : std::vector<double>{};
 }
 
 // The snapshots of a fixture: each from its date line to the next.

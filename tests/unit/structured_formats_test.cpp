@@ -19,26 +19,15 @@
 #include "formats/load.hpp"
 #include "formats/prom_text.hpp"
 #include "formats/wandb.hpp"
+#include "test_helpers.hpp"
 
 namespace gpudoctor {
 namespace {
 
+using namespace test_util;
+
 std::string logs(const std::string& rel) {
   return std::string(GPUDOCTOR_SOURCE_DIR) + "/tests/data/logs/" + rel;
-}
-
-std::string slurp(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  EXPECT_TRUE(in.good()) << "cannot open " << path;
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
-
-bool has_note(const Recording& rec, const std::string& part) {
-  for (const auto& n : rec.notes)
-    if (n.find(part) != std::string::npos) return true;
-  return false;
 }
 
 std::string notes_of(const Recording& rec) {
@@ -83,7 +72,7 @@ TEST(Wandb, Crc32IsZlibs) {
 }
 
 TEST(Wandb, RunFileReadsSystemMetricsPerGpu) {
-  const Recording rec = load_ok(slurp(logs("wandb/run-fixture.wandb")), "run-fixture.wandb");
+  const Recording rec = load_ok(read_file(logs("wandb/run-fixture.wandb")), "run-fixture.wandb");
   ASSERT_EQ(rec.gpus.size(), 2u) << notes_of(rec);
   EXPECT_EQ(rec.system.hostname, "trainer-07");
   EXPECT_TRUE(has_note(rec, "W&B run file: 40 system-metrics record(s)")) << notes_of(rec);
@@ -99,8 +88,9 @@ TEST(Wandb, RunFileReadsSystemMetricsPerGpu) {
 }
 
 TEST(Wandb, EventsFileAndRunFileAgree) {
-  const Recording run = load_ok(slurp(logs("wandb/run-fixture.wandb")), "run.wandb");
-  const Recording events = load_ok(slurp(logs("wandb/wandb-events.jsonl")), "wandb-events.jsonl");
+  const Recording run = load_ok(read_file(logs("wandb/run-fixture.wandb")), "run.wandb");
+  const Recording events =
+      load_ok(read_file(logs("wandb/wandb-events.jsonl")), "wandb-events.jsonl");
   ASSERT_EQ(events.gpus.size(), 2u) << notes_of(events);
   ASSERT_EQ(run.gpus.size(), 2u);
   for (size_t i = 0; i < 2; ++i)
@@ -112,7 +102,7 @@ TEST(Wandb, EventsFileAndRunFileAgree) {
 }
 
 TEST(Wandb, CutShortReadsUpToTheLastWholeRecord) {
-  const std::string whole = slurp(logs("wandb/run-fixture.wandb"));
+  const std::string whole = read_file(logs("wandb/run-fixture.wandb"));
   const Recording rec = load_ok(whole.substr(0, whole.size() - 40), "cut.wandb");
   ASSERT_EQ(rec.gpus.size(), 2u);
   EXPECT_EQ(rec.gpus[0].time_s.size(), 39u);
@@ -120,7 +110,7 @@ TEST(Wandb, CutShortReadsUpToTheLastWholeRecord) {
 }
 
 TEST(Wandb, DamagedRecordIsSkippedAndCounted) {
-  std::string bytes = slurp(logs("wandb/run-fixture.wandb"));
+  std::string bytes = read_file(logs("wandb/run-fixture.wandb"));
   bytes[200] = static_cast<char>(bytes[200] ^ 0x55);  // inside the second stats record
   const Recording rec = load_ok(bytes, "damaged.wandb");
   ASSERT_EQ(rec.gpus.size(), 2u);
@@ -139,7 +129,7 @@ TEST(Wandb, HeaderOnlyAndOtherVersionsAreRefusedWithAReason) {
 }
 
 TEST(JsonSamples, GpustatLoopGivesOneRowPerGpuAndSnapshot) {
-  const Recording rec = load_ok(slurp(logs("json/gpustat-loop.json")), "gpustat.json");
+  const Recording rec = load_ok(read_file(logs("json/gpustat-loop.json")), "gpustat.json");
   ASSERT_EQ(rec.gpus.size(), 2u) << notes_of(rec);
   EXPECT_EQ(rec.gpus[0].time_s.size(), 60u);
   EXPECT_NEAR(rec.gpus[0].time_s[1] - rec.gpus[0].time_s[0], 2.0, 1e-6);
@@ -151,7 +141,7 @@ TEST(JsonSamples, GpustatLoopGivesOneRowPerGpuAndSnapshot) {
 }
 
 TEST(JsonSamples, AnObjectCutShortIsSkippedNotTheRest) {
-  std::string text = slurp(logs("json/gpustat-loop.json"));
+  std::string text = read_file(logs("json/gpustat-loop.json"));
   const size_t second = text.find("\n{", 10);
   ASSERT_NE(second, std::string::npos);
   text.erase(second - 200, 200);  // the first object loses its end
@@ -162,7 +152,7 @@ TEST(JsonSamples, AnObjectCutShortIsSkippedNotTheRest) {
 }
 
 TEST(JsonSamples, ArrayOfFlatSamples) {
-  const Recording rec = load_ok(slurp(logs("json/samples-array.json")), "samples.json");
+  const Recording rec = load_ok(read_file(logs("json/samples-array.json")), "samples.json");
   ASSERT_EQ(rec.gpus.size(), 2u) << notes_of(rec);
   EXPECT_EQ(rec.gpus[0].time_s.size(), 180u);
   EXPECT_NEAR(mean_of(rec.gpus[0], Field::kPower), 280.5, 1e-9);
@@ -170,7 +160,7 @@ TEST(JsonSamples, ArrayOfFlatSamples) {
 }
 
 TEST(JsonSamples, ColumnarListsNeedTheQuantityNamedWithMap) {
-  const std::string text = slurp(logs("json/columnar.json"));
+  const std::string text = read_file(logs("json/columnar.json"));
   auto plain = load_text(text, "trace.json", {});
   ASSERT_FALSE(plain.ok());
   EXPECT_NE(plain.error().message.find("--map"), std::string::npos) << plain.error().message;
@@ -184,8 +174,8 @@ TEST(JsonSamples, ColumnarListsNeedTheQuantityNamedWithMap) {
 }
 
 TEST(JsonSamples, SavedPrometheusAnswerGoesThroughThePrometheusReader) {
-  const std::string text =
-      slurp(std::string(GPUDOCTOR_SOURCE_DIR) + "/tests/data/prometheus/dcgm_exporter_range.json");
+  const std::string text = read_file(std::string(GPUDOCTOR_SOURCE_DIR) +
+                                     "/tests/data/prometheus/dcgm_exporter_range.json");
   const Recording rec = load_ok(text, "range.json");
   EXPECT_FALSE(rec.gpus.empty());
   EXPECT_TRUE(has_note(rec, "saved Prometheus API answer")) << notes_of(rec);
@@ -327,7 +317,7 @@ TEST(JsonSamples, CutOrDamagedAnywhereReadsOrIsRefused) {
   for (const char* f : {"json/gpustat-loop.json", "json/samples-array.json", "json/columnar.json",
                         "wandb/wandb-events.jsonl"}) {
     SCOPED_TRACE(f);
-    const std::string text = slurp(logs(f));
+    const std::string text = read_file(logs(f));
     const size_t step = text.size() / 47 + 1;  // (about 50 places in each)
     for (size_t cut = 1; cut < text.size(); cut += step) {
       const auto r = load_text(text.substr(0, cut), "x.json", {});
@@ -359,7 +349,7 @@ TEST(JsonSamples, NoSamplesIsAnError) {
 }
 
 TEST(PromText, DateLinesStampTheSnapshotsOfALoop) {
-  const Recording rec = load_ok(slurp(logs("prom-text/dcgm-loop.prom")), "loop.prom");
+  const Recording rec = load_ok(read_file(logs("prom-text/dcgm-loop.prom")), "loop.prom");
   ASSERT_EQ(rec.gpus.size(), 2u) << notes_of(rec);
   EXPECT_EQ(rec.start_unix_ms, 1733047200000);
   ASSERT_EQ(rec.gpus[0].time_s.size(), 36u);
@@ -371,7 +361,7 @@ TEST(PromText, DateLinesStampTheSnapshotsOfALoop) {
 }
 
 TEST(PromText, SampleTimestampsWin) {
-  const Recording rec = load_ok(slurp(logs("prom-text/dcgm-stamped.prom")), "stamped.prom");
+  const Recording rec = load_ok(read_file(logs("prom-text/dcgm-stamped.prom")), "stamped.prom");
   ASSERT_EQ(rec.gpus.size(), 2u) << notes_of(rec);
   ASSERT_EQ(rec.gpus[0].time_s.size(), 5u);
   EXPECT_NEAR(rec.gpus[0].time_s[4], 240.0, 1e-9);

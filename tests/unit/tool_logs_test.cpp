@@ -21,19 +21,14 @@
 #include "formats/encoding.hpp"
 #include "formats/load.hpp"
 #include "report/formats_doc.hpp"
+#include "test_helpers.hpp"
 
 namespace gpudoctor {
 namespace {
 
-namespace fs = std::filesystem;
+using namespace test_util;
 
-std::string read_file(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  EXPECT_TRUE(in.good()) << "cannot open " << path;
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
+namespace fs = std::filesystem;
 
 std::string tool_log(const std::string& name) {
   return std::string(GPUDOCTOR_SOURCE_DIR) + "/tests/data/logs/tools/" + name;
@@ -44,17 +39,6 @@ Recording load_ok(const std::string& name, const LoadOptions& opt = {}) {
   EXPECT_TRUE(r.ok()) << (r.ok() ? std::string() : r.error().message);
   if (!r.ok()) return {};
   return std::move(r).value();
-}
-
-std::string all_notes(const Recording& rec) {
-  std::string s;
-  for (const auto& n : rec.notes) s += "  " + n + "\n";
-  return s;
-}
-
-bool has_note(const Recording& rec, std::string_view part) {
-  return std::any_of(rec.notes.begin(), rec.notes.end(),
-                     [&](const std::string& n) { return n.find(part) != std::string::npos; });
 }
 
 double at(const GpuSeries& g, Field f, size_t row) {
