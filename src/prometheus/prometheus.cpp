@@ -191,7 +191,7 @@ std::string prometheus_read_note(const PromFetch& f) {
 }
 
 Error no_gpu_series(const PrometheusQuery& q) {
-  return failure(fmt::format(
+  return no_data_error(fmt::format(
       "{}: no GPU series{} between {} and {} (looked for dcgm-exporter's and gpudoctor's "
       "metric names, with a gpu or UUID label)",
       q.url, q.selector.empty() ? "" : " matching " + q.selector,
