@@ -11,8 +11,8 @@
 #include <vector>
 
 #include "core/reading.hpp"
-#include "text/text.hpp"
 #include "test_helpers.hpp"
+#include "text/text.hpp"
 
 namespace gpudoctor {
 namespace {
