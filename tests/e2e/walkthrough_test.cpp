@@ -104,6 +104,19 @@ TEST_F(Walk, LiveViewsFitOneHundredColumns) {
   EXPECT_EQ(status.out.find("SM MHz/max"), std::string::npos) << status.out;
 }
 
+// The README's watch example: the bundled 4-GPU capture through the stand-in NVML.
+TEST_F(Walk, WatchOnTheBundledCapture) {
+  const auto table = run("demo-4gpu", "watch -i 1s -c 2");
+  ASSERT_EQ(table.exit_code, 0) << table.err;
+  const auto csv = run("demo-4gpu", "watch -i 500ms -c 1 --format csv --gpus 1,3");
+  ASSERT_EQ(csv.exit_code, 0) << csv.err;
+  const std::string shown = "$ gpudoctor watch -i 1s -c 2\n" + table.out +
+                            "$ gpudoctor watch -i 500ms -c 1 --format csv --gpus 1,3\n" + csv.out;
+  expect_fits("watch", table.out);
+  expect_golden("walkthrough-watch", shown);
+  expect_doc_block("README.md", "watch", shown);
+}
+
 TEST_F(Walk, AStragglerAndTheGpusWaitingForIt) {
   const std::string db = sim("straggler", "straggler.db");
   const auto text = run("", "diagnose " + quote(db));
