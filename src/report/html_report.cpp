@@ -119,10 +119,12 @@ const char* kScript = R"(
 
 }  // namespace
 
-std::string render_html_report(const Recording& rec, const Diagnosis& d,
-                               const HtmlReportOptions& options) {
-  html::reset_chart_ids();
-  std::string h = "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">";
+namespace {
+
+// The page up to the verdict: title, what was read, the command, the verdict line.
+std::string page_head(const Diagnosis& d, const Recording& rec, const HtmlReportOptions& options) {
+  std::string h;
+  h += "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">";
   h += "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">";
   h += fmt::format("<title>{}</title><style>{}</style></head><body>\n", esc(options.title), kCss);
   h += fmt::format("<h1>{}</h1><p class=\"muted\">{} · {} GPU{} · {}{}</p>\n", esc(options.title),
@@ -144,11 +146,12 @@ std::string render_html_report(const Recording& rec, const Diagnosis& d,
          "below)</p>\n";
   }
 
-  // Where the GPU time went, then every GPU on one time axis; the per-GPU panels come later.
-  const double t_end = std::max(d.duration_s, 1.0);
-  h += html::time_bar(gpu_time_breakdown(d), d.gpus.size());
-  h += html::overlay_charts(rec, d, t_end);
+  return h;
+}
 
+// One row per GPU: verdict, role, efficiency, power, limit, util, SM activity, lost time, phases.
+std::string gpu_table(const Diagnosis& d) {
+  std::string h;
   h += "<h2>GPUs</h2><table><tr><th>GPU</th><th>name</th><th>verdict</th><th>role</th>"
        "<th>efficiency</th>"
        "<th>mean power</th><th>limit</th><th>util</th><th>SM activity</th><th>lost GPU-h</th>"
@@ -177,6 +180,12 @@ std::string render_html_report(const Recording& rec, const Diagnosis& d,
   }
   h += "</table>\n";
 
+  return h;
+}
+
+// Each finding: severity, GPUs, time, summary, owners, alternatives, fixes, evidence.
+std::string findings_section(const Diagnosis& d) {
+  std::string h;
   h += "<h2>Findings</h2>\n";
   if (d.findings.empty()) h += "<p>None: every judged GPU was healthy.</p>\n";
   for (const auto& f : d.findings) {
@@ -207,7 +216,12 @@ std::string render_html_report(const Recording& rec, const Diagnosis& d,
     h += "</table></details></div>\n";
   }
 
-  // Step markers and baseline.
+  return h;
+}
+
+// The step markers' figures, where the job wrote some.
+std::string steps_section(const Recording& rec) {
+  std::string h;
   const auto steps = host::step_stats(rec.markers);
   if (steps.steps > 0) {
     h += "<h2>Steps</h2><table>";
@@ -227,6 +241,12 @@ std::string render_html_report(const Recording& rec, const Diagnosis& d,
                        num(steps.throughput, 1));
     h += "</table>\n";
   }
+  return h;
+}
+
+// The run against a saved baseline, where one was given.
+std::string baseline_section(const HtmlReportOptions& options) {
+  std::string h;
   if (options.baseline) {
     const auto& c = *options.baseline;
     h += fmt::format(
@@ -253,7 +273,13 @@ std::string render_html_report(const Recording& rec, const Diagnosis& d,
                        *c.scaling_efficiency * 100);
   }
 
-  // Charts per GPU.
+  return h;
+}
+
+// Each GPU over time: power, utilisation, efficiency, clock, temperature, PCIe; phases and findings
+// shaded.
+std::string gpu_charts(const Recording& rec, const Diagnosis& d, double t_end) {
+  std::string h;
   h += "<h2>Each GPU over time</h2><p class=\"muted\">Shaded: phases other than steady work (grey) "
        "and "
        "findings (their cause's colour).</p>\n";
@@ -326,6 +352,12 @@ std::string render_html_report(const Recording& rec, const Diagnosis& d,
                  shades);
     h += "</div>\n";
   }
+  return h;
+}
+
+// The host around a job (`run`): CPU, I/O wait and the job's cores.
+std::string host_charts(const Recording& rec, double t_end) {
+  std::string h;
   if (rec.host && !rec.host->samples.empty()) {
     Line cpu{"host CPU %", "#0969da", {}, {}, false}, io{"I/O wait %", "#cf222e", {}, {}, false},
         job{"job cores x10", "#2da44e", {}, {}, false};
@@ -339,7 +371,12 @@ std::string render_html_report(const Recording& rec, const Diagnosis& d,
     h += "</div>\n";
   }
 
-  // System, audit, limits.
+  return h;
+}
+
+// The system, the environment audit, data quality, the limits of the input and how it was read.
+std::string system_section(const Recording& rec, const Diagnosis& d) {
+  std::string h;
   h += "<h2>System and configuration</h2><table>";
   h += fmt::format(
       "<tr><th>host</th><td>{}</td></tr><tr><th>driver</th><td>{}</td></tr>"
@@ -373,6 +410,27 @@ std::string render_html_report(const Recording& rec, const Diagnosis& d,
     for (const auto& l : group_gpu_lines(d.input_notes)) h += fmt::format("<li>{}</li>", esc(l));
     h += "</ul>\n";
   }
+  return h;
+}
+
+}  // namespace
+
+std::string render_html_report(const Recording& rec, const Diagnosis& d,
+                               const HtmlReportOptions& options) {
+  html::reset_chart_ids();
+  std::string h = page_head(d, rec, options);
+  // Where the GPU time went, then every GPU on one time axis; the per-GPU panels come later.
+  const double t_end = std::max(d.duration_s, 1.0);
+  h += html::time_bar(gpu_time_breakdown(d), d.gpus.size());
+  h += html::overlay_charts(rec, d, t_end);
+
+  h += gpu_table(d);
+  h += findings_section(d);
+  h += steps_section(rec);
+  h += baseline_section(options);
+  h += gpu_charts(rec, d, t_end);
+  h += host_charts(rec, t_end);
+  h += system_section(rec, d);
   h += fmt::format("<p class=\"muted\">gpudoctor {} · docs/diagnosis.md explains every figure.</p>",
                    GPUDOCTOR_VERSION);
   h += fmt::format("<script>{}</script></body></html>\n", kScript);
