@@ -5,7 +5,9 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
@@ -90,7 +92,45 @@ inline std::string normalise(std::string s) {
   return s;
 }
 
-inline void expect_golden(const std::string& name, const std::string& actual) {
+// How far a live replay's numbers may move from the golden's. The stand-in NVML plays a capture
+// in real time, and a GPU's mean power is its energy counter's rise over gpudoctor's own interval,
+// so a millisecond of scheduling moves the last printed digit. kExact for everything else.
+struct Tolerance {
+  double rel = 0;  // of the larger number; integers get no more than this
+};
+inline constexpr Tolerance kExact{};
+
+// Empty when `got` is `want` with each number within `tol` (a printed decimal may also differ by
+// one in its last place); else the first difference. Text between numbers must match, runs of
+// spaces aside (a right-aligned column shifts when 99 becomes 100).
+inline std::string numbers_differ(const std::string& want, const std::string& got, Tolerance tol) {
+  static const std::regex number(R"(-?\d+(\.\d+)?)");
+  struct Parts {
+    std::string skeleton;
+    std::vector<std::string> numbers;
+  };
+  const auto parts = [](const std::string& s) {
+    Parts p;
+    p.skeleton = std::regex_replace(std::regex_replace(s, number, "#"), std::regex(" +"), " ");
+    for (std::sregex_iterator it(s.begin(), s.end(), number), end; it != end; ++it)
+      p.numbers.push_back(it->str());
+    return p;
+  };
+  const Parts w = parts(want), g = parts(got);
+  if (w.skeleton != g.skeleton || w.numbers.size() != g.numbers.size()) return "the text differs";
+  for (size_t i = 0; i < w.numbers.size(); ++i) {
+    const double a = std::stod(w.numbers[i]), b = std::stod(g.numbers[i]);
+    const size_t dot = w.numbers[i].find('.');
+    const double ulp =
+        dot == std::string::npos ? 0 : std::pow(10.0, -double(w.numbers[i].size() - dot - 1));
+    if (std::fabs(a - b) > tol.rel * std::max(std::fabs(a), std::fabs(b)) + ulp + 1e-12)
+      return fmt::format("number {} is {}, the golden says {}", i + 1, g.numbers[i], w.numbers[i]);
+  }
+  return "";
+}
+
+inline void expect_golden(const std::string& name, const std::string& actual,
+                          Tolerance tol = kExact) {
   const fs::path path = fs::path(kSrc) / "tests/e2e/golden" / (name + ".txt");
   const std::string norm = normalise(actual);
   if (std::getenv(GPUDOCTOR_UPDATE_GOLDEN_ENV)) {
@@ -101,6 +141,11 @@ inline void expect_golden(const std::string& name, const std::string& actual) {
   ASSERT_TRUE(in) << "missing golden file " << path << " (run with GPUDOCTOR_UPDATE_GOLDEN=1)";
   std::stringstream ss;
   ss << in.rdbuf();
+  if (tol.rel > 0) {
+    const std::string why = numbers_differ(ss.str(), norm, tol);
+    EXPECT_EQ(why, "") << "output differs from " << path << ":\n" << norm;
+    return;
+  }
   EXPECT_EQ(norm, ss.str()) << "output differs from " << path;
 }
 
