@@ -282,7 +282,7 @@ Column resolve(std::string_view raw) {
 bool is_identity(Role r) {
   return r == Role::kTime || r == Role::kDate || r == Role::kGpu || r == Role::kUuid ||
          r == Role::kBusId || r == Role::kHost || r == Role::kName || r == Role::kSerial ||
-         r == Role::kDriver;
+         r == Role::kDriver || r == Role::kPersistence || r == Role::kMigMode;
 }
 
 bool glob_match(std::string_view pat, std::string_view s) {
@@ -353,6 +353,10 @@ std::string_view role_name(Role r) {
       return "GPU serial";
     case Role::kDriver:
       return "driver version";
+    case Role::kPersistence:
+      return "persistence mode";
+    case Role::kMigMode:
+      return "MIG mode";
   }
   return "unknown";
 }

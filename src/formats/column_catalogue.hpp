@@ -31,10 +31,12 @@ enum class Role : uint8_t {
   kBusId,
   kName,
   kHost,
-  kReason,  // one clock-event reason (a flag column) or a tool's own reason code: ORed into
-            // clock_event_reasons
-  kSerial,  // the board's serial number
-  kDriver,  // the driver version
+  kReason,       // one clock-event reason (a flag column) or a tool's own reason code: ORed into
+                 // clock_event_reasons
+  kSerial,       // the board's serial number
+  kDriver,       // the driver version
+  kPersistence,  // persistence mode: "Enabled"/"Disabled"
+  kMigMode,      // MIG mode: "Enabled"/"Disabled"
 };
 
 // How a column's numbers become the field's unit when neither its name nor its cells say.

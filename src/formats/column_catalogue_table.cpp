@@ -259,6 +259,13 @@ constexpr CatalogueEntry kEntries[] = {
     {"pcimw", Role::kField, Field::kPcieWidthMax, Rule::kAsIs, "dcgmi dmon", 1},
     {"pcilg", Role::kField, Field::kPcieGen, Rule::kAsIs, "dcgmi dmon", 1},
     {"pcilw", Role::kField, Field::kPcieWidth, Rule::kAsIs, "dcgmi dmon", 1},
+    // What a GPU could report, not what it does: read from .active's bits, never a reading.
+    {"clocks_throttle_reasons_supported", Role::kIgnore, kNoField, Rule::kAsIs, "nvidia-smi"},
+    {"clocks_event_reasons_supported", Role::kIgnore, kNoField, Rule::kAsIs, "nvidia-smi"},
+    {"serial", Role::kSerial, kNoField, Rule::kAsIs, "nvidia-smi"},
+    {"driver_version", Role::kDriver, kNoField, Rule::kAsIs, "nvidia-smi"},
+    {"persistence_mode", Role::kPersistence, kNoField, Rule::kAsIs, "nvidia-smi"},
+    {"mig_mode_current", Role::kMigMode, kNoField, Rule::kAsIs, "nvidia-smi"},
     {"dvnam", Role::kName, kNoField, Rule::kAsIs, "dcgmi dmon"},
     {"pcbid", Role::kBusId, kNoField, Rule::kAsIs, "dcgmi dmon"},
     {"srnum", Role::kSerial, kNoField, Rule::kAsIs, "dcgmi dmon"},

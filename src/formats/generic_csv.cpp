@@ -28,6 +28,7 @@
 #include "formats/generic_csv_reader.hpp"
 #include "formats/log_time.hpp"
 #include "formats/log_units.hpp"
+#include "formats/sampling_rounds.hpp"
 #include "text/text.hpp"
 
 namespace gpudoctor::generic_csv_reader {
@@ -55,12 +56,29 @@ Result<Recording> Reader::finish_reading() {
   // "epoch" may be a Unix time or a training epoch (Lightning's CSV logs): a time only when its
   // values are Unix times.
   if (time_col_ >= 0) {
-    Column& tc = cols_[static_cast<size_t>(time_col_)];
-    if (tc.m.rule == Rule::kEpochOnly && !tc.mapped && mode_ != TimeMode::kEpoch) {
-      ignored_notes_.push_back(fmt::format(
-          "column {} ignored: its values are not Unix times (a training epoch?)", tc.name));
-      tc.m.role = Role::kIgnore;
-      time_col_ = -1;
+    const Column& last = cols_[static_cast<size_t>(time_col_)];
+    if (last.m.rule == Rule::kEpochOnly && !last.mapped && mode_ != TimeMode::kEpoch) {
+      restore_first_header();
+      if (time_col_ >= 0) {
+        Column& tc = cols_[static_cast<size_t>(time_col_)];
+        ignored_notes_.push_back(fmt::format(
+            "column {} ignored: its values are not Unix times (a training epoch?)", tc.name));
+        tc.m.role = Role::kIgnore;
+        time_col_ = -1;
+      }
+      reset_rows();
+      read_rows();
+    }
+  }
+  // No GPU column, but rows in rounds (one per GPU, close in time): read again by position.
+  if (key_col_ < 0 && !wide_ && time_col_ >= 0 && positions_.empty()) {
+    uint32_t gpus = 1;
+    auto positions = log_reader::positions_in_rounds(row_times_, gpus);
+    row_times_ = {};
+    if (gpus > 1) {
+      positions_ = std::move(positions);
+      for (uint32_t i = 0; i < gpus; ++i) position_ids_.push_back(fmt::format("{}", i));
+      restore_first_header();
       reset_rows();
       read_rows();
     }
@@ -96,7 +114,8 @@ Result<Recording> Reader::finish_reading() {
 
 void Reader::finish() {
   Recording& rec = rec_;
-  rec.source = "csv: " + origin_;
+  rec.source =
+      opt_.tool.empty() ? "csv: " + origin_ : fmt::format("{} csv: {}", opt_.tool, origin_);
   const bool absolute =
       mode_ == TimeMode::kDateTime || mode_ == TimeMode::kDateAndTod || mode_ == TimeMode::kEpoch;
   rec.start_unix_ms = absolute ? std::llround(first_ms_) : 0;
@@ -106,7 +125,12 @@ void Reader::finish() {
     const std::string& tn = cols_[static_cast<size_t>(time_col_)].name;
     switch (mode_) {
       case TimeMode::kDateTime:
-        if (any_unzoned_)
+        if (any_unzoned_ && !opt_.tool.empty())
+          note(
+              fmt::format("timestamps are the local time of the machine that ran {}, read as UTC "
+                          "(the log does not say its time zone)",
+                          opt_.tool));
+        else if (any_unzoned_)
           note(fmt::format("times in column {} have no time zone: read as UTC", tn));
         break;
       case TimeMode::kDateAndTod:
@@ -218,7 +242,7 @@ void Reader::finish() {
     }
     it->second.push_back(c.name);
   }
-  if (!read_as.empty()) {
+  if (!read_as.empty() && opt_.tool.empty()) {
     std::vector<std::string> parts;
     for (const auto& [key, names] : read_as)
       parts.push_back(fmt::format("{} -> {}", fmt::join(names, ", "), key));
@@ -269,7 +293,12 @@ void Reader::finish() {
       return a.series.info.index < b.series.info.index;
     });
   }
-  if (!wide_ && key_col_ < 0)
+  if (!positions_.empty())
+    note(
+        fmt::format("no GPU column (gpu, gpu_index, index, uuid, pci_bus_id ...): {} GPUs told "
+                    "apart by their position within each sampling round",
+                    position_ids_.size()));
+  else if (!wide_ && key_col_ < 0)
     note(
         "no GPU column (gpu, gpu_index, index, uuid, pci_bus_id ...): all rows read as one GPU; "
         "name it with --map COLUMN=gpu if there is one");
@@ -294,6 +323,11 @@ void Reader::finish() {
   for (size_t i = 0; i < duplicates_.size() && i < 20; ++i)
     note(fmt::format("column {} ignored: the same quantity as {}", duplicates_[i].first,
                      duplicates_[i].second));
+  if (header_changes_ > 0)
+    note(
+        fmt::format("the header line changes {} time(s) mid-file (first: {}:{}): the rows below "
+                    "each are read by it",
+                    header_changes_, origin_, header_change_line_));
   if (header_repeats_ > 0)
     note(fmt::format("the header line repeats {} time(s) mid-file: skipped", header_repeats_));
   auto skipped = [&](const Problem& p, std::string_view what) {

@@ -32,10 +32,17 @@ struct GenericCsvOptions {
   std::vector<std::pair<std::string, std::string>> map;
   // --power-limit: the limit in W for GPUs whose log has no power limit column.
   std::optional<double> power_limit_w;
+  // The names of a headerless file's columns, in order (nvidia-smi's noheader and --columns):
+  // its first line is a row. An entry may hold several comma-separated names.
+  std::vector<std::string> header;
+  // The tool whose own layout chose this reader ("nvidia-smi"), named in the notes; its column
+  // names say what they are, so no note lists how they were read.
+  std::string_view tool;
 };
 
 // True when the text looks like a CSV whose header names columns gpudoctor recognises through the
-// alias table. False for nvidia-smi --query-gpu CSV (its own reader), dmon, JSON and binary data.
+// alias table. False for nvidia-smi --query-gpu CSV (the same reader, chosen as nvidia-smi's: see
+// smi_csv.hpp), dmon, JSON and binary data.
 bool looks_like_generic_csv(std::string_view head);
 
 // Parses a whole file. origin names the input in messages and notes ("run.csv").

@@ -26,6 +26,7 @@
 #include "formats/generic_csv_reader.hpp"
 #include "formats/log_time.hpp"
 #include "formats/log_units.hpp"
+#include "formats/smi_csv.hpp"
 #include "text/text.hpp"
 
 namespace gpudoctor::generic_csv_reader {
@@ -66,6 +67,20 @@ std::optional<Error> Reader::find_header() {
   if (!explicit_sep) sep_ = detect_separator(line);
   const size_t line_no = lines.line_number();
   const auto offset = static_cast<size_t>(line.data() - body_.data());
+  if (!opt_.header.empty()) {  // headerless: the names come from the options
+    header_.clear();
+    std::vector<std::string_view> names;
+    for (const auto& entry : opt_.header) {
+      text::split(entry, ',', names);
+      for (const auto name : names)
+        if (!text::trim(name).empty()) header_.emplace_back(text::trim(name));
+    }
+    header_raw_ = fmt::format("{}", fmt::join(header_, ", "));
+    rows_offset_ = offset;
+    rows_line_before_ = line_no - 1;
+    header_line_no_ = 0;
+    return std::nullopt;
+  }
 
   std::vector<std::string_view> cells;
   size_t rec_line = 0;
@@ -109,6 +124,17 @@ std::optional<Error> Reader::find_header() {
 }
 
 std::optional<Error> Reader::make_layout() {
+  fields_.clear();
+  infos_.clear();
+  wide_numbers_.clear();
+  unknown_.clear();
+  duplicates_.clear();
+  groups_.clear();
+  group_names_.clear();
+  footer_raw_.clear();
+  footer_row_ = SIZE_MAX;
+  key_col_ = -1;
+  key_role_ = Role::kUnknown;
   cols_.clear();
   cols_.reserve(header_.size());
   for (const auto& h : header_) cols_.push_back(resolve(h));
@@ -180,6 +206,12 @@ std::optional<Error> Reader::make_layout() {
     any_wide = any_wide || c.gpu >= 0;
   }
   if (!any_field) {
+    // A file that ends inside its header line (cut short while written): the header is not all
+    // there, and no row follows.
+    if (!table_ && opt_.header.empty() && text::ends_inside_a_line(body_) &&
+        text::is_blank(body_.substr(std::min(rows_offset_, body_.size()))))
+      return log_reader::no_readable_rows(origin_, "a header line",
+                                          fmt::to_string(file_line(header_line_no_)), 0, text_, {});
     std::vector<std::string_view> names;
     for (const auto& c : cols_) names.push_back(c.name);
     if (!bare.empty())
@@ -187,10 +219,23 @@ std::optional<Error> Reader::make_layout() {
           "{}:{}: columns {} hold one value per GPU but their names do not say which quantity; "
           "give it with --map, e.g. --map '{}=power_w'",
           origin_, file_line(header_line_no_), fmt::join(bare, ", "), wide_pattern(bare.front())));
+    if (!opt_.header.empty())
+      return usage_error(fmt::format(
+          "{}: --columns names no column gpudoctor reads ({}); give the --query-gpu list the "
+          "file was written with (gpudoctor fields lists the names)",
+          origin_, fmt::join(names, ", ")));
+    // A first line of numbers or times is a row: a file written without its header.
+    const bool data = std::any_of(names.begin(), names.end(), [](std::string_view n) {
+      return !n.empty() && (is_digit(n.front()) || text::parse_double(n));
+    });
     return usage_error(fmt::format(
-        "{}:{}: no column gpudoctor recognises in the header ({}); name the columns with --map "
-        "COLUMN=FIELD (field ids: gpudoctor fields)",
-        origin_, file_line(header_line_no_), fmt::join(names, ", ")));
+        "{}:{}: no column gpudoctor recognises in the header ({}){}", origin_,
+        file_line(header_line_no_), fmt::join(names, ", "),
+        data ? "; the first line holds values: a file written without a header (nvidia-smi "
+               "--format=csv,noheader)? give its columns with --columns 'timestamp,index,...' "
+               "(the --query-gpu list)"
+             : "; name the columns with --map COLUMN=FIELD (field ids: gpudoctor fields), or "
+               "with --columns when the file has no header line"));
   }
   wide_ = any_wide;
   if (!bare.empty())
@@ -331,6 +376,18 @@ std::optional<Error> Reader::make_layout() {
     }
     infos_ = std::move(kept);
   }
+  // A bitmask of every reason (nvidia-smi's clocks_event_reasons.active) holds all that columns
+  // of one reason each say: it wins, and they are not read.
+  const auto is_mask = [&](const FieldCol& fc) {
+    return fc.field == Field::kClockEventReasons && cols_[fc.col].m.role == Role::kField;
+  };
+  if (std::any_of(fields_.begin(), fields_.end(), is_mask))
+    std::erase_if(fields_, [&](const FieldCol& fc) {
+      Column& c = cols_[fc.col];
+      if (c.m.role != Role::kReason) return false;
+      c.m.role = Role::kIgnore;
+      return true;
+    });
   fields_of_.assign(wide_numbers_.size() + 1, {});
   infos_of_.assign(wide_numbers_.size() + 1, {});
   for (size_t k = 0; k < fields_.size(); ++k)
@@ -380,8 +437,9 @@ void Reader::find_footer() {
   for (size_t i = 0; i < ncols; ++i) {
     const Role role = cols_[i].m.role;
     const std::string_view v = cells[i];
-    if (role == Role::kTime || role == Role::kDate) {
-      if (!v.empty()) return;
+    if (role == Role::kTime || role == Role::kDate || role == Role::kGpu || role == Role::kUuid ||
+        role == Role::kBusId) {
+      if (!v.empty()) return;  // a row of a GPU ("Active" under a reason is a reading)
     } else if (is_quantity(role)) {
       if (v.empty() || text::parse_double(v) || classify_marker(v) != Cell::kBad ||
           is_digit(v.front()))
@@ -405,6 +463,51 @@ void Reader::split_side_by_side() {
 }
 
 // A table's header: its names, as a CSV reader would take them (trimmed).
+// A line that is a header of other columns: nvidia-smi restarted with another --query-gpu list,
+// appending to the same file. No cell is a value, and at least half the cells, one of them a
+// quantity, are names gpudoctor reads.
+bool Reader::is_new_header(const std::vector<std::string_view>& cells) const {
+  if (table_ || wide_ || cells.size() < 2) return false;
+  size_t known = 0;
+  bool quantity = false;
+  for (const std::string_view cell : cells) {
+    const std::string_view c = text::trim(cell);
+    if (c.empty() || is_digit(c.front()) || classify_marker(c) != Cell::kBad ||
+        text::parse_double(c))
+      return false;
+    const Column col = resolve(c);
+    known += col.m.role != Role::kUnknown;
+    quantity = quantity || is_quantity(col.m.role);
+  }
+  return quantity && known * 2 >= cells.size();
+}
+
+// Reads the rows below `line_no` by the header `cells`; false (the old header kept) when it
+// makes no layout.
+bool Reader::change_header(const std::vector<std::string_view>& cells, std::string_view raw,
+                           size_t line_no) {
+  if (first_header_.empty()) {
+    first_header_ = header_;
+    first_header_raw_ = header_raw_;
+  }
+  header_.assign(cells.begin(), cells.end());
+  header_raw_ = std::string(raw);
+  if (make_layout() || wide_) {
+    restore_first_header();
+    return false;
+  }
+  if (header_changes_++ == 0) header_change_line_ = file_line(line_no);
+  return true;
+}
+
+// The layout of the file's first header again, before the rows are read again from the top.
+void Reader::restore_first_header() {
+  if (first_header_.empty()) return;
+  header_ = first_header_;
+  header_raw_ = first_header_raw_;
+  make_layout();
+}
+
 void Reader::table_header() {
   header_.clear();
   for (size_t i = 0; i < table_->columns(); ++i) header_.emplace_back(text::trim(table_->name(i)));
@@ -420,20 +523,6 @@ using namespace csv;  // NOLINT: the catalogue's client
 using generic_csv_reader::Cell;
 using generic_csv_reader::classify_marker;
 using text::iequals;
-
-// nvidia-smi --query-gpu CSV has its own reader: a header with its dotted query names.
-bool is_smi_header(const std::vector<std::string_view>& cells) {
-  for (const auto cell : cells) {
-    std::string_view base, ann;
-    split_annotation(cell, base, ann);
-    if (base.find('.') == std::string_view::npos) continue;
-    if (field_by_smi_name(base) || iequals(base, "pci.bus_id") ||
-        text::istarts_with(base, "clocks_throttle_reasons.") ||
-        text::istarts_with(base, "clocks_event_reasons.") || iequals(base, "mig.mode.current"))
-      return true;
-  }
-  return false;
-}
 
 // A header longer than the head that detection sees, of a logger of a whole machine's sensors
 // (HWiNFO: "Date,Time," then hundreds of "NAME [UNIT]" columns, the GPU's past column 190): the
@@ -493,7 +582,7 @@ bool looks_like_generic_csv(std::string_view head) {
       Records r(l, sep, 0);
       if (r.next(cells, ln, raw) != Records::Next::kRecord || cells.size() < 2) return false;
       // (nvidia-smi writes commas: its header with another separator is this reader's.)
-      if (sep == ',' && is_smi_header(cells)) return false;
+      if (sep == ',' && is_smi_csv_header(cells)) return false;
       // Prometheus exposition ("DCGM_FI_DEV_GPU_UTIL{gpu=\"0\",...} 99"), key=value logs.
       for (const auto c : cells)
         if (c.find_first_of("{}=") != std::string_view::npos) return false;

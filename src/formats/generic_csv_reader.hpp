@@ -30,10 +30,10 @@ namespace gpudoctor::generic_csv_reader {
 using namespace csv;  // NOLINT: this reader is the catalogue's client
 using text::iequals;
 
-enum class Cell : uint8_t { kValue, kMissing, kNotSupported, kBad };
+enum class Cell : uint8_t { kValue, kMissing, kNotSupported, kNoPermission, kBad };
 
 // Markers of "no value" that loggers, pandas and nvidia-smi write ("", "N/A", "[Not Supported]",
-// "nan", "-" ...): kMissing or kNotSupported; kBad for anything else.
+// "nan", "-" ...): kMissing, kNotSupported or kNoPermission; kBad for anything else.
 Cell classify_marker(std::string_view v);
 
 struct GpuState {
@@ -61,7 +61,8 @@ enum class TimeMode : uint8_t { kUndecided, kDateTime, kDateAndTod, kTimeOfDay, 
 
 // Identity columns that fill in a GPU's details.
 inline bool is_info(Role r) {
-  return r == Role::kName || r == Role::kUuid || r == Role::kBusId || r == Role::kSerial;
+  return r == Role::kName || r == Role::kUuid || r == Role::kBusId || r == Role::kSerial ||
+         r == Role::kPersistence || r == Role::kMigMode;
 }
 
 struct FieldCol {
@@ -95,6 +96,10 @@ class Reader {
   bool skipped_as_in_csv(const std::vector<std::string_view>& cells) const;
   bool is_header_again(const std::vector<std::string_view>& cells) const;
   std::optional<Error> make_layout();
+  bool is_new_header(const std::vector<std::string_view>& cells) const;
+  bool change_header(const std::vector<std::string_view>& cells, std::string_view raw,
+                     size_t line_no);
+  void restore_first_header();
   void find_footer();
   void split_side_by_side();
   void read_rows();
@@ -174,6 +179,17 @@ class Reader {
   std::array<Stats, kFieldCount> stats_{};
   std::vector<std::pair<std::string, const UnitToken*>> cell_units_;  // per column: the last unit
   std::array<bool, kFieldCount> field_in_log_{};
+  // Logs without a GPU column: each timed row's time in seconds (the first pass), then each
+  // one's position in its sampling round when rounds show (formats/sampling_rounds), by timed row.
+  // The header changed mid-file (nvidia-smi restarted with other columns): the first one, to
+  // read the rows again from the top, how often and the line of the first change.
+  std::vector<std::string> first_header_;
+  std::string first_header_raw_;
+  size_t header_changes_ = 0, header_change_line_ = 0;
+  std::vector<double> row_times_;
+  std::vector<uint32_t> positions_;
+  std::vector<std::string> position_ids_;
+  size_t timed_rows_ = 0;
   Recording rec_;
 };
 

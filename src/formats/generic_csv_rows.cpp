@@ -39,8 +39,9 @@ Cell classify_marker(std::string_view v) {
       return Cell::kBad;
     case csv::NoValue::kNotSupported:
       return Cell::kNotSupported;
-    case csv::NoValue::kMissing:
     case csv::NoValue::kNoPermission:
+      return Cell::kNoPermission;
+    case csv::NoValue::kMissing:
     case csv::NoValue::kError:
       return Cell::kMissing;
   }
@@ -381,6 +382,9 @@ void Reader::read_cells(GpuState& g, size_t row, int wide,
       case Cell::kNotSupported:
         ++g.counts.not_supported[fi];
         break;
+      case Cell::kNoPermission:
+        ++g.counts.no_permission[fi];
+        break;
       case Cell::kBad:
         problem(bad_cell_, line_no, "{}: cannot read \"{}\"", c.name, v);
         break;
@@ -389,6 +393,11 @@ void Reader::read_cells(GpuState& g, size_t row, int wide,
   for (const size_t k : infos_of_[static_cast<size_t>(wide + 1)]) {
     const InfoCol& ic = infos_[k];
     DeviceInfo& d = g.series.info;
+    if (ic.role == Role::kPersistence || ic.role == Role::kMigMode) {
+      auto& mode = ic.role == Role::kPersistence ? d.persistence_mode : d.mig_mode;
+      if (!mode) mode = text::parse_enabled(cells[ic.col]);
+      continue;
+    }
     std::string* target = ic.role == Role::kName     ? &d.name
                           : ic.role == Role::kUuid   ? &d.uuid
                           : ic.role == Role::kSerial ? &d.serial
@@ -411,6 +420,8 @@ void Reader::reset_rows() {
   have_first_ = have_tod_ = any_unzoned_ = decimal_comma_ = false;
   first_ms_ = tod_offset_ms_ = tod_last_ms_ = 0;
   round_ = 0;
+  timed_rows_ = 0;
+  header_changes_ = 0;
   data_lines_ = rows_read_ = header_repeats_ = 0;
   wrong_count_ = malformed_ = bad_time_ = bad_gpu_ = not_increasing_ = bad_cell_ = too_many_gpus_ =
       truncated_ = {};
@@ -420,8 +431,8 @@ void Reader::reset_rows() {
 void Reader::read_rows() {
   Records records(table_ ? std::string_view() : body_.substr(rows_offset_), sep_,
                   rows_line_before_);
-  const size_t ncols = cols_.size();
-  const bool empty_last_name = !header_.empty() && header_.back().empty();
+  size_t ncols = cols_.size();
+  bool empty_last_name = !header_.empty() && header_.back().empty();
   const bool cut_at_end = text::ends_inside_a_line(body_);
   size_t line_no = 0, table_row = 0;
   std::string_view raw;
@@ -460,6 +471,13 @@ void Reader::read_rows() {
     if (header_again) {  // the header again (a logger restarted, files concatenated)
       ++header_repeats_;
       --data_lines_;
+      continue;
+    }
+    if (!table_ && (cells_.size() != ncols || !is_digit(text::trim(cells_.front()).front())) &&
+        !cells_.front().empty() && is_new_header(cells_) && change_header(cells_, raw, line_no)) {
+      --data_lines_;
+      ncols = cols_.size();
+      empty_last_name = !header_.empty() && header_.back().empty();
       continue;
     }
     // "a,b,c," under "a,b,c" (a trailing separator), and the reverse.
@@ -534,6 +552,12 @@ void Reader::read_rows() {
                 cols_[static_cast<size_t>(key_col_)].name);
         continue;
       }
+    } else if (timed) {
+      const size_t k = timed_rows_++;
+      if (positions_.empty())
+        row_times_.push_back(ms / 1000.0);
+      else
+        id = position_ids_[positions_[k]];
     }
     const size_t slot = slot_for(host, id, -1);
     if (slot == std::string_view::npos) {
@@ -580,7 +604,10 @@ void Reader::read_rows() {
     ignored_notes_.push_back(
         fmt::format("column {} ignored: its values never repeat, so it numbers rows, not GPUs",
                     cols_[static_cast<size_t>(key_col_)].name));
-    cols_[static_cast<size_t>(key_col_)].m.role = Role::kIgnore;
+    const std::string key_name = cols_[static_cast<size_t>(key_col_)].name;
+    restore_first_header();
+    for (auto& c : cols_)
+      if (c.name == key_name && is_identity(c.m.role)) c.m.role = Role::kIgnore;
     key_col_ = -1;
     key_role_ = Role::kUnknown;
     reset_rows();

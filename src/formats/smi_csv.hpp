@@ -1,9 +1,10 @@
-// nvidia-smi --query-gpu=... --format=csv[,noheader][,nounits] logs: reader and writer.
+// nvidia-smi --query-gpu=... --format=csv[,noheader][,nounits] logs: recognised, read and written.
 //
-// The reader takes any column set and order, one or many GPUs interleaved by row, values with or
-// without unit suffixes, and nvidia-smi's "[N/A]" / "[Not Supported]" markers (never read as 0).
-// What it had to assume (time zone, where a power limit came from, skipped rows, ignored columns)
-// goes into Recording::notes.
+// Read by the one reader of CSV logs (generic_csv: the framing layer, the column catalogue, one
+// finish), which takes any column set and order, one or many GPUs interleaved by row (by position
+// within each sampling round when no identity column says which), values with or without unit
+// suffixes, nvidia-smi's "[N/A]" / "[Not Supported]" markers (never read as 0) and a header that
+// changes mid-file. What it had to assume goes into Recording::notes, naming nvidia-smi.
 #pragma once
 
 #include <optional>
@@ -23,6 +24,10 @@ struct SmiCsvOptions {
   // --power-limit: the limit in W to use for GPUs whose log has no power limit column.
   std::optional<double> power_limit_w;
 };
+
+// True when a header's cells hold a name only nvidia-smi --query-gpu writes (a dotted query name
+// such as "power.draw [W]" or "clocks_event_reasons.active").
+bool is_smi_csv_header(const std::vector<std::string_view>& cells);
 
 // True when the text looks like nvidia-smi --query-gpu CSV output: a header line naming known
 // query fields, or headerless rows that start with nvidia-smi's timestamp

@@ -389,7 +389,7 @@ void Reader::gpu_row(std::string_view t, size_t line_no) {
     // The third row: MIG mode in the last cell.
     SnapGpu& g = snap_.gpus.back();
     text::split_ws(cells_.back(), tokens_);
-    if (!tokens_.empty()) g.mig = parse_on_off(tokens_[0]);
+    if (!tokens_.empty()) g.mig = text::parse_enabled(tokens_[0]);
     expect_ = Expect::kRow1;
     return;
   }
@@ -405,7 +405,7 @@ void Reader::gpu_row(std::string_view t, size_t line_no) {
       const std::string_view last = tokens_.back();
       if (iequals(last, "On") || iequals(last, "Off") || iequals(last, "N/A") ||
           iequals(last, "WDDM") || iequals(last, "TCC") || iequals(last, "MCDM")) {
-        g.persistence = parse_on_off(last);
+        g.persistence = text::parse_enabled(last);
         rest = text::trim(rest.substr(0, rest.size() - last.size()));
       }
     }
@@ -414,7 +414,7 @@ void Reader::gpu_row(std::string_view t, size_t line_no) {
     if (!tokens_.empty() && !iequals(tokens_[0], "N/A")) g.bus_id = std::string(tokens_[0]);
     if (snap_.mig_in_row1) {  // nvitop: "| Disabled           0 |" (MIG M., Uncorr. ECC)
       text::split_ws(cells_[2], tokens_);
-      if (!tokens_.empty()) g.mig = parse_on_off(tokens_[0]);
+      if (!tokens_.empty()) g.mig = text::parse_enabled(tokens_[0]);
     }
     snap_.gpus.push_back(std::move(g));
     expect_ = Expect::kRow2;

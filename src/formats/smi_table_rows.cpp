@@ -188,12 +188,6 @@ std::optional<double> memory_mib(std::string_view v) {
   return text::scaled(nu->value, *k);
 }
 
-std::optional<bool> parse_on_off(std::string_view v) {
-  if (iequals(v, "On") || iequals(v, "Enabled")) return true;
-  if (iequals(v, "Off") || iequals(v, "Disabled")) return false;
-  return std::nullopt;
-}
-
 bool is_process_type(std::string_view t) {
   if (t.empty() || t.size() > 5) return false;
   bool letter = false;

@@ -63,7 +63,6 @@ std::string_view as_ascii(std::string_view line, std::string& buf);
 Cell parse_cell(size_t slot, std::string_view v, double& out);
 // A memory size in MiB ("4MiB", "18.75GiB", "512KiB", "0B").
 std::optional<double> memory_mib(std::string_view v);
-std::optional<bool> parse_on_off(std::string_view v);
 // "C", "G", "C+G", "M", "M+C": the process table's Type column.
 bool is_process_type(std::string_view t);
 // The text after "KEY:" up to the next run of spaces ("Driver Version: 535.104.05   CUDA ...").

@@ -51,6 +51,13 @@ bool iequals(std::string_view a, std::string_view b) {
   return true;
 }
 
+std::optional<bool> parse_enabled(std::string_view v) {
+  v = trim(v);
+  if (iequals(v, "Enabled") || iequals(v, "On") || v == "1") return true;
+  if (iequals(v, "Disabled") || iequals(v, "Off") || v == "0") return false;
+  return std::nullopt;
+}
+
 bool istarts_with(std::string_view s, std::string_view prefix) {
   return s.size() >= prefix.size() && iequals(s.substr(0, prefix.size()), prefix);
 }

@@ -34,6 +34,8 @@ inline std::string_view trim_left(std::string_view s) {
 // The text without a leading UTF-8 byte order mark.
 std::string_view strip_bom(std::string_view s);
 bool iequals(std::string_view a, std::string_view b);
+// A switch as tools write it: "Enabled"/"On"/"1" true, "Disabled"/"Off"/"0" false, else nothing.
+std::optional<bool> parse_enabled(std::string_view v);
 // ASCII lower case (HTTP header names, tokens).
 std::string lower(std::string_view s);
 bool istarts_with(std::string_view s, std::string_view prefix);

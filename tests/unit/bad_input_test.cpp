@@ -107,23 +107,18 @@ std::vector<Case> smi_csv_cases() {
       {f, "cut mid-line", drop(kSmi, 30),
        read(2,
             "skipped 1 line(s) cut short at the end of the file (first: in.log:4: the last line "
-            "is cut short (3 of 5 columns, no line end))")},
+            "is cut short (3 of 5 cells, no line end))")},
       // "149.0" would read as a number: the unended last line is never taken.
       {f, "cut mid-value", drop(kSmi, 4),
        read(2,
             "skipped 1 line(s) cut short at the end of the file (first: in.log:4: the last line "
-            "is cut short (5 of 5 columns, no line end))")},
+            "is cut short (5 of 5 cells, no line end))")},
       {f, "cut mid-header", cut(kSmi, 30),
        refused("in.log:1: a header line but no data rows (the file ends inside it: cut short)")},
-      {f, "binary garbage", garbage(),
-       refused("in.log: binary data, not an nvidia-smi --query-gpu CSV log")},
-      {f, "semicolons", replace_all(kSmi, ", ", ";"),
-       refused("in.log:1: the columns are separated by ';', not by the commas nvidia-smi writes; "
-               "read the file with --input-format generic-csv")},
-      {f, "tabs", replace_all(kSmi, ", ", "\t"),
-       refused("in.log:1: the columns are separated by '\\t', not by the commas nvidia-smi "
-               "writes; read the file with --input-format generic-csv")},
-      // Chosen by content, semicolons go to the generic reader, which reads them.
+      {f, "binary garbage", garbage(), refused("in.log: binary data, not a CSV log")},
+      // Another separator (a spreadsheet's export): read all the same.
+      {f, "semicolons", replace_all(kSmi, ", ", ";"), read(3)},
+      {f, "tabs", replace_all(kSmi, ", ", "\t"), read(3)},
       {"auto", "semicolons, by content", replace_all(kSmi, ", ", ";"), read(3)},
       {f, "header, no rows", kSmiHeader, refused("in.log:1: a header line but no data rows")},
       {f, "header twice, no rows", kSmiHeader + "\n" + kSmiHeader,
@@ -143,11 +138,11 @@ std::vector<Case> smi_csv_cases() {
       {f, "a megabyte value",
        kSmiHeader + kSmiRow1 + replace_all(kSmiRow2, "150.00", kMegabyteOfDigits),
        read(2, std::string("1 unreadable value(s) taken as missing (first: in.log:3: ") +
-                   cut_message("power.draw: cannot read \"") + ")")},
+                   cut_message("power.draw [W]: cannot read \"") + ")")},
       {f, "a megabyte line of text", kSmiHeader + kSmiRow1 + kMegabyte + "\n" + kSmiRow2,
        read(2,
-            "skipped 1 line(s) with the wrong number of columns (first: in.log:3: expected 5 "
-            "columns, found 1)")},
+            "skipped 1 line(s) with the wrong number of cells (first: in.log:3: expected 5 "
+            "cells, found 1)")},
   };
 }
 
@@ -488,8 +483,7 @@ std::vector<Case> generic_csv_cases() {
             "skipped 1 line(s) cut short at the end of the file (first: in.log:4: the last line "
             "is cut short (4 of 4 cells, no line end))")},
       {f, "cut mid-header", cut(kCsv, 12),
-       refused("in.log:1: no column gpudoctor recognises in the header (time, gpu, pow); name the "
-               "columns with --map COLUMN=FIELD (field ids: gpudoctor fields)")},
+       refused("in.log:1: a header line but no data rows (the file ends inside it: cut short)")},
       {f, "binary garbage", garbage(), refused("in.log: binary data, not a CSV log")},
       // ',' ';' and tab are all read; '|' is not a separator.
       {f, "semicolons", replace_all(kCsv, ",", ";"), read(3)},
@@ -497,7 +491,7 @@ std::vector<Case> generic_csv_cases() {
       {f, "pipes", replace_all(kCsv, ",", "|"),
        refused("in.log:1: no column gpudoctor recognises in the header (time|gpu|power_w|"
                "util_gpu_pct); name the columns with --map COLUMN=FIELD (field ids: gpudoctor "
-               "fields)")},
+               "fields), or with --columns when the file has no header line")},
       {f, "header, no rows", kCsvHeader, refused("in.log:1: a header line but no data rows")},
       {f, "time going backwards", kCsvHeader + kCsvRow1 + kCsvRow3 + kCsvRow2,
        read(2,
@@ -592,7 +586,7 @@ std::vector<Case> detection_cases() {
       {f, "nvidia-smi CSV cut mid-value", drop(kSmi, 4),
        read(2,
             "skipped 1 line(s) cut short at the end of the file (first: in.log:4: the last line "
-            "is cut short (5 of 5 columns, no line end))")},
+            "is cut short (5 of 5 cells, no line end))")},
   };
 }
 
@@ -656,7 +650,7 @@ TEST(BadInput, ANewGpuOnEveryLineIsBounded) {
   EXPECT_EQ(r->gpus.size(), 16384u);
   EXPECT_NE(std::find(r->notes.begin(), r->notes.end(),
                       "skipped 3616 line(s) of GPUs beyond the first 16384 (first: in.log:16386: "
-                      "GPU 16384)"),
+                      "GPU \"16384\")"),
             r->notes.end())
       << all_notes(*r);
 }

