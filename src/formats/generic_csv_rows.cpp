@@ -170,6 +170,13 @@ Cell Reader::parse_cell(size_t col, Unit u, std::string_view v, double& out, boo
     }
     return classify_marker(v);
   }
+  // A number followed by a unit ("152.34 W", "45 %": nvidia-smi without nounits): read once,
+  // as such, rather than tried as a bare number first.
+  const char first = v.front(), last = v.back();
+  const bool suffixed =
+      (is_digit(first) || first == '-' || first == '.') &&
+      (last == '%' || (last >= 'A' && last <= 'Z') || (last >= 'a' && last <= 'z'));
+  if (suffixed && cell_with_unit(col, u, v, out, cell_unit)) return Cell::kValue;
   if (parse_num(v, out)) {
     if (c.m.factor != 1) out = text::scaled(out, c.m.factor);
     return Cell::kValue;
@@ -182,22 +189,25 @@ Cell Reader::parse_cell(size_t col, Unit u, std::string_view v, double& out, boo
   }
   const Cell marker = classify_marker(v);
   if (marker != Cell::kBad) return marker;
-  // A value with its unit: "152.3 W", "45 %", "30512 MiB".
-  if (const auto nu = text::parse_number_with_unit(v); nu && !nu->unit.empty()) {
-    // A column's cells say their unit the same way row after row: looked up once.
-    auto& [unit_text, token] = cell_units_[col];
-    if (unit_text != nu->unit) {
-      unit_text.assign(nu->unit);
-      token = unit_of(normalise(nu->unit));
-    }
-    const UnitToken* t = token;
-    if (t != nullptr && t->kind == 0 && t->unit == u) {
-      out = text::scaled(nu->value, t->factor);
-      cell_unit = true;
-      return Cell::kValue;
-    }
-  }
+  if (!suffixed && cell_with_unit(col, u, v, out, cell_unit)) return Cell::kValue;
   return Cell::kBad;
+}
+
+// A value with its unit: "152.3 W", "45 %", "30512 MiB", in the field's unit.
+bool Reader::cell_with_unit(size_t col, Unit u, std::string_view v, double& out, bool& cell_unit) {
+  const auto nu = text::parse_number_with_unit(v);
+  if (!nu || nu->unit.empty()) return false;
+  // A column's cells say their unit the same way row after row: looked up once.
+  auto& [unit_text, token] = cell_units_[col];
+  if (unit_text != nu->unit) {
+    unit_text.assign(nu->unit);
+    token = unit_of(normalise(nu->unit));
+  }
+  const UnitToken* t = token;
+  if (t == nullptr || t->kind != 0 || t->unit != u) return false;
+  out = text::scaled(nu->value, t->factor);
+  cell_unit = true;
+  return true;
 }
 
 void Reader::decide_time(const std::vector<std::string_view>& cells) {
