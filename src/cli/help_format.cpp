@@ -6,15 +6,9 @@
 #include <algorithm>
 #include <cstdlib>
 
+#include "core/utf8.hpp"
+
 namespace gpudoctor::cli {
-namespace {
-
-size_t columns_of(std::string_view s) {
-  return static_cast<size_t>(std::count_if(
-      s.begin(), s.end(), [](char c) { return (static_cast<unsigned char>(c) & 0xC0) != 0x80; }));
-}
-
-}  // namespace
 
 size_t help_width() {
   struct winsize ws {};
@@ -49,7 +43,7 @@ std::string wrap_text(std::string_view text, size_t width, size_t first_used, si
     size_t end = pos;
     while (end < text.size() && text[end] != ' ' && text[end] != '\n') ++end;
     const std::string_view word = text.substr(pos, end - pos);
-    const size_t w = columns_of(word);
+    const size_t w = text_columns(word);
     if (line_has_word && used + 1 + w > width) {
       out += '\n';
       out.append(indent, ' ');
@@ -76,7 +70,7 @@ HelpFormatter::HelpFormatter(size_t width, std::function<std::string(const CLI::
 std::string HelpFormatter::two_columns(const std::string& left, const std::string& right,
                                        size_t column) const {
   std::string out = "  " + left;
-  size_t used = 2 + columns_of(left);
+  size_t used = 2 + text_columns(left);
   if (!right.empty()) {
     if (used + 1 > column) {
       out += '\n';
@@ -98,7 +92,7 @@ std::string HelpFormatter::make_subcommand(const CLI::App* sub) const {
   size_t longest = 0;
   if (const CLI::App* parent = sub->get_parent())
     for (const CLI::App* c : parent->get_subcommands({}))
-      longest = std::max(longest, columns_of(c->get_display_name(true)));
+      longest = std::max(longest, text_columns(c->get_display_name(true)));
   std::string s = summary_ ? summary_(sub) : std::string();
   return two_columns(sub->get_display_name(true), s.empty() ? sub->get_description() : s,
                      std::min(column_width_, longest + 4));

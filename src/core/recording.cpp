@@ -17,6 +17,12 @@ size_t GpuSeries::append_row(double t_s) {
   return time_s.size() - 1;
 }
 
+Recording without_gpus(const Recording& rec) {
+  return Recording{rec.system, rec.start_unix_ms, rec.source,  {},
+                   rec.notes,  rec.command,       rec.host,    rec.markers,
+                   rec.audit};
+}
+
 void rebase_times(Recording& rec, bool start_known) {
   double min_t = 0;
   for (const auto& g : rec.gpus)

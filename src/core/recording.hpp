@@ -143,6 +143,11 @@ struct Recording {
   std::vector<AuditItem> audit;
 };
 
+// Everything of the recording but its GPUs (to fill with some of them): one copy, so that no field
+// of a recording can be left behind (a field added to Recording and not here fails to compile:
+// -Wmissing-field-initializers).
+Recording without_gpus(const Recording& rec);
+
 // Makes the earliest sample time of any GPU 0 when a GPU's first row came before the recording's
 // start (rows of several GPUs interleave with jitter). `start_known`: also move start_unix_ms
 // (false when the input's absolute start is unknown and only relative times matter).

@@ -76,4 +76,10 @@ std::string valid_utf8(std::string_view s) {
   return out;
 }
 
+size_t text_columns(std::string_view s) {
+  size_t n = 0;
+  for (const char c : s) n += (static_cast<unsigned char>(c) & 0xC0) != 0x80;
+  return n;
+}
+
 }  // namespace gpudoctor

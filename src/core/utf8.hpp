@@ -2,6 +2,7 @@
 // points past U+10FFFF and cut sequences are invalid, and each invalid byte decodes to U+FFFD.
 #pragma once
 
+#include <cstddef>
 #include <string>
 #include <string_view>
 
@@ -13,5 +14,8 @@ void append_utf8(std::string& out, char32_t c);
 // Prometheus label value or a JSON string may carry when the bytes come from the host (process
 // names, which NVML also cuts at a byte count).
 std::string valid_utf8(std::string_view s);
+// The columns the text takes on a terminal: its code points (every one taken as one column wide,
+// which holds for the text gpudoctor writes: Latin, box drawing, block elements).
+size_t text_columns(std::string_view s);
 
 }  // namespace gpudoctor

@@ -113,6 +113,7 @@ class Reader {
                   size_t line_no);
   Cell parse_cell(size_t col, Unit u, std::string_view v, double& out, bool& cell_unit);
   bool cell_with_unit(size_t col, Unit u, std::string_view v, double& out, bool& cell_unit);
+  bool same_unit_cell(size_t col, Unit u, std::string_view v, double& out) const;
   bool parse_num(std::string_view v, double& out);
   void finish();
   void note(std::string n) { log_reader::add_note(rec_, std::move(n)); }

@@ -193,6 +193,21 @@ Cell Reader::parse_cell(size_t col, Unit u, std::string_view v, double& out, boo
   return Cell::kBad;
 }
 
+// The common case of a column whose cells carry their unit: the unit of the column's last such
+// cell again ("152.34 W" under "150.00 W"), read without asking the unit table.
+bool Reader::same_unit_cell(size_t col, Unit u, std::string_view v, double& out) const {
+  const auto& [unit_text, token] = cell_units_[col];
+  const size_t n = v.size(), k = unit_text.size();
+  if (k == 0 || n <= k || token == nullptr || token->kind != 0 || token->unit != u ||
+      v.compare(n - k, k, unit_text) != 0)
+    return false;
+  const std::string_view number = v.substr(0, n - k);
+  if (number.back() != ' ' && !is_digit(number.back()) && number.back() != '.') return false;
+  if (!text::parse_double(number, out)) return false;
+  out = text::scaled(out, token->factor);
+  return true;
+}
+
 // A value with its unit: "152.3 W", "45 %", "30512 MiB", in the field's unit.
 bool Reader::cell_with_unit(size_t col, Unit u, std::string_view v, double& out, bool& cell_unit) {
   const auto nu = text::parse_number_with_unit(v);
@@ -362,7 +377,10 @@ void Reader::read_cells(GpuState& g, size_t row, int wide,
     double x = 0;
     bool cell_unit = false;
     const size_t fi = index_of(fc.field);
-    switch (parse_cell(fc.col, fc.unit, v, x, cell_unit)) {
+    const Cell kind = same_unit_cell(fc.col, fc.unit, v, x)
+                          ? (cell_unit = true, Cell::kValue)
+                          : parse_cell(fc.col, fc.unit, v, x, cell_unit);
+    switch (kind) {
       case Cell::kValue: {
         std::vector<double>* column = g.series.columns[fi].get();
         if (column == nullptr) column = &g.series.column_for_write(fc.field);

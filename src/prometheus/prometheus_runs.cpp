@@ -164,10 +164,7 @@ std::vector<PromRun> group_runs(Recording all, PromGroupBy by) {
     }
     run.hosts.assign(hosts.begin(), hosts.end());
     run.selector = selector_of(members, run.kind == "host" && by == PromGroupBy::kHost);
-    run.rec.system = all.system;
-    run.rec.source = all.source;
-    run.rec.start_unix_ms = all.start_unix_ms;
-    run.rec.notes = all.notes;
+    run.rec = without_gpus(all);
     std::sort(d.gpus.begin(), d.gpus.end(), [](const GpuSeries& a, const GpuSeries& b) {
       return std::tie(a.host, a.info.index) < std::tie(b.host, b.info.index);
     });

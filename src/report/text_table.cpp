@@ -2,13 +2,10 @@
 
 #include <algorithm>
 
+#include "core/utf8.hpp"
+
 namespace gpudoctor {
 namespace {
-
-size_t columns_of(const std::string& s) {
-  return static_cast<size_t>(std::count_if(
-      s.begin(), s.end(), [](char c) { return (static_cast<unsigned char>(c) & 0xC0) != 0x80; }));
-}
 
 // The byte offset of code point `n` in s (s.size() past the end).
 size_t offset_of(const std::string& s, size_t n) {
@@ -22,7 +19,7 @@ size_t offset_of(const std::string& s, size_t n) {
 }
 
 std::string pad(const std::string& s, size_t width, bool right) {
-  const size_t w = columns_of(s);
+  const size_t w = text_columns(s);
   if (w >= width) return s;
   return right ? std::string(width - w, ' ') + s : s + std::string(width - w, ' ');
 }
@@ -30,7 +27,7 @@ std::string pad(const std::string& s, size_t width, bool right) {
 }  // namespace
 
 std::string fit_cell(const std::string& text, size_t width, bool middle) {
-  const size_t w = columns_of(text);
+  const size_t w = text_columns(text);
   if (w <= width) return text;
   if (width == 0) return "";
   if (width == 1) return "~";
@@ -43,9 +40,9 @@ void TextTable::fit(const std::vector<std::vector<std::string>>& rows, size_t wi
   widths_.assign(columns_.size(), 0);
   for (size_t c = 0; c < columns_.size(); ++c) {
     if (columns_[c].drop < 0) continue;
-    widths_[c] = columns_of(columns_[c].header);
+    widths_[c] = text_columns(columns_[c].header);
     for (const auto& r : rows)
-      if (c < r.size()) widths_[c] = std::max(widths_[c], columns_of(r[c]));
+      if (c < r.size()) widths_[c] = std::max(widths_[c], text_columns(r[c]));
   }
   auto total = [&] {
     size_t t = 0, n = 0;
@@ -60,7 +57,7 @@ void TextTable::fit(const std::vector<std::vector<std::string>>& rows, size_t wi
     for (size_t c = 0; c < columns_.size(); ++c)
       if (widths_[c] > 0 && columns_[c].min > 0)
         t -= widths_[c] -
-             std::min(widths_[c], std::max(columns_[c].min, columns_of(columns_[c].header)));
+             std::min(widths_[c], std::max(columns_[c].min, text_columns(columns_[c].header)));
     return t;
   };
   const int last_rank =
@@ -76,7 +73,7 @@ void TextTable::fit(const std::vector<std::vector<std::string>>& rows, size_t wi
   while (total() > width) {
     size_t best = columns_.size();
     for (size_t c = 0; c < columns_.size(); ++c) {
-      const size_t floor = std::max(columns_[c].min, columns_of(columns_[c].header));
+      const size_t floor = std::max(columns_[c].min, text_columns(columns_[c].header));
       if (widths_[c] == 0 || columns_[c].min == 0 || widths_[c] <= floor) continue;
       if (best == columns_.size() || widths_[c] > widths_[best]) best = c;
     }

@@ -11,6 +11,7 @@
 
 #include "cli/commands.hpp"
 #include "cli/help_format.hpp"
+#include "core/utf8.hpp"
 #include "report/text_table.hpp"
 
 namespace gpudoctor::cli {
@@ -31,12 +32,6 @@ std::string read_file(const std::string& path) {
   std::stringstream ss;
   ss << in.rdbuf();
   return ss.str();
-}
-
-size_t columns_of(const std::string& s) {
-  size_t n = 0;
-  for (char c : s) n += (static_cast<unsigned char>(c) & 0xC0) != 0x80;
-  return n;
 }
 
 // What parsing `words` (after "gpudoctor") says: "" when CLI11 accepts it, else the error's
@@ -99,7 +94,8 @@ TEST(Cli, HelpFitsOneHundredColumns) {
   for (const auto& [name, text] : helps) {
     std::istringstream in(text);
     std::string line;
-    while (std::getline(in, line)) EXPECT_LE(columns_of(line), 100u) << name << ": " << line;
+    while (std::getline(in, line))
+      EXPECT_LE(gpudoctor::text_columns(line), 100u) << name << ": " << line;
   }
 }
 
@@ -112,7 +108,8 @@ TEST(Cli, TheCommandListIsShortAndStartsWithTheFirstSteps) {
   EXPECT_LT(demo, help.find("This machine's GPUs:")) << help;
   EXPECT_LT(diagnose, help.find("This machine's GPUs:")) << help;
   for (const auto& c : command_table()) {
-    EXPECT_LE(columns_of(c.summary), 84u) << c.name;  // one line beside the name at 100
+    EXPECT_LE(gpudoctor::text_columns(c.summary), 84u)
+        << c.name;  // one line beside the name at 100
     EXPECT_NE(help.find(c.summary), std::string::npos) << c.name;
   }
   EXPECT_NE(first_steps_text().find("gpudoctor demo"), std::string::npos);
