@@ -12,6 +12,9 @@ std::vector<uint32_t> positions_in_rounds(const std::vector<double>& t, uint32_t
   if (t.size() < 3) return pos;
   std::vector<double> gaps(t.size() - 1);
   for (size_t i = 0; i + 1 < t.size(); ++i) gaps[i] = std::max(t[i + 1] - t[i], 0.0005);
+  // No gap four times another: no rounds (most logs of one GPU), known without sorting.
+  const auto [lo, hi] = std::minmax_element(gaps.begin(), gaps.end());
+  if (*hi < 4 * *lo) return pos;
   std::vector<double> sorted = gaps;
   std::sort(sorted.begin(), sorted.end());
   double best_ratio = 0, threshold = 0;
