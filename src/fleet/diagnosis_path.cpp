@@ -201,13 +201,7 @@ Result<FleetReport> fleet_by_diagnosis(const FleetOptions& options, const FleetP
   auto m = selector_matchers(options.prom.selector);
   if (!m) return m.error();
   const std::string user = m.value();
-  FleetReport r;
-  r.source = options.prom.url;
-  r.selector = options.prom.selector;
-  r.path = "diagnosis";
-  r.by = options.by;
-  r.start_unix_ms = options.prom.start_unix_ms;
-  r.end_unix_ms = options.prom.end_unix_ms;
+  FleetReport r = empty_fleet_report(options, "diagnosis");
   const int64_t span_s = std::max<int64_t>(1, (r.end_unix_ms - r.start_unix_ms) / 1000);
 
   size_t queries = 0;
@@ -237,7 +231,10 @@ Result<FleetReport> fleet_by_diagnosis(const FleetOptions& options, const FleetP
     q.start_unix_ms = p.start_ms;
     q.end_unix_ms = p.end_ms;
     std::string sel = user;
-    if (!p.host.empty()) sel += (sel.empty() ? "" : ",") + promql_hosts_matcher({p.host});
+    if (!p.host.empty()) {
+      if (!sel.empty()) sel += ',';
+      sel += promql_hosts_matcher({p.host});
+    }
     q.selector = sel;
     auto runs = load_prometheus_runs(q, group);
     Tallies part;

@@ -187,6 +187,17 @@ std::string fleet_row_label(FleetBy by, const std::map<std::string, std::string>
   return "";
 }
 
+FleetReport empty_fleet_report(const FleetOptions& options, std::string_view path) {
+  FleetReport r;
+  r.source = options.prom.url;
+  r.selector = options.prom.selector;
+  r.path.assign(path);
+  r.by = options.by;
+  r.start_unix_ms = options.prom.start_unix_ms;
+  r.end_unix_ms = options.prom.end_unix_ms;
+  return r;
+}
+
 void finish_fleet_rows(FleetReport& r, std::vector<FleetRow> rows, const FleetOptions& options) {
   for (auto& row : rows) {
     if (row.label.empty())

@@ -135,6 +135,9 @@ unsigned run_workers(unsigned workers, size_t tasks, const std::function<void(si
 // Ranks rows (most wasted first, then most allocated, then label), fills labels and drill-down
 // commands, keeps rows_total and cuts to --top.
 void finish_fleet_rows(FleetReport& r, std::vector<FleetRow> rows, const FleetOptions& options);
+// A report of `path` ("ledger", "diagnosis") over the options' server, selector and window, with
+// nothing in it yet: what both paths start from.
+FleetReport empty_fleet_report(const FleetOptions& options, std::string_view path);
 
 // GPUs with serve's ledger in the span (0: none, so the auto path diagnoses instead).
 Result<size_t> ledger_gpu_count(const FleetOptions& options);

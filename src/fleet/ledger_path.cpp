@@ -578,12 +578,7 @@ Result<FleetReport> fleet_from_ledger(const FleetOptions& options, const FleetPr
   const int64_t span_ms =
       std::max<int64_t>(1000, options.prom.end_unix_ms - options.prom.start_unix_ms);
   c.span_s = span_ms / 1000;
-  FleetReport r;
-  r.source = options.prom.url;
-  r.selector = options.prom.selector;
-  r.path = "ledger";
-  r.by = options.by;
-  r.end_unix_ms = options.prom.end_unix_ms;
+  FleetReport r = empty_fleet_report(options, "ledger");
   r.start_unix_ms = r.end_unix_ms - span_ms;
   const std::string working = c.metric("gpudoctor_gpu_seconds_total", "state=\"working\"");
   auto no_ledger = [&] {

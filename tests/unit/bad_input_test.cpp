@@ -21,9 +21,12 @@
 #include "formats/generic_csv.hpp"
 #include "formats/load.hpp"
 #include "formats/smi_csv.hpp"
+#include "test_helpers.hpp"
 
 namespace gpudoctor {
 namespace {
+
+using test_util::all_notes;
 
 // What a reader must do with an input: refuse it with exactly `error`, or read `rows` samples
 // (all GPUs together) and have `note` among its notes ("" for none in particular) and no note
@@ -597,12 +600,6 @@ std::vector<Case> all_cases() {
         dcgm_dump_cases(), generic_csv_cases(), capture_cases(), detection_cases()})
     all.insert(all.end(), part.begin(), part.end());
   return all;
-}
-
-std::string all_notes(const Recording& rec) {
-  std::string s;
-  for (const auto& n : rec.notes) s += std::string("  ") + n + "\n";
-  return s;
 }
 
 TEST(BadInput, EveryReaderSaysPreciselyWhatIsWrong) {
