@@ -12,6 +12,7 @@
 #include "analysis/data_quality.hpp"
 #include "analysis/detectors/detector.hpp"
 #include "analysis/prepare.hpp"
+#include "analysis/trace_findings.hpp"
 #include "analysis/verdict.hpp"
 #include "analysis/workload.hpp"
 #include "core/clock_reasons.hpp"
@@ -698,6 +699,7 @@ Diagnosis diagnose(const Recording& input, const DiagnosisConfig& cfg) {
   for (size_t g = 0; g < ctx.gpus.size(); ++g) out.gpus.push_back(gpu_result(ctx, g, jd));
   judge_run(out, ctx, jd, observed_h);
   say_limits(out, ctx, jd, std::move(cleaned.said));
+  add_trace_findings(out, rec);
   return out;
 }
 

@@ -110,6 +110,8 @@ struct Diagnosis {
   std::vector<std::string> input_notes;  // what the reader assumed
   Workload workload;
   std::vector<DataQualityIssue> data_quality;  // empty: nothing wrong found in the rows
+  // What profiler traces read with the input say, per rank (analysis/trace_findings); null: none.
+  nlohmann::ordered_json trace;
 };
 
 Diagnosis diagnose(const Recording& rec, const DiagnosisConfig& config = {});

@@ -13,6 +13,7 @@
 #include "cli/common.hpp"
 #include "core/duration.hpp"
 #include "formats/run_folders.hpp"
+#include "formats/trace_attach.hpp"
 #include "prometheus/prometheus.hpp"
 #include "prometheus/prometheus_runs.hpp"
 #include "report/diagnosis_report.hpp"
@@ -96,6 +97,7 @@ struct Opts {
   std::string prometheus, selector;
   std::string group_by = "host";
   bool merge = false;
+  std::string trace;  // --trace: profiler traces of the same run
   bool verbose = false;
 };
 
@@ -217,7 +219,8 @@ std::optional<Error> narrow(const Opts& opts, Recording& rec, const std::string&
     if (until <= since) return usage_error("--until must be later than --since");
     trim_recording(rec, since, until);
   }
-  if (rec.gpus.empty()) return failure(fmt::format("{}: no GPU data to diagnose", origin));
+  if (rec.gpus.empty() && rec.traces.empty())
+    return failure(fmt::format("{}: no GPU data to diagnose", origin));
   return std::nullopt;
 }
 
@@ -395,6 +398,10 @@ Command add_diagnose_command(CLI::App& root) {
   cmd->add_flag("--merge", opts->merge,
                 "INPUT a folder of logs of one job (one log per GPU or per node): read them as "
                 "one run, GPUs renumbered in order, hosts kept, times aligned by absolute time");
+  cmd->add_option("--trace", opts->trace,
+                  "PyTorch profiler traces of the same run (a trace file, or a folder of per-rank "
+                  "files): their kernel-level findings beside the telemetry's, aligned by wall "
+                  "clock");
   return {cmd, [opts]() -> int {
             DiagnosisConfig config;
             if (!opts->config.empty()) {
@@ -451,6 +458,8 @@ Command add_diagnose_command(CLI::App& root) {
               if (!r) return report(r.error());
               rec = std::move(r.value());
             }
+            if (!opts->trace.empty())
+              if (auto e = attach_traces(rec, opts->trace, input_options(*opts))) return report(*e);
             if (auto e = narrow(*opts, rec, opts->live ? opts->source.source : opts->input))
               return report(*e);
             const Diagnosis d = diagnose(rec, config);

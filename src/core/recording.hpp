@@ -18,6 +18,7 @@
 
 #include "core/device.hpp"
 #include "core/fields.hpp"
+#include "core/trace.hpp"
 
 namespace gpudoctor {
 
@@ -141,6 +142,8 @@ struct Recording {
   std::optional<HostSeries> host;
   std::vector<StepMarker> markers;
   std::vector<AuditItem> audit;
+  // Profiler traces read beside (or instead of) telemetry, one per rank (core/trace.hpp).
+  std::vector<TraceRank> traces;
 };
 
 // Everything of the recording but its GPUs (to fill with some of them): one copy, so that no field

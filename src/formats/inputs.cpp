@@ -9,6 +9,7 @@
 #include "formats/dmon.hpp"
 #include "formats/generic_csv.hpp"
 #include "formats/json_samples.hpp"
+#include "formats/kineto_trace.hpp"
 #include "formats/prom_text.hpp"
 #include "formats/smi_csv.hpp"
 #include "formats/smi_table.hpp"
@@ -96,6 +97,8 @@ constexpr std::array kReaders{
                 recording_from_text},
     InputReader{"capture", "captures", by_head<looks_like_capture>, nullptr, read_capture_input},
     InputReader{"wandb", "W&B run files", by_head<looks_like_wandb_run>, nullptr, read_wandb_run},
+    InputReader{"trace", "PyTorch profiler traces", by_head<looks_like_kineto_trace>, nullptr,
+                read_kineto_trace},
     InputReader{"json", "JSON samples", by_head<looks_like_json_samples>, nullptr,
                 read_json_samples},
     InputReader{"smi-table", "nvidia-smi table snapshots", by_head<looks_like_smi_table>, nullptr,

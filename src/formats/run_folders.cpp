@@ -323,6 +323,8 @@ Recording merge_recordings(std::vector<std::pair<std::string, Recording>> parts)
                            : std::string();
     what.push_back(fmt::format("{} ({}{})", name, gpu_range(first, next - first), host));
     for (auto& n : rec.notes) notes.push_back(fmt::format("{}: {}", name, n));
+    // Profiler traces keep their own wall-clock times: one run's ranks side by side.
+    for (auto& t : rec.traces) out.traces.push_back(std::move(t));
   }
   out.notes.push_back(fmt::format("merged {} logs as one run, GPUs renumbered: {}; {}",
                                   parts.size(), fmt::join(what, ", "),

@@ -10,6 +10,7 @@
 #include "analysis/detectors/detector.hpp"
 #include "core/duration.hpp"
 #include "core/gpu_models.hpp"
+#include "report/trace_report.hpp"
 
 namespace gpudoctor {
 namespace {
@@ -202,6 +203,7 @@ nlohmann::ordered_json diagnosis_json(const Diagnosis& d) {
                                  {"end_s", std::round(q.end_s * 10) / 10},
                                  {"samples", q.samples},
                                  {"detail", q.detail}});
+  if (!d.trace.is_null()) j["trace"] = d.trace;
   return j;
 }
 
@@ -217,9 +219,14 @@ std::string diagnosis_text(const Diagnosis& d, TextDetail detail) {
   const std::string span = first_s >= 10 && last_s > first_s
                                ? fmt::format("{} from {}", dur(last_s - first_s), clock(first_s))
                                : dur(d.duration_s);
-  s += fmt::format("gpudoctor diagnosis of {} ({} GPU{}, {})\n",
-                   d.source.empty() ? "input" : d.source, d.gpus.size(),
-                   d.gpus.size() == 1 ? "" : "s", span);
+  if (d.gpus.empty() && d.trace.is_object())
+    s += fmt::format("gpudoctor diagnosis of {} ({} rank{} traced)\n",
+                     d.source.empty() ? "input" : d.source, d.trace["ranks"].size(),
+                     d.trace["ranks"].size() == 1 ? "" : "s");
+  else
+    s += fmt::format("gpudoctor diagnosis of {} ({} GPU{}, {})\n",
+                     d.source.empty() ? "input" : d.source, d.gpus.size(),
+                     d.gpus.size() == 1 ? "" : "s", span);
   if (d.verdict)
     s += fmt::format("Verdict: {}: {}\n", upper(cause_code(*d.verdict)), d.headline);
   else
@@ -228,7 +235,7 @@ std::string diagnosis_text(const Diagnosis& d, TextDetail detail) {
     s += fmt::format("GPU time: {:.2f} GPU-h observed, {:.2f} lost\n", d.gpu_hours,
                      *d.lost_gpu_hours);
   if (const std::string why = healthy_loss_note(d); !why.empty()) s += why + "\n";
-  s += "\n";
+  if (!d.gpus.empty() || !d.trace.is_object()) s += "\n";  // a trace alone has no GPU lines
   for (const auto& g : d.gpus) s += gpu_line(d, g) + "\n";
   const auto shown = std::count_if(d.findings.begin(), d.findings.end(),
                                    [](const Finding& f) { return f.severity != Severity::kInfo; });
@@ -278,6 +285,7 @@ std::string diagnosis_text(const Diagnosis& d, TextDetail detail) {
                        d.findings.size() - static_cast<size_t>(n) == 1 ? "" : "s");
   }
   if (brief) return s;
+  s += trace_text(d.trace);
   bool any_phase = false;
   for (const auto& g : d.gpus)
     for (const auto& p : g.phases) any_phase = any_phase || p.kind != "steady";

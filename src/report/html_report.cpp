@@ -10,6 +10,7 @@
 #include "host/markers.hpp"
 #include "report/diagnosis_report.hpp"
 #include "report/html_charts.hpp"
+#include "report/html_trace.hpp"
 
 namespace gpudoctor {
 
@@ -426,6 +427,7 @@ std::string render_html_report(const Recording& rec, const Diagnosis& d,
 
   h += gpu_table(d);
   h += findings_section(d);
+  h += html::trace_section(d.trace);
   h += steps_section(rec);
   h += baseline_section(options);
   h += gpu_charts(rec, d, t_end);

@@ -42,9 +42,24 @@ def main():
     for family in sorted(os.listdir(logs)):
         for name in sorted(os.listdir(os.path.join(logs, family))):
             inputs.append(os.path.join(logs, family, name))
+    # PyTorch profiler traces (HTA's, read in place from the shared data): the "trace" block and
+    # the trace findings' evidence. Each must be read and carry the block.
+    traces = os.path.join(source_dir, "..", "shared", "data", "traces", "hta")
+    trace_inputs = []
+    if os.path.isdir(traces):
+        trace_inputs = [os.path.join(traces, n) for n in sorted(os.listdir(traces))
+                        if n.endswith(".json.gz")]
+    inputs += trace_inputs
     failures = 0
     seen = set()
     checked = 0
+    for path in trace_inputs:
+        r = subprocess.run([binary, "diagnose", path, "--format", "json"], capture_output=True,
+                           text=True)
+        if r.returncode != 0 or "trace" not in json.loads(r.stdout or "{}"):
+            failures += 1
+            print("%s: not diagnosed with a trace block (exit %d): %s" % (path, r.returncode,
+                                                                          r.stderr[:300]))
     for path in inputs:
         r = subprocess.run([binary, "diagnose", path, "--format", "json"], capture_output=True,
                            text=True)

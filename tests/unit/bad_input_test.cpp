@@ -581,7 +581,8 @@ std::vector<Case> detection_cases() {
        read(3, "the file is Windows-1252 (latin-1) text: decoded to UTF-8")},
       {f, "prose", "hello\nthis is not a log\n",
        refused("in.log: not a format gpudoctor reads (recordings, captures, W&B run files, "
-               "JSON samples, nvidia-smi table snapshots, nvidia-smi dmon, dcgmi dmon, DCGM "
+               "PyTorch profiler traces, JSON samples, nvidia-smi table snapshots, nvidia-smi "
+               "dmon, dcgmi dmon, DCGM "
                "field dumps, Prometheus text snapshots, Afterburner .hml, key: value blocks, "
                "gpustat snapshots, nvidia-smi --query-gpu CSV, CSV with recognised column "
                "names, whitespace-aligned tables); "

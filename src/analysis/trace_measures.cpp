@@ -1,0 +1,200 @@
+#include "analysis/trace_measures.hpp"
+
+#include <algorithm>
+#include <climits>
+#include <cmath>
+#include <unordered_map>
+#include <utility>
+
+namespace gpudoctor {
+
+namespace {
+
+using Span = std::pair<int64_t, int64_t>;  // [start, end) in ns
+using Spans = std::vector<Span>;
+
+// Sorted, merged, disjoint.
+Spans merged(Spans v) {
+  std::sort(v.begin(), v.end());
+  Spans out;
+  for (const auto& s : v) {
+    if (s.second <= s.first) continue;
+    if (!out.empty() && s.first <= out.back().second)
+      out.back().second = std::max(out.back().second, s.second);
+    else
+      out.push_back(s);
+  }
+  return out;
+}
+
+int64_t length(const Spans& v) {
+  int64_t n = 0;
+  for (const auto& s : v) n += s.second - s.first;
+  return n;
+}
+
+// Both merged.
+Spans intersect(const Spans& a, const Spans& b) {
+  Spans out;
+  size_t i = 0, j = 0;
+  while (i < a.size() && j < b.size()) {
+    const int64_t lo = std::max(a[i].first, b[j].first);
+    const int64_t hi = std::min(a[i].second, b[j].second);
+    if (lo < hi) out.emplace_back(lo, hi);
+    (a[i].second < b[j].second ? i : j)++;
+  }
+  return out;
+}
+
+Spans unite(const Spans& a, const Spans& b) {
+  Spans v = a;
+  v.insert(v.end(), b.begin(), b.end());
+  return merged(std::move(v));
+}
+
+Spans clip(const Spans& v, int64_t lo, int64_t hi) {
+  return intersect(v, Spans{{lo, hi}});
+}
+
+// The four parts of [lo, hi), from the three kinds of busy time (each merged).
+TimeSplit split_of(const Spans& compute, const Spans& nccl, const Spans& memory, int64_t lo,
+                   int64_t hi) {
+  TimeSplit t;
+  t.span_ns = std::max<int64_t>(0, hi - lo);
+  const Spans c = clip(compute, lo, hi), n = clip(nccl, lo, hi), m = clip(memory, lo, hi);
+  const Spans cn = unite(c, n), all = unite(cn, m);
+  t.compute_ns = length(c);
+  t.comm_ns = length(cn) - t.compute_ns;
+  t.memory_ns = length(all) - length(cn);
+  t.idle_ns = t.span_ns - length(all);
+  return t;
+}
+
+double percentile(std::vector<int64_t>& v, double q) {
+  if (v.empty()) return 0;
+  const auto k = static_cast<size_t>(std::floor(q * static_cast<double>(v.size() - 1)));
+  std::nth_element(v.begin(), v.begin() + static_cast<std::ptrdiff_t>(k), v.end());
+  return static_cast<double>(v[k]);
+}
+
+}  // namespace
+
+bool is_nccl_kernel(std::string_view name) {
+  for (size_t i = 0; i + 4 <= name.size(); ++i)
+    if ((name[i] | 0x20) == 'n' && (name[i + 1] | 0x20) == 'c' && (name[i + 2] | 0x20) == 'c' &&
+        (name[i + 3] | 0x20) == 'l')
+      return true;
+  return false;
+}
+
+TraceMeasures measure_trace(const TraceRank& t) {
+  TraceMeasures m;
+  m.rank = t.rank;
+  m.origin = t.origin;
+  std::vector<uint8_t> nccl_name(t.names.size());
+  for (size_t i = 0; i < t.names.size(); ++i) nccl_name[i] = is_nccl_kernel(t.names[i]);
+
+  Spans compute, nccl, memory, steps_cpu;
+  std::vector<const TraceEvent*> gpu;
+  std::unordered_map<int64_t, const TraceEvent*> launch_of;  // correlation -> runtime call
+  std::unordered_map<uint32_t, TopKernel> by_name;
+  std::vector<int32_t> devices;
+  m.bands = {
+      {10'000, 0, 0}, {100'000, 0, 0}, {1'000'000, 0, 0}, {10'000'000, 0, 0}, {INT64_MAX, 0, 0}};
+  Spans dataloader;
+  int64_t lo = INT64_MAX, hi = INT64_MIN;
+  for (const auto& e : t.events) {
+    switch (e.kind) {
+      case TraceKind::kRuntime:
+        m.runtime_ns += e.dur_ns;
+        if (e.correlation >= 0) launch_of.emplace(e.correlation, &e);
+        continue;
+      case TraceKind::kStep:
+        m.steps.push_back({e.step, e.start_ns, e.dur_ns, {}, 0});
+        continue;
+      case TraceKind::kDataLoader:
+        dataloader.emplace_back(e.start_ns, e.end_ns());
+        continue;
+      default:
+        break;
+    }
+    gpu.push_back(&e);
+    lo = std::min(lo, e.start_ns);
+    hi = std::max(hi, e.end_ns());
+    if (e.device >= 0 && std::find(devices.begin(), devices.end(), e.device) == devices.end())
+      devices.push_back(e.device);
+    if (e.kind != TraceKind::kKernel) {
+      ++m.memory_ops;
+      memory.emplace_back(e.start_ns, e.end_ns());
+      continue;
+    }
+    ++m.kernels;
+    m.kernel_ns += e.dur_ns;
+    for (auto& b : m.bands)
+      if (e.dur_ns < b.below_ns) {
+        ++b.count;
+        b.total_ns += e.dur_ns;
+        break;
+      }
+    auto& top = by_name[e.name];
+    ++top.count;
+    top.total_ns += e.dur_ns;
+    if (nccl_name[e.name]) {
+      ++m.nccl_kernels;
+      nccl.emplace_back(e.start_ns, e.end_ns());
+    } else {
+      compute.emplace_back(e.start_ns, e.end_ns());
+    }
+  }
+  if (gpu.empty()) return m;
+  m.devices = devices.size();
+  m.device_ids = devices;
+  if (!devices.empty() && static_cast<size_t>(devices.front()) < t.device_names.size())
+    m.device = t.device_names[static_cast<size_t>(devices.front())];
+  m.first_ns = lo;
+  compute = merged(std::move(compute));
+  nccl = merged(std::move(nccl));
+  memory = merged(std::move(memory));
+  dataloader = merged(std::move(dataloader));
+  m.split = split_of(compute, nccl, memory, lo, hi);
+  m.nccl_ns = length(nccl);
+  m.nccl_overlap_ns = length(intersect(nccl, compute));
+  m.dataloader_ns = length(dataloader);
+
+  // Launch delay, and idle gaps the GPU spent with nothing queued: the next event's launch call
+  // began only after the GPU had run dry.
+  std::sort(gpu.begin(), gpu.end(),
+            [](const TraceEvent* a, const TraceEvent* b) { return a->start_ns < b->start_ns; });
+  std::vector<int64_t> delays;
+  int64_t busy_end = gpu.front()->start_ns;
+  for (const TraceEvent* e : gpu) {
+    const auto it = e->correlation >= 0 ? launch_of.find(e->correlation) : launch_of.end();
+    const TraceEvent* call = it != launch_of.end() ? it->second : nullptr;
+    if (call && e->kind == TraceKind::kKernel) delays.push_back(e->start_ns - call->start_ns);
+    if (e->start_ns > busy_end && call && call->start_ns >= busy_end)
+      m.idle_host_wait_ns += e->start_ns - busy_end;
+    busy_end = std::max(busy_end, e->end_ns());
+  }
+  m.launches = delays.size();
+  m.launch_delay_median_us = percentile(delays, 0.5) / 1000;
+  m.launch_delay_p90_us = percentile(delays, 0.9) / 1000;
+
+  for (auto& [name, top] : by_name) {
+    top.name = t.names[name];
+    m.top.push_back(std::move(top));
+  }
+  std::sort(m.top.begin(), m.top.end(), [](const TopKernel& a, const TopKernel& b) {
+    return a.total_ns != b.total_ns ? a.total_ns > b.total_ns : a.name < b.name;
+  });
+  if (m.top.size() > 10) m.top.resize(10);
+
+  std::sort(m.steps.begin(), m.steps.end(),
+            [](const StepMeasure& a, const StepMeasure& b) { return a.start_ns < b.start_ns; });
+  for (auto& s : m.steps) {
+    s.split = split_of(compute, nccl, memory, s.start_ns, s.start_ns + s.dur_ns);
+    s.dataloader_ns = length(clip(dataloader, s.start_ns, s.start_ns + s.dur_ns));
+  }
+  return m;
+}
+
+}  // namespace gpudoctor

@@ -1,0 +1,75 @@
+// What a profiler trace says about one rank (core/trace.hpp): where the GPU's time went (compute
+// kernels, NCCL kernels, memory copies and sets, idle, and of the idle time how much the GPU
+// waited for the host to launch), kernels by size band and the top kernels, the launch delay
+// (the runtime call's start to the kernel's start, matched by correlation id), NCCL time and its
+// overlap with compute, and per ProfilerStep#N step the same breakdown and the DataLoader time.
+//
+// Conventions, as Holistic Trace Analysis counts them: the span runs from the first GPU event's
+// start to the last one's end; busy time is the union of the GPU events' intervals (all streams
+// and devices of the rank together); compute comes first, so communication is NCCL time not
+// overlapped by compute (its exposed part), memory is copy and set time overlapped by neither,
+// and the four parts sum to the span.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "core/trace.hpp"
+
+namespace gpudoctor {
+
+struct TimeSplit {
+  int64_t span_ns = 0;
+  int64_t compute_ns = 0;  // union of compute kernels
+  int64_t comm_ns = 0;     // NCCL kernels not overlapped by compute
+  int64_t memory_ns = 0;   // copies and sets overlapped by neither
+  int64_t idle_ns = 0;     // no GPU event at all
+};
+
+struct KernelBand {
+  int64_t below_ns = 0;  // upper bound of the band; INT64_MAX for the last
+  size_t count = 0;
+  int64_t total_ns = 0;
+};
+
+struct TopKernel {
+  std::string name;
+  size_t count = 0;
+  int64_t total_ns = 0;
+};
+
+struct StepMeasure {
+  int step = -1;  // N of ProfilerStep#N
+  int64_t start_ns = 0, dur_ns = 0;
+  TimeSplit split;  // within the step's CPU span
+  int64_t dataloader_ns = 0;
+};
+
+struct TraceMeasures {
+  int rank = -1;
+  std::string origin, device;       // device: the first GPU event's device's name, where known
+  size_t devices = 0;               // distinct devices with GPU events
+  std::vector<int32_t> device_ids;  // those devices, in the order first seen
+  int64_t first_ns = 0;             // the first GPU event's start
+  TimeSplit split;
+  int64_t idle_host_wait_ns = 0;  // idle gaps the next GPU event's launch call started after
+  size_t kernels = 0, nccl_kernels = 0, memory_ops = 0;
+  int64_t kernel_ns = 0;          // sum of kernel durations
+  int64_t nccl_ns = 0;            // union of NCCL kernels
+  int64_t nccl_overlap_ns = 0;    // of it, overlapped by compute
+  std::vector<KernelBand> bands;  // < 10 us, < 100 us, < 1 ms, < 10 ms, the rest
+  std::vector<TopKernel> top;     // by total time, at most 10
+  size_t launches = 0;            // kernels matched to their launch call
+  double launch_delay_median_us = 0, launch_delay_p90_us = 0;
+  int64_t runtime_ns = 0;  // sum of CUDA runtime calls' durations
+  std::vector<StepMeasure> steps;
+  int64_t dataloader_ns = 0;  // DataLoader spans, whole trace
+};
+
+// True for a kernel whose name says NCCL (communication); memory copies and sets are never.
+bool is_nccl_kernel(std::string_view name);
+
+TraceMeasures measure_trace(const TraceRank& t);
+
+}  // namespace gpudoctor

@@ -1,0 +1,480 @@
+#include "formats/kineto_trace.hpp"
+
+#include <algorithm>
+#include <charconv>
+#include <cmath>
+#include <cstdlib>
+#include <unordered_map>
+
+#include <fmt/format.h>
+
+namespace gpudoctor {
+
+namespace {
+
+// A cursor over JSON text that reads only what the trace needs: strings (unescaped where they
+// hold an escape), numbers as text, and skips any other value whole.
+class Cursor {
+ public:
+  explicit Cursor(std::string_view s) : s_(s) {}
+  size_t pos() const { return i_; }
+  void space() {
+    while (i_ < s_.size() && (s_[i_] == ' ' || s_[i_] == '\n' || s_[i_] == '\r' || s_[i_] == '\t'))
+      ++i_;
+  }
+  bool eat(char c) {
+    space();
+    if (i_ < s_.size() && s_[i_] == c) {
+      ++i_;
+      return true;
+    }
+    return false;
+  }
+  char peek() {
+    space();
+    return i_ < s_.size() ? s_[i_] : '\0';
+  }
+  // A string's content; `owned` holds it where it had escapes.
+  bool string(std::string_view& out, std::string& owned) {
+    if (!eat('"')) return false;
+    const size_t start = i_;
+    bool escaped = false;
+    while (i_ < s_.size() && s_[i_] != '"') {
+      if (s_[i_] == '\\') {
+        escaped = true;
+        ++i_;
+      }
+      ++i_;
+    }
+    if (i_ >= s_.size()) return false;
+    out = s_.substr(start, i_ - start);
+    ++i_;
+    if (escaped) {
+      owned = unescape(out);
+      out = owned;
+    }
+    return true;
+  }
+  bool number(std::string_view& out) {
+    space();
+    const size_t start = i_;
+    while (i_ < s_.size() && (std::isdigit(static_cast<unsigned char>(s_[i_])) || s_[i_] == '-' ||
+                              s_[i_] == '+' || s_[i_] == '.' || s_[i_] == 'e' || s_[i_] == 'E'))
+      ++i_;
+    out = s_.substr(start, i_ - start);
+    return i_ > start;
+  }
+  // Any value, not kept.
+  bool skip(int depth = 0) {
+    if (depth > 64) return false;
+    const char c = peek();
+    if (c == '"') {
+      std::string_view v;
+      std::string o;
+      return string(v, o);
+    }
+    if (c == '{' || c == '[') {
+      ++i_;
+      const char close = c == '{' ? '}' : ']';
+      if (eat(close)) return true;
+      do {
+        if (c == '{') {
+          std::string_view k;
+          std::string o;
+          if (!string(k, o) || !eat(':')) return false;
+        }
+        if (!skip(depth + 1)) return false;
+      } while (eat(','));
+      return eat(close);
+    }
+    if (c == '-' || std::isdigit(static_cast<unsigned char>(c))) {
+      std::string_view v;
+      return number(v);
+    }
+    for (std::string_view w : {"true", "false", "null"})
+      if (s_.substr(i_, w.size()) == w) {
+        i_ += w.size();
+        return true;
+      }
+    return false;
+  }
+
+ private:
+  static void utf8(std::string& out, unsigned cp) {
+    if (cp < 0x80) {
+      out += static_cast<char>(cp);
+    } else if (cp < 0x800) {
+      out += static_cast<char>(0xC0 | (cp >> 6));
+      out += static_cast<char>(0x80 | (cp & 0x3F));
+    } else {
+      out += static_cast<char>(0xE0 | (cp >> 12));
+      out += static_cast<char>(0x80 | ((cp >> 6) & 0x3F));
+      out += static_cast<char>(0x80 | (cp & 0x3F));
+    }
+  }
+  static std::string unescape(std::string_view in) {
+    std::string out;
+    out.reserve(in.size());
+    for (size_t i = 0; i < in.size(); ++i) {
+      if (in[i] != '\\' || i + 1 >= in.size()) {
+        out += in[i];
+        continue;
+      }
+      const char e = in[++i];
+      switch (e) {
+        case 'n':
+          out += '\n';
+          break;
+        case 't':
+          out += '\t';
+          break;
+        case 'r':
+          out += '\r';
+          break;
+        case 'b':
+          out += '\b';
+          break;
+        case 'f':
+          out += '\f';
+          break;
+        case 'u': {
+          unsigned cp = 0;
+          if (i + 4 < in.size() &&
+              std::from_chars(in.data() + i + 1, in.data() + i + 5, cp, 16).ec == std::errc())
+            i += 4;
+          // Surrogates and controls become '?': names are for people, not for round trips.
+          utf8(out, (cp >= 0xD800 && cp < 0xE000) || cp < 0x20 ? '?' : cp);
+          break;
+        }
+        default:
+          out += e;  // \" \\ \/
+      }
+    }
+    return out;
+  }
+
+  std::string_view s_;
+  size_t i_ = 0;
+};
+
+// Microseconds as Kineto writes them ("1712195495505582.988", "41.0", "3e2") in nanoseconds,
+// exactly where the text has at most three decimals.
+bool micros_to_ns(std::string_view t, int64_t& ns, bool& sub_us) {
+  if (t.find_first_of("eE") != std::string_view::npos) {
+    const double v = std::strtod(std::string(t).c_str(), nullptr);
+    if (!std::isfinite(v) || std::fabs(v) > 9e15) return false;
+    ns = static_cast<int64_t>(std::llround(v * 1000));
+    return true;
+  }
+  const bool neg = !t.empty() && t.front() == '-';
+  if (neg) t.remove_prefix(1);
+  const size_t dot = t.find('.');
+  const std::string_view whole = t.substr(0, dot);
+  int64_t us = 0;
+  // 9e15 us (the year 2255) times 1000 still fits an int64.
+  if (whole.empty() || whole.size() > 16 ||
+      std::from_chars(whole.data(), whole.data() + whole.size(), us).ec != std::errc() ||
+      us > 9'000'000'000'000'000)
+    return false;
+  int64_t frac = 0;
+  if (dot != std::string_view::npos) {
+    const std::string_view f = t.substr(dot + 1);
+    for (size_t k = 0; k < 3; ++k) {
+      const char c = k < f.size() ? f[k] : '0';
+      if (c < '0' || c > '9') return false;
+      frac = frac * 10 + (c - '0');
+    }
+    sub_us = sub_us || frac != 0;
+  }
+  ns = us * 1000 + frac;
+  if (neg) ns = -ns;
+  return true;
+}
+
+bool to_int(std::string_view t, int64_t& v) {
+  const size_t dot = t.find('.');
+  if (dot != std::string_view::npos) t = t.substr(0, dot);
+  return !t.empty() && std::from_chars(t.data(), t.data() + t.size(), v).ec == std::errc();
+}
+
+bool starts_with(std::string_view s, std::string_view p) {
+  return s.substr(0, p.size()) == p;
+}
+
+// Which kind of kept event a category and name make, or false.
+bool kind_of(std::string_view cat, std::string_view name, TraceKind& kind) {
+  if (starts_with(name, "ProfilerStep#")) {
+    kind = TraceKind::kStep;
+    return cat == "user_annotation" || cat == "cpu_op" || cat == "Operator";
+  }
+  if (starts_with(name, "enumerate(DataLoader)") && name.find("__next__") != name.npos) {
+    kind = TraceKind::kDataLoader;
+    return cat == "user_annotation" || cat == "cpu_op" || cat == "Operator";
+  }
+  if (cat == "kernel" || cat == "Kernel")
+    kind = TraceKind::kKernel;
+  else if (cat == "gpu_memcpy" || cat == "Memcpy")
+    kind = TraceKind::kMemcpy;
+  else if (cat == "gpu_memset" || cat == "Memset")
+    kind = TraceKind::kMemset;
+  else if (cat == "cuda_runtime" || cat == "cuda_driver" || cat == "Runtime")
+    kind = TraceKind::kRuntime;
+  else
+    return false;
+  return true;
+}
+
+class TraceParser {
+ public:
+  TraceParser(std::string_view text, const std::string& origin) : c_(text), origin_(origin) {}
+
+  Result<TraceRank> run() {
+    out_.origin = origin_;
+    if (!c_.eat('{')) return broken("a JSON object");
+    bool any_events = false;
+    if (!c_.eat('}')) {
+      do {
+        std::string_view key;
+        std::string owned;
+        if (!c_.string(key, owned) || !c_.eat(':')) return broken("a member name");
+        bool ok = true;
+        if (key == "traceEvents") {
+          any_events = true;
+          ok = events();
+        } else if (key == "deviceProperties") {
+          ok = devices();
+        } else if (key == "distributedInfo") {
+          ok = distributed();
+        } else if (key == "baseTimeNanoseconds") {
+          std::string_view n;
+          ok = c_.number(n) && to_int(n, base_ns_);
+        } else {
+          ok = c_.skip();
+        }
+        if (!ok) return broken(fmt::format("the value of \"{}\"", key));
+      } while (c_.eat(','));
+      if (!c_.eat('}')) return broken("',' or '}'");
+    }
+    if (!any_events)
+      return usage_error(fmt::format(
+          "{}: JSON without traceEvents: not a PyTorch profiler (Kineto) trace", origin_));
+    if (base_ns_ != 0)
+      for (auto& e : out_.events) e.start_ns += base_ns_;
+    return std::move(out_);
+  }
+
+ private:
+  Error broken(std::string_view what) {
+    return usage_error(fmt::format("{}: byte {}: expected {} (a PyTorch profiler trace is JSON)",
+                                   origin_, c_.pos() + 1, what));
+  }
+
+  bool events() {
+    if (!c_.eat('[')) return false;
+    if (c_.eat(']')) return true;
+    do {
+      if (!event()) return false;
+    } while (c_.eat(','));
+    return c_.eat(']');
+  }
+
+  uint32_t intern(std::string_view name) {
+    auto it = names_.find(std::string(name));
+    if (it != names_.end()) return it->second;
+    const auto id = static_cast<uint32_t>(out_.names.size());
+    out_.names.emplace_back(name);
+    names_.emplace(out_.names.back(), id);
+    return id;
+  }
+
+  // One event: its members read in any order; kept where its category and phase say so.
+  bool event() {
+    ++out_.events_read;
+    if (c_.peek() != '{') return c_.skip();
+    c_.eat('{');
+    std::string_view ph, cat, name, ts, dur;
+    std::string ph_o, cat_o, name_o;
+    int64_t correlation = -1, stream = -1, device = -1;
+    if (!c_.eat('}')) {
+      do {
+        std::string_view key;
+        std::string key_o;
+        if (!c_.string(key, key_o) || !c_.eat(':')) return false;
+        bool ok = true;
+        if (key == "ph" && c_.peek() == '"')
+          ok = c_.string(ph, ph_o);
+        else if (key == "cat" && c_.peek() == '"')
+          ok = c_.string(cat, cat_o);
+        else if (key == "name" && c_.peek() == '"')
+          ok = c_.string(name, name_o);
+        else if (key == "ts" && c_.peek() != '"')
+          ok = c_.number(ts);
+        else if (key == "dur" && c_.peek() != '"')
+          ok = c_.number(dur);
+        else if (key == "args" && c_.peek() == '{')
+          ok = args(correlation, stream, device);
+        else
+          ok = c_.skip();
+        if (!ok) return false;
+      } while (c_.eat(','));
+      if (!c_.eat('}')) return false;
+    }
+    TraceKind kind{};
+    int64_t start = 0, length = 0;
+    if (ph != "X" || !kind_of(cat, name, kind) || !micros_to_ns(ts, start, out_.ns_resolution) ||
+        !micros_to_ns(dur, length, out_.ns_resolution) || length < 0) {
+      ++out_.skipped[std::string(!cat.empty() ? cat : ph.empty() ? "(no category)" : ph)];
+      return true;
+    }
+    TraceEvent e;
+    e.start_ns = start;
+    e.dur_ns = length;
+    e.kind = kind;
+    e.correlation = correlation;
+    e.stream = static_cast<int32_t>(stream);
+    e.device = static_cast<int32_t>(device);
+    if (kind == TraceKind::kStep) {
+      int64_t n = -1;
+      to_int(name.substr(13), n);
+      e.step = static_cast<int32_t>(n);
+    }
+    e.name = intern(name);
+    out_.events.push_back(e);
+    return true;
+  }
+
+  bool args(int64_t& correlation, int64_t& stream, int64_t& device) {
+    c_.eat('{');
+    if (c_.eat('}')) return true;
+    do {
+      std::string_view key, n;
+      std::string key_o;
+      if (!c_.string(key, key_o) || !c_.eat(':')) return false;
+      int64_t* into = key == "correlation" ? &correlation
+                      : key == "stream"    ? &stream
+                      : key == "device"    ? &device
+                                           : nullptr;
+      const char p = c_.peek();
+      if (into && (p == '-' || std::isdigit(static_cast<unsigned char>(p)))) {
+        if (!c_.number(n)) return false;
+        to_int(n, *into);
+      } else if (!c_.skip()) {
+        return false;
+      }
+    } while (c_.eat(','));
+    return c_.eat('}');
+  }
+
+  bool devices() {
+    if (!c_.eat('[')) return false;
+    if (c_.eat(']')) return true;
+    do {
+      if (!c_.eat('{')) return false;
+      int64_t id = -1;
+      std::string name;
+      if (!c_.eat('}')) {
+        do {
+          std::string_view key, v;
+          std::string key_o, v_o;
+          if (!c_.string(key, key_o) || !c_.eat(':')) return false;
+          if (key == "id" && c_.peek() != '"') {
+            if (!c_.number(v)) return false;
+            to_int(v, id);
+          } else if (key == "name" && c_.peek() == '"') {
+            if (!c_.string(v, v_o)) return false;
+            name = std::string(v);
+          } else if (!c_.skip()) {
+            return false;
+          }
+        } while (c_.eat(','));
+        if (!c_.eat('}')) return false;
+      }
+      if (id >= 0 && id < 1024) {
+        if (out_.device_names.size() <= static_cast<size_t>(id))
+          out_.device_names.resize(static_cast<size_t>(id) + 1);
+        out_.device_names[static_cast<size_t>(id)] = name;
+      }
+    } while (c_.eat(','));
+    return c_.eat(']');
+  }
+
+  bool distributed() {
+    if (!c_.eat('{')) return c_.skip();
+    if (c_.eat('}')) return true;
+    do {
+      std::string_view key, v;
+      std::string key_o;
+      if (!c_.string(key, key_o) || !c_.eat(':')) return false;
+      if (key == "rank" && c_.peek() != '"') {
+        int64_t r = -1;
+        if (!c_.number(v)) return false;
+        if (to_int(v, r) && r >= 0 && r < (1 << 24)) out_.rank = static_cast<int>(r);
+      } else if (!c_.skip()) {
+        return false;
+      }
+    } while (c_.eat(','));
+    return c_.eat('}');
+  }
+
+  Cursor c_;
+  const std::string& origin_;
+  TraceRank out_;
+  std::unordered_map<std::string, uint32_t> names_;
+  int64_t base_ns_ = 0;
+};
+
+size_t count_kind(const TraceRank& t, TraceKind k) {
+  return static_cast<size_t>(std::count_if(t.events.begin(), t.events.end(),
+                                           [k](const TraceEvent& e) { return e.kind == k; }));
+}
+
+}  // namespace
+
+bool looks_like_kineto_trace(std::string_view head) {
+  const size_t first = head.find_first_not_of(" \t\r\n");
+  if (first == std::string_view::npos || head[first] != '{') return false;
+  for (std::string_view key : {"\"traceEvents\"", "\"deviceProperties\"", "\"distributedInfo\""})
+    if (head.find(key) != std::string_view::npos) return true;
+  return head.find("\"schemaVersion\"") != std::string_view::npos &&
+         head.find("\"displayTimeUnit\"") != std::string_view::npos;
+}
+
+Result<TraceRank> parse_kineto_trace(std::string_view text, const std::string& origin) {
+  return TraceParser(text, origin).run();
+}
+
+Result<Recording> read_kineto_trace(std::string_view text, const std::string& origin,
+                                    const LoadOptions&) {
+  auto parsed = parse_kineto_trace(text, origin);
+  if (!parsed) return parsed.error();
+  TraceRank& t = parsed.value();
+  const size_t kernels = count_kind(t, TraceKind::kKernel);
+  const size_t copies = count_kind(t, TraceKind::kMemcpy) + count_kind(t, TraceKind::kMemset);
+  if (kernels + copies == 0)
+    return no_data_error(fmt::format(
+        "{}: a profiler trace with no GPU kernels or memory copies ({} events{}): a CPU-only "
+        "rank, or recorded without ProfilerActivity.CUDA; nothing here says how the GPU was used",
+        origin, t.events_read, t.rank >= 0 ? fmt::format(", rank {}", t.rank) : ""));
+  Recording rec;
+  rec.source = "PyTorch profiler trace: " + origin;
+  int64_t first = INT64_MAX;
+  for (const auto& e : t.events) first = std::min(first, e.start_ns);
+  rec.start_unix_ms = first / 1000000;
+  std::vector<std::string> skipped;
+  size_t skipped_n = 0;
+  for (const auto& [cat, n] : t.skipped) {
+    skipped.push_back(fmt::format("{} {}", cat, n));
+    skipped_n += n;
+  }
+  rec.notes.push_back(fmt::format(
+      "profiler trace{}: {} events read: {} kernels, {} memory copies and sets, {} CUDA runtime "
+      "calls, {} steps, {} DataLoader spans kept; {} skipped ({})",
+      t.rank >= 0 ? fmt::format(" of rank {}", t.rank) : "", t.events_read, kernels, copies,
+      count_kind(t, TraceKind::kRuntime), count_kind(t, TraceKind::kStep),
+      count_kind(t, TraceKind::kDataLoader), skipped_n, fmt::join(skipped, ", ")));
+  if (t.ns_resolution) rec.notes.push_back("profiler trace: nanosecond-resolution timestamps");
+  rec.traces.push_back(std::move(t));
+  return rec;
+}
+
+}  // namespace gpudoctor
