@@ -23,7 +23,7 @@ seconds="${1:-20}"
   echo "usage: scripts/fuzz.sh [SECONDS_PER_TARGET]" >&2
   exit 2
 }
-targets="${FUZZ_TARGETS:-smi_csv smi_table dmon dcgmi_dmon dcgm_dump generic_csv capture load prometheus tool_logs wandb json_samples prom_text}"
+targets="${FUZZ_TARGETS:-smi_csv smi_table dmon dcgmi_dmon dcgm_dump generic_csv capture load prometheus tool_logs wandb json_samples prom_text kineto_trace}"
 
 # The seed corpus of each target: fixture directories, read but never written.
 seeds() {
@@ -39,6 +39,7 @@ seeds() {
     wandb) echo "$logs/wandb" ;;
     json_samples) echo "$logs/json tests/data/prometheus" ;;
     prom_text) echo "$logs/prom-text" ;;
+    kineto_trace) echo "tests/data/traces" ;;
     tool_logs) echo "$logs/tools" ;;
     load) echo "$logs/smi-csv $logs/smi-table $logs/dmon $logs/dcgm $logs/generic-csv" ;;
     *)

@@ -157,12 +157,14 @@ class Cursor {
   size_t i_ = 0;
 };
 
+constexpr int64_t kMaxMicros = 3'000'000'000'000'000;
+
 // Microseconds as Kineto writes them ("1712195495505582.988", "41.0", "3e2") in nanoseconds,
 // exactly where the text has at most three decimals.
 bool micros_to_ns(std::string_view t, int64_t& ns, bool& sub_us) {
   if (t.find_first_of("eE") != std::string_view::npos) {
     const double v = std::strtod(std::string(t).c_str(), nullptr);
-    if (!std::isfinite(v) || std::fabs(v) > 9e15) return false;
+    if (!std::isfinite(v) || std::fabs(v) > static_cast<double>(kMaxMicros)) return false;
     ns = static_cast<int64_t>(std::llround(v * 1000));
     return true;
   }
@@ -171,10 +173,11 @@ bool micros_to_ns(std::string_view t, int64_t& ns, bool& sub_us) {
   const size_t dot = t.find('.');
   const std::string_view whole = t.substr(0, dot);
   int64_t us = 0;
-  // 9e15 us (the year 2255) times 1000 still fits an int64.
+  // Up to 3e15 us (the year 2065) either way: a start, a base and a duration added stay within
+  // an int64 of nanoseconds.
   if (whole.empty() || whole.size() > 16 ||
       std::from_chars(whole.data(), whole.data() + whole.size(), us).ec != std::errc() ||
-      us > 9'000'000'000'000'000)
+      us > kMaxMicros)
     return false;
   int64_t frac = 0;
   if (dot != std::string_view::npos) {
@@ -248,6 +251,7 @@ class TraceParser {
         } else if (key == "baseTimeNanoseconds") {
           std::string_view n;
           ok = c_.number(n) && to_int(n, base_ns_);
+          if (base_ns_ < 0 || base_ns_ > kMaxMicros * 1000) base_ns_ = 0;  // not a time: ignored
         } else {
           ok = c_.skip();
         }

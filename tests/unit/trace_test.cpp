@@ -111,6 +111,17 @@ TEST(KinetoTrace, BaseTimeNanosecondsMakesRelativeTimesWallClock) {
   EXPECT_EQ(t.events[0].start_ns, 1711964646000000000 + 4458676983543183);
 }
 
+TEST(KinetoTrace, TimesBeyondAnInt64OfNanosecondsAreSkippedNotOverflowed) {
+  // 9e15 us is the year 2255: skipped and counted; a base past 3e18 ns is no time and ignored.
+  const TraceRank t = parsed(R"({"traceEvents": [
+      {"ph": "X", "cat": "kernel", "name": "k", "ts": 9000000000000000, "dur": 9000000000000000},
+      {"ph": "X", "cat": "kernel", "name": "k", "ts": 5, "dur": 1}],
+      "baseTimeNanoseconds": 9000000000000000000})");
+  ASSERT_EQ(t.events.size(), 1u);
+  EXPECT_EQ(t.events[0].start_ns, 5000);
+  EXPECT_EQ(t.skipped.at("kernel"), 1u);
+}
+
 TEST(KinetoTrace, EscapedNamesAreUnescaped) {
   const TraceRank t = parsed(
       trace_json(R"({"ph": "X", "cat": "kernel", "name": "k<\"a\\b\u00e9>", "ts": 1, "dur": 1})"));
