@@ -4,6 +4,8 @@
 // job's exit status.
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
+#include <filesystem>
 #include <fstream>
 
 #include <fmt/format.h>
@@ -11,6 +13,8 @@
 #include "analysis/baseline.hpp"
 #include "analysis/diagnosis.hpp"
 #include "cli/common.hpp"
+#include "formats/run_folders.hpp"
+#include "formats/trace_attach.hpp"
 #include "host/markers.hpp"
 #include "report/diagnosis_report.hpp"
 #include "report/html_report.hpp"
@@ -35,13 +39,35 @@ void print_steps(const Recording& rec) {
   fmt::print(stderr, "\n");
 }
 
+// The traces the job wrote into `dir` while it ran (files modified since `since`), added to its
+// recording; one that cannot be read is said and left out (the job has run: nothing is lost).
+void attach_new_traces(Recording& rec, const std::string& dir,
+                       std::filesystem::file_time_type since) {
+  auto files = folder_logs(dir);
+  if (!files) {
+    say(files.error().message + ": no profiler traces read");
+    return;
+  }
+  size_t read = 0;
+  for (const auto& f : files.value()) {
+    std::error_code ec;
+    const auto t = std::filesystem::last_write_time(f, ec);
+    if (ec || t < since) continue;
+    if (auto e = attach_traces(rec, f, LoadOptions{}))
+      say(e->message + ": left out");
+    else
+      ++read;
+  }
+  say(fmt::format("{} profiler trace{} read from {}", read, read == 1 ? "" : "s", dir));
+}
+
 }  // namespace
 
 Command add_run_command(CLI::App& root) {
   struct Opts {
     SourceFlags source;
     std::string interval = "200ms";
-    std::string output, report, baseline;
+    std::string output, report, baseline, trace_dir;
     bool quiet = false;
     bool no_save = false;
     std::vector<std::string> command;
@@ -68,6 +94,11 @@ Command add_run_command(CLI::App& root) {
   cmd->add_option("--baseline", opts->baseline,
                   "Compare with a saved baseline (gpudoctor baseline save): a drop of more than "
                   "20 % in power, efficiency or throughput is flagged");
+  cmd->add_option("--trace-dir", opts->trace_dir,
+                  "A folder the job writes PyTorch profiler traces into (also given to the job as "
+                  "$GPUDOCTOR_TRACE_DIR): the traces written while it ran are diagnosed with its "
+                  "telemetry and shown in the report")
+      ->type_name("DIR");
   cmd->add_flag("-q,--quiet", opts->quiet, "Only the diagnosis at the end; no audit at the start");
   cmd->add_option("command", opts->command, "The job and its arguments, after --")
       ->required()
@@ -123,12 +154,15 @@ Command add_run_command(CLI::App& root) {
         run_opts.source_name = opts->source.source;
         run_opts.recording_path = source ? db_path : std::string();
         run_opts.audit = !opts->quiet;
+        if (!opts->trace_dir.empty()) ::setenv("GPUDOCTOR_TRACE_DIR", opts->trace_dir.c_str(), 1);
+        const auto started = std::filesystem::file_time_type::clock::now();
         auto ran = run_job(run_opts, source.get(), say);
         if (!ran) return report(ran.error());
         const int code = ran->exit_code;
         const bool recorded = ran->recorded;
-        const Recording rec = job_recording(std::move(ran.value()));
-        if (!source) {
+        Recording rec = job_recording(std::move(ran.value()));
+        if (!opts->trace_dir.empty()) attach_new_traces(rec, opts->trace_dir, started);
+        if (!source && rec.traces.empty()) {
           print_steps(rec);
           say("no GPU telemetry, so no diagnosis, recording or report (a machine without "
               "the NVIDIA driver: try --source sim:SCENARIO to see what run does)");

@@ -3,6 +3,7 @@
 // CPU-only rank refused.
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <ctime>
 #include <filesystem>
 #include <fstream>
@@ -145,6 +146,33 @@ TEST(TraceDiagnose, ATraceBesideTelemetryIsAlignedByWallClock) {
   EXPECT_TRUE(note) << j["input_notes"].dump(1);
   EXPECT_NE(bad.exit_code, 0);
   EXPECT_NE(bad.err.find("run.db"), std::string::npos) << bad.err;
+}
+
+// `run --trace-dir DIR`: the traces the job wrote there while it ran (not older ones) are
+// diagnosed with its telemetry and shown in the report.
+TEST(TraceDiagnose, RunPicksUpTheTracesTheJobWrote) {
+  const fs::path dir = fs::temp_directory_path() / fmt::format("gpudoctor-run-trace-{}", getpid());
+  const fs::path traces = dir / "traces";
+  fs::create_directories(traces);
+  const std::string fixture = kSrc + "/tests/data/traces/launch_bound.json";
+  fs::copy_file(fixture, traces / "old.json");
+  fs::last_write_time(traces / "old.json",
+                      fs::file_time_type::clock::now() - std::chrono::hours(1));
+  std::ofstream(dir / "job.sh") << fmt::format(
+      "cp {} \"$GPUDOCTOR_TRACE_DIR/rank0.json\"\nsleep 1\n", quote(fixture));
+  const auto r =
+      run("", fmt::format("run --source sim:healthy -i 100ms -o {} --trace-dir {} -- sh {}",
+                          quote((dir / "run.db").string()), quote(traces.string()),
+                          quote((dir / "job.sh").string())));
+  std::ifstream html(dir / "run.html");
+  const std::string page((std::istreambuf_iterator<char>(html)), std::istreambuf_iterator<char>());
+  fs::remove_all(dir);
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.err.find("1 profiler trace read from"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("Profiler trace\n  rank 0 (NVIDIA A100-SXM4-80GB)"), std::string::npos)
+      << r.err;
+  EXPECT_NE(r.err.find("launch_overhead"), std::string::npos) << r.err;
+  EXPECT_NE(page.find("<h2>Profiler trace</h2>"), std::string::npos);
 }
 
 }  // namespace
