@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cmath>
 #include <optional>
+#include <string>
+#include <vector>
 
 #include <fmt/format.h>
 
@@ -97,7 +99,9 @@ Finding finding_of(Cause cause, const std::vector<Hit>& hits, double confidence,
   f.share = round2(share);
   f.severity = severity_of(share, f.confidence);
   const double start_ns = static_cast<double>(rec.start_unix_ms) * 1e6;
-  f.start_s = std::max(0.0, (static_cast<double>(first) - start_ns) / 1e9);
+  // On the recording's clock; may be negative here (a trace before the telemetry): clamped by
+  // the caller once it has checked the overlap.
+  f.start_s = (static_cast<double>(first) - start_ns) / 1e9;
   f.end_s = std::max(f.start_s, (static_cast<double>(last) - start_ns) / 1e9);
   f.summary = std::move(summary);
   f.evidence["duration_s"] = std::round((f.end_s - f.start_s) * 1000) / 1000;
@@ -222,6 +226,42 @@ std::optional<Finding> communication_wait(const std::vector<TraceMeasures>& ms_,
   return f;
 }
 
+// With telemetry beside the trace, a trace finding cites its GPUs' steady-state figures, so that
+// one line holds both ("GPU-Util 99 %, SM activity 12 %" beside "78 % of kernels under 10 us").
+void cite_telemetry(Finding& f, const Diagnosis& out) {
+  double util = 0, sm = 0, power = 0;
+  int n_util = 0, n_sm = 0, n_power = 0;
+  std::vector<unsigned> cited;
+  for (const unsigned g : f.gpus)
+    for (const auto& gd : out.gpus) {
+      if (gd.index != g) continue;
+      cited.push_back(g);
+      auto add = [&](const char* key, double& sum, int& n) {
+        const auto it = gd.metrics.find(key);
+        if (it != gd.metrics.end() && it->is_number()) sum += it->get<double>(), ++n;
+      };
+      add("mean_util_pct", util, n_util);
+      add("mean_sm_pct", sm, n_sm);
+      add("mean_power_ratio", power, n_power);
+    }
+  if (n_util + n_sm + n_power == 0) return;
+  std::vector<std::string> parts;
+  if (n_util) {
+    f.evidence["telemetry_util_pct"] = std::round(util / n_util * 10) / 10;
+    parts.push_back(fmt::format("GPU-Util {:.0f} %", util / n_util));
+  }
+  if (n_sm) {
+    f.evidence["telemetry_sm_pct"] = std::round(sm / n_sm * 10) / 10;
+    parts.push_back(fmt::format("SM activity {:.0f} %", sm / n_sm));
+  }
+  if (n_power) {
+    f.evidence["telemetry_power_ratio"] = std::round(power / n_power * 1000) / 1000;
+    parts.push_back(fmt::format("power {:.0f} % of the limit", 100 * power / n_power));
+  }
+  f.summary += fmt::format("; telemetry of GPU{} {} over the run: {}", cited.size() == 1 ? "" : "s",
+                           fmt::join(cited, ", "), fmt::join(parts, ", "));
+}
+
 }  // namespace
 
 Json trace_measures_json(const TraceMeasures& m) {
@@ -291,8 +331,17 @@ void add_trace_findings(Diagnosis& out, const Recording& rec, const TraceThresho
     if (f) found.push_back(std::move(*f));
   std::sort(found.begin(), found.end(),
             [](const Finding& a, const Finding& b) { return a.share > b.share; });
+  for (auto& f : found) {
+    // Telemetry is cited only where the trace lies within the recording.
+    if (!trace_only && f.end_s > 0 && f.start_s < out.duration_s) cite_telemetry(f, out);
+    f.start_s = std::max(0.0, f.start_s);
+    f.end_s = std::max(f.start_s, f.end_s);
+  }
+  if (!trace_only) {
+    out.findings.insert(out.findings.end(), found.begin(), found.end());
+    return;
+  }
   out.findings.insert(out.findings.end(), found.begin(), found.end());
-  if (!trace_only) return;
 
   out.workload = w;
   out.limitations.clear();

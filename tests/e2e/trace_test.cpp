@@ -138,7 +138,15 @@ TEST(TraceDiagnose, ATraceBesideTelemetryIsAlignedByWallClock) {
   EXPECT_FALSE(j["gpus"].empty());
   ASSERT_EQ(j["trace"]["ranks"].size(), 1u);
   bool launch = false, note = false;
-  for (const auto& f : j["findings"]) launch = launch || f["cause"] == "launch_overhead";
+  for (const auto& f : j["findings"])
+    if (f["cause"] == "launch_overhead") {
+      launch = true;
+      // Both sources in one finding: the trace's kernels and GPU 0's telemetry.
+      EXPECT_NE(f["summary"].get<std::string>().find("; telemetry of GPU 0 over the run: GPU-Util"),
+                std::string::npos)
+          << f["summary"];
+      EXPECT_TRUE(f["evidence"]["telemetry_util_pct"].is_number()) << f["evidence"];
+    }
   for (const auto& n : j["input_notes"])
     note =
         note || n.get<std::string>().find("start 30.000 s into the recording") != std::string::npos;
