@@ -422,6 +422,9 @@ std::string diagnosis_markdown(const Diagnosis& d) {
       }
     }
   }
+  // The trace block as the terminal shows it, in a code block (kernel names hold '|' and '<').
+  if (const std::string trace = trace_text(d.trace); !trace.empty())
+    s += "\n## Profiler trace\n\n```\n" + trace.substr(trace.find('\n', 1) + 1) + "```\n";
   if (!d.data_quality.empty()) {
     s += "\n## Data quality\n\n";
     std::vector<std::string> lines;

@@ -14,6 +14,7 @@
 #include "analysis/trace_measures.hpp"
 #include "formats/kineto_trace.hpp"
 #include "formats/load.hpp"
+#include "report/diagnosis_report.hpp"
 #include "report/html_report.hpp"
 
 namespace gpudoctor {
@@ -362,6 +363,10 @@ TEST(TraceReport, TheHtmlReportHasEachRanksBreakdownAndTopKernels) {
   EXPECT_NE(h.find("<code>gemm&lt;float&gt;</code>"), std::string::npos);
   EXPECT_NE(h.find("title=\"compute 66.7 %\""), std::string::npos);  // 80 of 120 us
   EXPECT_NE(h.find("title=\"idle 33.3 %\""), std::string::npos);
+  const std::string md = diagnosis_markdown(diagnose(rec));
+  EXPECT_NE(md.find("## Profiler trace\n\n```\n  rank 2: 0.1 ms from the first GPU event"),
+            std::string::npos)
+      << md;
 }
 
 // HTA's own test traces, read in place (not copied into the repository).
