@@ -18,9 +18,8 @@ size_t GpuSeries::append_row(double t_s) {
 }
 
 Recording without_gpus(const Recording& rec) {
-  return Recording{rec.system, rec.start_unix_ms, rec.source,  {},
-                   rec.notes,  rec.command,       rec.host,    rec.markers,
-                   rec.audit};
+  return Recording{rec.system,  rec.start_unix_ms, rec.source,  {},        rec.notes,
+                   rec.command, rec.host,          rec.markers, rec.audit, rec.traces};
 }
 
 void rebase_times(Recording& rec, bool start_known) {
