@@ -4,9 +4,12 @@
 #include <charconv>
 #include <cmath>
 #include <cstdlib>
+#include <map>
 #include <unordered_map>
 
 #include <fmt/format.h>
+
+#include "core/utf8.hpp"
 
 namespace gpudoctor {
 
@@ -444,7 +447,17 @@ bool looks_like_kineto_trace(std::string_view head) {
 }
 
 Result<TraceRank> parse_kineto_trace(std::string_view text, const std::string& origin) {
-  return TraceParser(text, origin).run();
+  auto r = TraceParser(text, origin).run();
+  if (!r) return r;
+  // Names go into JSON and HTML as they are: every invalid byte (a cut kernel name, a lone
+  // surrogate's escape) made U+FFFD.
+  TraceRank& t = r.value();
+  for (auto& n : t.names) n = valid_utf8(n);
+  for (auto& n : t.device_names) n = valid_utf8(n);
+  std::map<std::string, size_t> skipped;
+  for (const auto& [k, v] : t.skipped) skipped[valid_utf8(k)] += v;
+  t.skipped = std::move(skipped);
+  return r;
 }
 
 Result<Recording> read_kineto_trace(std::string_view text, const std::string& origin,

@@ -419,5 +419,19 @@ TEST(TraceHta, ExposedNcclInTheTraceDiffControlTrace) {
   EXPECT_NE(finding(d, Cause::kCommunicationWait), nullptr);
 }
 
+// A name cut mid-character (or a lone surrogate's escape) must not break the JSON of the
+// diagnosis: invalid bytes become U+FFFD (found by fuzz_kineto_trace).
+TEST(KinetoTrace, InvalidUtf8InNamesIsReplaced) {
+  const std::string text =
+      trace_json(kernel(100, 5, 1, "gemm\xA1") + "," + kernel(200, 5, 2, "cut\\ud800") + "," +
+                 span("cpu_\xFFop", "x", 0, 1));
+  const auto rec = read_kineto_trace(text, "t.json", {});
+  ASSERT_TRUE(rec.ok()) << rec.error().message;
+  const Diagnosis d = diagnose(rec.value());
+  EXPECT_NO_THROW((void)d.trace.dump());
+  const std::string dumped = d.trace.dump();
+  EXPECT_NE(dumped.find("gemm\xEF\xBF\xBD"), std::string::npos) << dumped;
+}
+
 }  // namespace
 }  // namespace gpudoctor
