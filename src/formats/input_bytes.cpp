@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <optional>
 
 #include <fmt/format.h>
 
@@ -249,6 +250,237 @@ Result<StreamBytes> read_to_end(int fd, const std::string& origin,
     out.resize(nl == std::string::npos ? 0 : nl + 1);
   }
   return r;
+}
+
+namespace {
+
+class TextStream final : public ByteStream {
+ public:
+  TextStream(std::string_view text, size_t chunk)
+      : text_(text), chunk_(std::max<size_t>(1, chunk)) {}
+  Result<size_t> read(char* buf, size_t n) override {
+    const size_t k = std::min({n, chunk_, text_.size() - at_});
+    std::memcpy(buf, text_.data() + at_, k);
+    at_ += k;
+    bytes_ += k;
+    return k;
+  }
+
+ private:
+  std::string_view text_;
+  size_t chunk_, at_ = 0;
+};
+
+// The file's own bytes, and the decoders' input buffer.
+class FileStream : public ByteStream {
+ public:
+  FileStream(int fd, std::string origin) : fd_(fd), origin_(std::move(origin)) {}
+  ~FileStream() override { ::close(fd_); }
+  FileStream(const FileStream&) = delete;
+  FileStream& operator=(const FileStream&) = delete;
+
+  Result<size_t> read(char* buf, size_t n) override {
+    auto r = raw(buf, n);
+    if (r) bytes_ += r.value();
+    return r;
+  }
+
+ protected:
+  // Up to n of the file's bytes; 0 at its end.
+  Result<size_t> raw(char* buf, size_t n) {
+    for (;;) {
+      const ssize_t k = ::read(fd_, buf, n);
+      if (k >= 0) return static_cast<size_t>(k);
+      if (errno != EINTR)
+        return usage_error(fmt::format("cannot read {}: {}", origin_, std::strerror(errno)));
+    }
+  }
+  // Refills in_ when it is used up; sets eof_ at the file's end.
+  std::optional<Error> fill() {
+    if (in_at_ < in_len_ || eof_) return std::nullopt;
+    if (in_.empty()) in_.resize(size_t{256} << 10);
+    auto r = raw(in_.data(), in_.size());
+    if (!r) return r.error();
+    in_at_ = 0;
+    in_len_ = r.value();
+    eof_ = in_len_ == 0;
+    return std::nullopt;
+  }
+
+  int fd_;
+  std::string origin_;
+  std::string in_;
+  size_t in_at_ = 0, in_len_ = 0;
+  bool eof_ = false;
+};
+
+class GzipStream final : public FileStream {
+ public:
+  GzipStream(int fd, std::string origin) : FileStream(fd, std::move(origin)) {
+    compression_ = Compression::kGzip;
+    ok_ = inflateInit2(&z_, 15 + 16) == Z_OK;
+  }
+  ~GzipStream() override {
+    if (ok_) inflateEnd(&z_);
+  }
+  Result<size_t> read(char* buf, size_t n) override {
+    if (!ok_) return failure("zlib: cannot initialise");
+    for (;;) {
+      if (done_ || n == 0) return size_t{0};
+      if (auto e = fill()) return *e;
+      if (between_members_) {
+        // Another member (gzip files may be concatenated), or the end; zeros are padding.
+        while (in_at_ < in_len_ && in_[in_at_] == '\0') ++in_at_;
+        if (in_at_ == in_len_) {
+          done_ = eof_;
+          continue;
+        }
+        if (inflateReset(&z_) != Z_OK) return corrupt(origin_, compression_, "reset");
+        between_members_ = false;
+      }
+      z_.next_in = reinterpret_cast<Bytef*>(in_.data() + in_at_);
+      z_.avail_in = static_cast<uInt>(in_len_ - in_at_);
+      z_.next_out = reinterpret_cast<Bytef*>(buf);
+      z_.avail_out = static_cast<uInt>(std::min<size_t>(n, 1u << 30));
+      const uInt before = z_.avail_out;
+      const int rc = inflate(&z_, Z_NO_FLUSH);
+      in_at_ = in_len_ - z_.avail_in;
+      const size_t got = before - z_.avail_out;
+      if (rc == Z_STREAM_END) {
+        between_members_ = true;
+      } else if (rc == Z_BUF_ERROR || (rc == Z_OK && got == 0)) {
+        if (in_at_ == in_len_ && eof_) return truncated(origin_, compression_);
+      } else if (rc != Z_OK) {
+        return corrupt(origin_, compression_, z_.msg ? z_.msg : fmt::format("zlib error {}", rc));
+      }
+      if (got > 0) {
+        bytes_ += got;
+        return got;
+      }
+    }
+  }
+
+ private:
+  z_stream z_{};
+  bool ok_ = false, done_ = false, between_members_ = false;
+};
+
+class XzStream final : public FileStream {
+ public:
+  XzStream(int fd, std::string origin) : FileStream(fd, std::move(origin)) {
+    compression_ = Compression::kXz;
+    ok_ = lzma_stream_decoder(&s_, UINT64_MAX, LZMA_CONCATENATED) == LZMA_OK;
+  }
+  ~XzStream() override { lzma_end(&s_); }
+  Result<size_t> read(char* buf, size_t n) override {
+    if (!ok_) return failure("liblzma: cannot initialise");
+    for (;;) {
+      if (done_ || n == 0) return size_t{0};
+      if (auto e = fill()) return *e;
+      s_.next_in = reinterpret_cast<const uint8_t*>(in_.data() + in_at_);
+      s_.avail_in = in_len_ - in_at_;
+      s_.next_out = reinterpret_cast<uint8_t*>(buf);
+      s_.avail_out = n;
+      const lzma_ret rc = lzma_code(&s_, eof_ ? LZMA_FINISH : LZMA_RUN);
+      in_at_ = in_len_ - s_.avail_in;
+      const size_t got = n - s_.avail_out;
+      if (rc == LZMA_STREAM_END) {
+        done_ = true;
+      } else if (rc == LZMA_BUF_ERROR) {
+        return truncated(origin_, compression_);
+      } else if (rc != LZMA_OK) {
+        return corrupt(origin_, compression_,
+                       rc == LZMA_FORMAT_ERROR    ? "not an xz stream"
+                       : rc == LZMA_DATA_ERROR    ? "its data do not decode"
+                       : rc == LZMA_OPTIONS_ERROR ? "unsupported options"
+                       : rc == LZMA_MEM_ERROR     ? "out of memory"
+                                                  : "liblzma error");
+      }
+      if (got > 0) {
+        bytes_ += got;
+        return got;
+      }
+    }
+  }
+
+ private:
+  lzma_stream s_ = LZMA_STREAM_INIT;
+  bool ok_ = false, done_ = false;
+};
+
+class ZstdStream final : public FileStream {
+ public:
+  ZstdStream(int fd, std::string origin)
+      : FileStream(fd, std::move(origin)), d_(ZSTD_createDStream()) {
+    compression_ = Compression::kZstd;
+  }
+  ~ZstdStream() override { ZSTD_freeDStream(d_); }
+  Result<size_t> read(char* buf, size_t n) override {
+    if (!d_) return failure("libzstd: cannot initialise");
+    for (;;) {
+      if (done_ || n == 0) return size_t{0};
+      if (auto e = fill()) return *e;
+      if (in_at_ == in_len_ && eof_ && hint_ == 0) {
+        done_ = true;  // the last frame decoded and flushed; no input left for another
+        continue;
+      }
+      ZSTD_inBuffer ib{in_.data() + in_at_, in_len_ - in_at_, 0};
+      ZSTD_outBuffer ob{buf, n, 0};
+      hint_ = ZSTD_decompressStream(d_, &ob, &ib);
+      in_at_ += ib.pos;
+      if (ZSTD_isError(hint_)) return corrupt(origin_, compression_, ZSTD_getErrorName(hint_));
+      if (ob.pos > 0) {
+        bytes_ += ob.pos;
+        return ob.pos;
+      }
+      if (in_at_ == in_len_ && eof_) {
+        if (hint_ != 0) return truncated(origin_, compression_);
+        done_ = true;
+      }
+    }
+  }
+
+ private:
+  ZSTD_DStream* d_;
+  size_t hint_ = 1;  // 0 once a frame is complete
+  bool done_ = false;
+};
+
+}  // namespace
+
+Result<std::unique_ptr<ByteStream>> ByteStream::open_file(const std::string& path) {
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return usage_error(fmt::format("cannot read {}: {}", path, std::strerror(errno)));
+  char magic[6];
+  size_t got = 0;
+  while (got < sizeof magic) {
+    const ssize_t k = ::read(fd, magic + got, sizeof magic - got);
+    if (k > 0) {
+      got += static_cast<size_t>(k);
+    } else if (k == 0 || errno != EINTR) {
+      break;
+    }
+  }
+  if (::lseek(fd, 0, SEEK_SET) != 0) {
+    const int err = errno;
+    ::close(fd);
+    return usage_error(fmt::format("cannot read {}: {}", path, std::strerror(err)));
+  }
+  switch (detect_compression(std::string_view(magic, got))) {
+    case Compression::kGzip:
+      return std::unique_ptr<ByteStream>(std::make_unique<GzipStream>(fd, path));
+    case Compression::kXz:
+      return std::unique_ptr<ByteStream>(std::make_unique<XzStream>(fd, path));
+    case Compression::kZstd:
+      return std::unique_ptr<ByteStream>(std::make_unique<ZstdStream>(fd, path));
+    case Compression::kNone:
+      break;
+  }
+  return std::unique_ptr<ByteStream>(std::make_unique<FileStream>(fd, path));
+}
+
+std::unique_ptr<ByteStream> ByteStream::of_text(std::string_view text, size_t chunk) {
+  return std::make_unique<TextStream>(text, chunk);
 }
 
 }  // namespace gpudoctor

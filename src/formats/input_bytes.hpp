@@ -1,12 +1,17 @@
 // The bytes of an input before any reader sees them: standard input read to its end (or to a
 // Ctrl-C, keeping what arrived), and gzip, xz and zstd archives decompressed, recognised by their
-// magic bytes rather than their names. The readers take the whole text at once, so a decompressed
-// log is held in memory: at most max_decompressed_bytes() (half the machine's memory), beyond
-// which the user is told to decompress it to a file (files are mapped, not copied).
+// magic bytes rather than their names. Most readers take the whole text at once, so a
+// decompressed log is held in memory: at most max_decompressed_bytes() (half the machine's
+// memory), beyond which the user is told to decompress it to a file (files are mapped, not
+// copied). A reader that works through its input in chunks (profiler traces) reads a ByteStream
+// instead: a file, decompressed as it goes, a chunk at a time, so memory holds a chunk, not the
+// file.
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 #include <functional>
+#include <memory>
 #include <string>
 #include <string_view>
 
@@ -36,5 +41,26 @@ struct StreamBytes {
 // reading there, with what arrived (a last line cut short is dropped). At most max_bytes.
 Result<StreamBytes> read_to_end(int fd, const std::string& origin,
                                 const std::function<bool()>& stop, size_t max_bytes);
+
+// An input read front to back in chunks. Not thread-safe; one reader at a time.
+class ByteStream {
+ public:
+  virtual ~ByteStream() = default;
+  // Up to n bytes (n <= 1 GiB) into buf: 0 only at the end. A read that fails, or an archive
+  // that is corrupt or cut short (said as decompress() says it), is an error naming the origin.
+  virtual Result<size_t> read(char* buf, size_t n) = 0;
+  Compression compression() const { return compression_; }
+  uint64_t bytes_read() const { return bytes_; }  // handed out so far (decompressed)
+
+  // A file, decompressed as read where its first bytes say gzip, xz or zstd.
+  static Result<std::unique_ptr<ByteStream>> open_file(const std::string& path);
+  // Text already in memory, handed out `chunk` bytes at a time (tests use small chunks to put
+  // every boundary somewhere else).
+  static std::unique_ptr<ByteStream> of_text(std::string_view text, size_t chunk = size_t{1} << 20);
+
+ protected:
+  Compression compression_ = Compression::kNone;
+  uint64_t bytes_ = 0;
+};
 
 }  // namespace gpudoctor

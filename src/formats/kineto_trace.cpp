@@ -4,12 +4,16 @@
 #include <charconv>
 #include <cmath>
 #include <cstdlib>
+#include <cstring>
+#include <functional>
 #include <map>
+#include <optional>
 #include <unordered_map>
 
 #include <fmt/format.h>
 
 #include "core/utf8.hpp"
+#include "text/text.hpp"
 
 namespace gpudoctor {
 
@@ -21,6 +25,10 @@ class Cursor {
  public:
   explicit Cursor(std::string_view s) : s_(s) {}
   size_t pos() const { return i_; }
+  bool at_end() {
+    space();
+    return i_ == s_.size();
+  }
   void space() {
     while (i_ < s_.size() && (s_[i_] == ' ' || s_[i_] == '\n' || s_[i_] == '\r' || s_[i_] == '\t'))
       ++i_;
@@ -42,14 +50,19 @@ class Cursor {
     if (!eat('"')) return false;
     const size_t start = i_;
     bool escaped = false;
-    while (i_ < s_.size() && s_[i_] != '"') {
-      if (s_[i_] == '\\') {
-        escaped = true;
-        ++i_;
+    for (;;) {
+      const auto* q = static_cast<const char*>(std::memchr(s_.data() + i_, '"', s_.size() - i_));
+      if (!q) return false;
+      const size_t stop = static_cast<size_t>(q - s_.data());
+      const auto* bs = static_cast<const char*>(std::memchr(s_.data() + i_, '\\', stop - i_));
+      if (!bs) {
+        i_ = stop;
+        break;
       }
-      ++i_;
+      escaped = true;
+      i_ = static_cast<size_t>(bs - s_.data()) + 2;  // the backslash and the byte it escapes
+      if (i_ > s_.size()) return false;
     }
-    if (i_ >= s_.size()) return false;
     out = s_.substr(start, i_ - start);
     ++i_;
     if (escaped) {
@@ -230,38 +243,171 @@ bool kind_of(std::string_view cat, std::string_view name, TraceKind& kind) {
   return true;
 }
 
+// The input a window at a time. The parser asks for one whole JSON value at a time (an event, a
+// member's value): the window holds it whole while a Cursor reads it, then moves on, so memory
+// holds the largest single value plus a chunk, never the file. Values are framed by their
+// brackets and quotes only; the Cursor then reads (and checks) the JSON inside.
+class Feed {
+ public:
+  explicit Feed(ByteStream& in) : in_(in) {}
+  std::optional<Error> error;                  // a read that failed (a corrupt archive ...)
+  uint64_t pos() const { return base_ + i_; }  // bytes before the cursor
+
+  void space() {
+    for (;;) {
+      while (i_ < len_ && is_space(buf_[i_])) ++i_;
+      if (i_ < len_ || !more(i_)) return;
+    }
+  }
+  // A UTF-8 byte order mark at the start.
+  void skip_bom() {
+    while (len_ - i_ < 3 && more(i_)) {
+    }
+    if (std::string_view(buf_.data() + i_, len_ - i_).starts_with("\xEF\xBB\xBF")) i_ += 3;
+  }
+  bool eat(char c) {
+    space();
+    if (i_ < len_ && buf_[i_] == c) {
+      ++i_;
+      return true;
+    }
+    return false;
+  }
+  char peek() {
+    space();
+    return i_ < len_ ? buf_[i_] : '\0';
+  }
+  // The next whole value, from its first byte to its last (a scalar runs to the next ',', '}',
+  // ']', ':' or blank); valid until the next call. False at the end of the input or of a read.
+  bool value(std::string_view& out) {
+    space();
+    if (i_ >= len_) return false;
+    const char first = buf_[i_];
+    size_t k = 0;  // bytes of the value framed so far, from i_
+    if (first == '{' || first == '[' || first == '"') {
+      int64_t depth = 0;
+      bool in_string = false;
+      for (;;) {
+        const char* p = buf_.data() + i_;
+        const size_t n = len_ - i_;
+        bool done = false;
+        while (k < n) {
+          if (in_string) {
+            // To the closing quote, by memchr (most of a trace is strings), unless a backslash
+            // comes first.
+            const auto* q = static_cast<const char*>(std::memchr(p + k, '"', n - k));
+            const size_t stop = q ? static_cast<size_t>(q - p) : n;
+            if (const auto* bs = static_cast<const char*>(std::memchr(p + k, '\\', stop - k))) {
+              k = static_cast<size_t>(bs - p);
+              if (k + 1 >= n) break;  // the escaped byte is in the next chunk
+              k += 2;
+              continue;
+            }
+            k = stop;
+            if (!q) break;
+            in_string = false;
+            ++k;
+            if (depth == 0) {
+              done = true;
+              break;
+            }
+            continue;
+          }
+          const char c = p[k];
+          if (c == '"') {
+            in_string = true;
+          } else if (c == '{' || c == '[') {
+            ++depth;
+          } else if ((c == '}' || c == ']') && --depth <= 0) {
+            ++k;
+            done = true;
+            break;
+          }
+          ++k;
+        }
+        if (done) break;
+        if (!more(i_)) return false;  // the value is cut short
+      }
+    } else {
+      for (;;) {
+        while (i_ + k < len_ && !ends_scalar(buf_[i_ + k])) ++k;
+        if (i_ + k < len_ || !more(i_)) break;
+      }
+      if (k == 0) return false;
+    }
+    out = std::string_view(buf_.data() + i_, k);
+    i_ += k;
+    return true;
+  }
+
+ private:
+  static bool is_space(char c) { return c == ' ' || c == '\n' || c == '\r' || c == '\t'; }
+  static bool ends_scalar(char c) {
+    return c == ',' || c == '}' || c == ']' || c == ':' || is_space(c);
+  }
+  // Reads the next chunk, keeping the bytes from `keep` on (moved to the front): false at the end
+  // or on an error.
+  bool more(size_t keep) {
+    if (eof_) return false;
+    if (keep > 0) {
+      std::memmove(buf_.data(), buf_.data() + keep, len_ - keep);
+      len_ -= keep;
+      i_ -= keep;
+      base_ += keep;
+    }
+    if (buf_.size() - len_ < kChunk) buf_.resize(std::max(buf_.size() * 2, len_ + kChunk));
+    auto r = in_.read(buf_.data() + len_, buf_.size() - len_);
+    if (!r) {
+      error = r.error();
+      eof_ = true;
+      return false;
+    }
+    if (r.value() == 0) eof_ = true;
+    len_ += r.value();
+    return r.value() > 0;
+  }
+
+  static constexpr size_t kChunk = size_t{1} << 20;
+  ByteStream& in_;
+  std::string buf_;
+  size_t i_ = 0, len_ = 0;
+  uint64_t base_ = 0;  // the input's bytes before buf_[0]
+  bool eof_ = false;
+};
+
 class TraceParser {
  public:
-  TraceParser(std::string_view text, const std::string& origin) : c_(text), origin_(origin) {}
+  TraceParser(ByteStream& in, const std::string& origin) : f_(in), origin_(origin) {}
 
   Result<TraceRank> run() {
     out_.origin = origin_;
-    if (!c_.eat('{')) return broken("a JSON object");
+    // A UTF-8 byte order mark is allowed before the object.
+    f_.skip_bom();
+    if (!f_.eat('{')) return broken("a JSON object");
     bool any_events = false;
-    if (!c_.eat('}')) {
+    if (!f_.eat('}')) {
       do {
-        std::string_view key;
-        std::string owned;
-        if (!c_.string(key, owned) || !c_.eat(':')) return broken("a member name");
+        std::string key;
+        {
+          std::string_view v, k;
+          std::string owned;
+          if (f_.peek() != '"' || !f_.value(v) || !Cursor(v).string(k, owned))
+            return broken("a member name");
+          key = std::string(k);
+        }
+        if (!f_.eat(':')) return broken("':'");
         bool ok = true;
         if (key == "traceEvents") {
           any_events = true;
           ok = events();
-        } else if (key == "deviceProperties") {
-          ok = devices();
-        } else if (key == "distributedInfo") {
-          ok = distributed();
-        } else if (key == "baseTimeNanoseconds") {
-          std::string_view n;
-          ok = c_.number(n) && to_int(n, base_ns_);
-          if (base_ns_ < 0 || base_ns_ > kMaxMicros * 1000) base_ns_ = 0;  // not a time: ignored
         } else {
-          ok = c_.skip();
+          ok = member(key);
         }
         if (!ok) return broken(fmt::format("the value of \"{}\"", key));
-      } while (c_.eat(','));
-      if (!c_.eat('}')) return broken("',' or '}'");
+      } while (f_.eat(','));
+      if (!f_.eat('}')) return broken("',' or '}'");
     }
+    if (f_.error) return *f_.error;
     if (!any_events)
       return usage_error(fmt::format(
           "{}: JSON without traceEvents: not a PyTorch profiler (Kineto) trace", origin_));
@@ -272,30 +418,57 @@ class TraceParser {
 
  private:
   Error broken(std::string_view what) {
+    if (f_.error) return *f_.error;
     return usage_error(fmt::format("{}: byte {}: expected {} (a PyTorch profiler trace is JSON)",
-                                   origin_, c_.pos() + 1, what));
+                                   origin_, fail_at_ ? *fail_at_ : f_.pos() + 1, what));
+  }
+
+  // The next value read whole by `read` (a Cursor over it); where it fails, the byte it
+  // stopped at is the one the error names.
+  template <class F>
+  bool framed(F&& read) {
+    std::string_view v;
+    if (!f_.value(v)) return false;
+    Cursor c(v);
+    if (read(c) && c.at_end()) return true;
+    fail_at_ = f_.pos() - v.size() + c.pos() + 1;
+    return false;
+  }
+
+  // A member other than traceEvents.
+  bool member(const std::string& key) {
+    if (key == "deviceProperties") return framed([&](Cursor& c) { return devices(c); });
+    if (key == "distributedInfo") return framed([&](Cursor& c) { return distributed(c); });
+    if (key == "baseTimeNanoseconds")
+      return framed([&](Cursor& c) {
+        std::string_view n;
+        const bool ok = c.number(n) && to_int(n, base_ns_);
+        if (base_ns_ < 0 || base_ns_ > kMaxMicros * 1000) base_ns_ = 0;  // not a time: ignored
+        return ok;
+      });
+    return framed([](Cursor& c) { return c.skip(); });
   }
 
   bool events() {
-    if (!c_.eat('[')) return false;
-    if (c_.eat(']')) return true;
+    if (!f_.eat('[')) return false;
+    if (f_.eat(']')) return true;
     do {
-      if (!event()) return false;
-    } while (c_.eat(','));
-    return c_.eat(']');
+      if (!framed([&](Cursor& c) { return event(c); })) return false;
+    } while (f_.eat(','));
+    return f_.eat(']');
   }
 
   uint32_t intern(std::string_view name) {
-    auto it = names_.find(std::string(name));
+    auto it = names_.find(name);
     if (it != names_.end()) return it->second;
     const auto id = static_cast<uint32_t>(out_.names.size());
     out_.names.emplace_back(name);
-    names_.emplace(out_.names.back(), id);
+    names_.emplace(std::string(name), id);
     return id;
   }
 
   // One event: its members read in any order; kept where its category and phase say so.
-  bool event() {
+  bool event(Cursor& c_) {
     ++out_.events_read;
     if (c_.peek() != '{') return c_.skip();
     c_.eat('{');
@@ -319,7 +492,7 @@ class TraceParser {
         else if (key == "dur" && c_.peek() != '"')
           ok = c_.number(dur);
         else if (key == "args" && c_.peek() == '{')
-          ok = args(correlation, stream, device);
+          ok = args(c_, correlation, stream, device);
         else
           ok = c_.skip();
         if (!ok) return false;
@@ -350,7 +523,7 @@ class TraceParser {
     return true;
   }
 
-  bool args(int64_t& correlation, int64_t& stream, int64_t& device) {
+  static bool args(Cursor& c_, int64_t& correlation, int64_t& stream, int64_t& device) {
     c_.eat('{');
     if (c_.eat('}')) return true;
     do {
@@ -372,7 +545,7 @@ class TraceParser {
     return c_.eat('}');
   }
 
-  bool devices() {
+  bool devices(Cursor& c_) {
     if (!c_.eat('[')) return false;
     if (c_.eat(']')) return true;
     do {
@@ -405,7 +578,7 @@ class TraceParser {
     return c_.eat(']');
   }
 
-  bool distributed() {
+  bool distributed(Cursor& c_) {
     if (!c_.eat('{')) return c_.skip();
     if (c_.eat('}')) return true;
     do {
@@ -423,10 +596,17 @@ class TraceParser {
     return c_.eat('}');
   }
 
-  Cursor c_;
+  // Names looked up by view, without building a string per event.
+  struct NameHash {
+    using is_transparent = void;
+    size_t operator()(std::string_view s) const { return std::hash<std::string_view>{}(s); }
+  };
+
+  Feed f_;
   const std::string& origin_;
   TraceRank out_;
-  std::unordered_map<std::string, uint32_t> names_;
+  std::unordered_map<std::string, uint32_t, NameHash, std::equal_to<>> names_;
+  std::optional<uint64_t> fail_at_;
   int64_t base_ns_ = 0;
 };
 
@@ -446,8 +626,22 @@ bool looks_like_kineto_trace(std::string_view head) {
          head.find("\"displayTimeUnit\"") != std::string_view::npos;
 }
 
-Result<TraceRank> parse_kineto_trace(std::string_view text, const std::string& origin) {
-  auto r = TraceParser(text, origin).run();
+bool file_is_kineto_trace(const std::string& path) {
+  auto in = ByteStream::open_file(path);
+  if (!in) return false;
+  std::string head(4096, '\0');
+  size_t got = 0;
+  while (got < head.size()) {
+    auto r = in.value()->read(head.data() + got, head.size() - got);
+    if (!r || r.value() == 0) break;
+    got += r.value();
+  }
+  head.resize(got);
+  return looks_like_kineto_trace(text::strip_bom(head));
+}
+
+Result<TraceRank> parse_kineto_trace(ByteStream& in, const std::string& origin) {
+  auto r = TraceParser(in, origin).run();
   if (!r) return r;
   // Names go into JSON and HTML as they are: every invalid byte (a cut kernel name, a lone
   // surrogate's escape) made U+FFFD.
@@ -457,12 +651,23 @@ Result<TraceRank> parse_kineto_trace(std::string_view text, const std::string& o
   std::map<std::string, size_t> skipped;
   for (const auto& [k, v] : t.skipped) skipped[valid_utf8(k)] += v;
   t.skipped = std::move(skipped);
+  t.events.shrink_to_fit();
   return r;
 }
 
+Result<TraceRank> parse_kineto_trace(std::string_view text, const std::string& origin) {
+  const auto in = ByteStream::of_text(text);
+  return parse_kineto_trace(*in, origin);
+}
+
 Result<Recording> read_kineto_trace(std::string_view text, const std::string& origin,
-                                    const LoadOptions&) {
-  auto parsed = parse_kineto_trace(text, origin);
+                                    const LoadOptions& options) {
+  const auto in = ByteStream::of_text(text);
+  return read_kineto_trace(*in, origin, options);
+}
+
+Result<Recording> read_kineto_trace(ByteStream& in, const std::string& origin, const LoadOptions&) {
+  auto parsed = parse_kineto_trace(in, origin);
   if (!parsed) return parsed.error();
   TraceRank& t = parsed.value();
   const size_t kernels = count_kind(t, TraceKind::kKernel);

@@ -20,6 +20,7 @@
 #include "formats/finish.hpp"
 #include "formats/input_bytes.hpp"
 #include "formats/inputs.hpp"
+#include "formats/kineto_trace.hpp"
 #include "formats/run_folders.hpp"
 #include "formats/wandb.hpp"
 #include "store/sqlite_store.hpp"
@@ -173,6 +174,12 @@ Result<Recording> load_text(std::string_view bytes, const std::string& origin,
 
 namespace {
 
+// The decompressed text's size, as the notes say it.
+std::string text_size(uint64_t n) {
+  return n < (1 << 20) ? fmt::format("{} KiB", (n + 1023) / 1024)
+                       : fmt::format("{:.1f} MiB", static_cast<double>(n) / (1 << 20));
+}
+
 // A compressed input, decompressed, then read as text (a recording is SQLite: read from a file).
 Result<Recording> load_compressed(std::string_view bytes, Compression c, const std::string& origin,
                                   const LoadOptions& options) {
@@ -183,13 +190,44 @@ Result<Recording> load_compressed(std::string_view bytes, Compression c, const s
         "{}: a compressed gpudoctor recording; decompress it to a file and read that", origin));
   auto rec = load_text(text.value(), origin, options);
   if (rec.ok())
-    log_reader::add_note(
-        rec.value(), fmt::format("{} archive decompressed ({} of text)", compression_name(c),
-                                 text->size() < (1 << 20)
-                                     ? fmt::format("{} KiB", (text->size() + 1023) / 1024)
-                                     : fmt::format("{:.1f} MiB",
-                                                   static_cast<double>(text->size()) / (1 << 20))));
+    log_reader::add_note(rec.value(), fmt::format("{} archive decompressed ({} of text)",
+                                                  compression_name(c), text_size(text->size())));
   return rec;
+}
+
+// A profiler trace, plain or compressed, is read as a stream (formats/kineto_trace): memory holds
+// its kept events and a window of a chunk or two, not the file nor its decompressed text. Nothing
+// when the input is not one (by its first decompressed bytes, or --input-format) or is UTF-16
+// (decoded whole by load_text).
+std::optional<Result<Recording>> load_trace_stream(const std::string& path, std::string_view head,
+                                                   const LoadOptions& options) {
+  if (options.input_format != "auto" && options.input_format != "trace") return std::nullopt;
+  std::string text_head(head);
+  const Compression c = detect_compression(head);
+  if (c != Compression::kNone) {
+    auto in = ByteStream::open_file(path);
+    if (!in) return std::nullopt;
+    text_head.resize(kHeadBytes);
+    size_t got = 0;
+    while (got < kHeadBytes) {
+      auto r = in.value()->read(text_head.data() + got, kHeadBytes - got);
+      if (!r || r.value() == 0) break;
+      got += r.value();
+    }
+    text_head.resize(got);
+  }
+  const text::Encoding enc = text::detect_encoding(std::string_view(text_head).substr(0, 64));
+  if (enc == text::Encoding::kUtf16Le || enc == text::Encoding::kUtf16Be) return std::nullopt;
+  if (options.input_format == "auto" && !looks_like_kineto_trace(text::strip_bom(text_head)))
+    return std::nullopt;
+  auto in = ByteStream::open_file(path);
+  if (!in) return in.error();
+  auto rec = read_kineto_trace(*in.value(), path, options);
+  if (rec.ok() && c != Compression::kNone)
+    log_reader::add_note(rec.value(),
+                         fmt::format("{} archive decompressed ({} of text)", compression_name(c),
+                                     text_size(in.value()->bytes_read())));
+  return with_gpu_name(std::move(rec), options);
 }
 
 Result<Recording> load_stdin(const LoadOptions& options) {
@@ -237,6 +275,7 @@ Result<Recording> load_telemetry(const std::string& path, const LoadOptions& opt
     if (rec.ok()) log_reader::mark_logged_power_limits(rec.value());
     return with_gpu_name(std::move(rec), options);
   }
+  if (auto trace = load_trace_stream(path, head, options)) return std::move(*trace);
   // The whole file, mapped rather than copied: the readers make one pass over it, and memory
   // then holds the kept series, not the text (a 5 GB log costs address space, not RAM). Read as
   // text, through the same detection (of the same first bytes) as any text; an archive is
