@@ -37,6 +37,14 @@ Json split_json(const TimeSplit& s) {
           {"idle", frac(s.idle_ns, s.span_ns)}};
 }
 
+// The idle time by what the GPU waited for (trace_measures.hpp, IdleSplit), as fractions of the
+// span like the breakdown: the three sum to its idle.
+Json idle_json(const IdleSplit& i, int64_t span_ns) {
+  return {{"host_wait", frac(i.host_ns, span_ns)},
+          {"stream_event_wait", frac(i.sync_ns, span_ns)},
+          {"other", frac(i.other_ns, span_ns)}};
+}
+
 std::string rank_name(const TraceMeasures& m) {
   return m.rank >= 0 ? fmt::format("rank {}", m.rank) : m.origin;
 }
@@ -273,6 +281,7 @@ Json trace_measures_json(const TraceMeasures& m) {
   j["span_ms"] = ms(m.split.span_ns);
   j["breakdown"] = split_json(m.split);
   j["idle_host_wait"] = frac(m.idle_host_wait_ns, m.split.span_ns);
+  j["idle_breakdown"] = idle_json(m.idle, m.split.span_ns);
   j["kernels"] = m.kernels;
   j["kernel_ms"] = ms(m.kernel_ns);
   j["nccl_kernels"] = m.nccl_kernels;
@@ -307,6 +316,7 @@ Json trace_measures_json(const TraceMeasures& m) {
                           {"start_ms", ms(s.start_ns - m.first_ns)},
                           {"dur_ms", ms(s.dur_ns)},
                           {"breakdown", split_json(s.split)},
+                          {"idle_breakdown", idle_json(s.idle, s.split.span_ns)},
                           {"dataloader_ms", ms(s.dataloader_ns)}});
   return j;
 }

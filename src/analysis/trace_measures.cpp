@@ -87,12 +87,22 @@ bool is_nccl_kernel(std::string_view name) {
   return false;
 }
 
+bool is_sync_call(std::string_view name) {
+  return name == "cudaStreamSynchronize" || name == "cudaEventSynchronize" ||
+         name == "cudaDeviceSynchronize" || name == "cuStreamSynchronize" ||
+         name == "cuEventSynchronize" || name == "cuCtxSynchronize";
+}
+
 TraceMeasures measure_trace(const TraceRank& t) {
   TraceMeasures m;
   m.rank = t.rank;
   m.origin = t.origin;
-  std::vector<uint8_t> nccl_name(t.names.size());
-  for (size_t i = 0; i < t.names.size(); ++i) nccl_name[i] = is_nccl_kernel(t.names[i]);
+  std::vector<uint8_t> nccl_name(t.names.size()), sync_name(t.names.size());
+  for (size_t i = 0; i < t.names.size(); ++i) {
+    nccl_name[i] = is_nccl_kernel(t.names[i]);
+    sync_name[i] = is_sync_call(t.names[i]);
+  }
+  Spans syncs;  // the CPU blocked in a synchronisation call
 
   Spans compute, nccl, memory, steps_cpu;
   std::vector<const TraceEvent*> gpu;
@@ -108,9 +118,10 @@ TraceMeasures measure_trace(const TraceRank& t) {
       case TraceKind::kRuntime:
         m.runtime_ns += e.dur_ns;
         if (e.correlation >= 0) launch_of.emplace(e.correlation, &e);
+        if (sync_name[e.name]) syncs.emplace_back(e.start_ns, e.end_ns());
         continue;
       case TraceKind::kStep:
-        m.steps.push_back({e.step, e.start_ns, e.dur_ns, {}, 0});
+        m.steps.push_back({e.step, e.start_ns, e.dur_ns, {}, {}, 0});
         continue;
       case TraceKind::kDataLoader:
         dataloader.emplace_back(e.start_ns, e.end_ns());
@@ -161,20 +172,37 @@ TraceMeasures measure_trace(const TraceRank& t) {
   m.nccl_overlap_ns = length(intersect(nccl, compute));
   m.dataloader_ns = length(dataloader);
 
-  // Launch delay, and idle gaps the GPU spent with nothing queued: the next event's launch call
-  // began only after the GPU had run dry.
+  // Launch delay, and the idle gaps by what the GPU waited for (IdleSplit).
   std::sort(gpu.begin(), gpu.end(),
             [](const TraceEvent* a, const TraceEvent* b) { return a->start_ns < b->start_ns; });
+  std::sort(syncs.begin(), syncs.end());
+  Spans idle_host, idle_sync, idle_other;
   std::vector<int64_t> delays;
   int64_t busy_end = gpu.front()->start_ns;
+  size_t next_sync = 0;
+  int64_t sync_end = INT64_MIN;  // the latest end of the sync calls begun so far
   for (const TraceEvent* e : gpu) {
     const auto it = e->correlation >= 0 ? launch_of.find(e->correlation) : launch_of.end();
     const TraceEvent* call = it != launch_of.end() ? it->second : nullptr;
     if (call && e->kind == TraceKind::kKernel) delays.push_back(e->start_ns - call->start_ns);
-    if (e->start_ns > busy_end && call && call->start_ns >= busy_end)
-      m.idle_host_wait_ns += e->start_ns - busy_end;
+    if (e->start_ns > busy_end) {
+      const int64_t a = busy_end;
+      while (next_sync < syncs.size() && syncs[next_sync].first <= a)
+        sync_end = std::max(sync_end, syncs[next_sync++].second);
+      const Span gap{a, e->start_ns};
+      if (sync_end >= a)
+        idle_sync.push_back(gap);  // the CPU blocked in a sync call as the GPU ran dry
+      else if (call && call->start_ns >= a)
+        idle_host.push_back(gap);  // nothing queued
+      else if (call && call->end_ns() <= a)
+        idle_sync.push_back(gap);  // queued, held for a dependency
+      else
+        idle_other.push_back(gap);
+    }
     busy_end = std::max(busy_end, e->end_ns());
   }
+  m.idle = {length(idle_host), length(idle_sync), length(idle_other)};
+  m.idle_host_wait_ns = m.idle.host_ns;
   m.launches = delays.size();
   m.launch_delay_median_us = percentile(delays, 0.5) / 1000;
   m.launch_delay_p90_us = percentile(delays, 0.9) / 1000;
@@ -191,7 +219,13 @@ TraceMeasures measure_trace(const TraceRank& t) {
   std::sort(m.steps.begin(), m.steps.end(),
             [](const StepMeasure& a, const StepMeasure& b) { return a.start_ns < b.start_ns; });
   for (auto& s : m.steps) {
-    s.split = split_of(compute, nccl, memory, s.start_ns, s.start_ns + s.dur_ns);
+    const int64_t end = s.start_ns + s.dur_ns;
+    s.split = split_of(compute, nccl, memory, s.start_ns, end);
+    // Idle time of the step outside the rank's GPU events' span (before the first, after the
+    // last) follows no gap: other.
+    s.idle.host_ns = length(clip(idle_host, s.start_ns, end));
+    s.idle.sync_ns = length(clip(idle_sync, s.start_ns, end));
+    s.idle.other_ns = std::max<int64_t>(0, s.split.idle_ns - s.idle.host_ns - s.idle.sync_ns);
     s.dataloader_ns = length(clip(dataloader, s.start_ns, s.start_ns + s.dur_ns));
   }
   return m;

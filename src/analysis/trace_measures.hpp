@@ -1,6 +1,6 @@
 // What a profiler trace says about one rank (core/trace.hpp): where the GPU's time went (compute
-// kernels, NCCL kernels, memory copies and sets, idle, and of the idle time how much the GPU
-// waited for the host to launch), kernels by size band and the top kernels, the launch delay
+// kernels, NCCL kernels, memory copies and sets, idle, and the idle time split by what the GPU
+// waited for: IdleSplit below), kernels by size band and the top kernels, the launch delay
 // (the runtime call's start to the kernel's start, matched by correlation id), NCCL time and its
 // overlap with compute, and per ProfilerStep#N step the same breakdown and the DataLoader time.
 //
@@ -27,6 +27,26 @@ struct TimeSplit {
   int64_t idle_ns = 0;     // no GPU event at all
 };
 
+// The idle time (no GPU event of the rank running) split by what the GPU waited for. Each idle
+// gap is judged by the GPU event that ends it and that event's launch call (matched by
+// correlation id), in this order:
+//   sync: waiting on another stream or event. Either the CPU was blocked in a synchronisation
+//         call (cudaStreamSynchronize, cudaEventSynchronize, cudaDeviceSynchronize) when the
+//         GPU ran dry, so it could not queue ahead (`.item()`, a printed loss, an event wait);
+//         or the next event's launch call had returned before the gap began, so the work was
+//         queued and the GPU held it for a dependency (cudaStreamWaitEvent on another stream's
+//         event, stream order).
+//   host: waiting for the host, nothing queued: the next event's launch call began only after
+//         the GPU had run dry (the CPU is too slow to launch: Python, launch overhead, input).
+//   other: the rest: no launch call matched (events without correlation ids), or the launch
+//         call was still in flight when the GPU ran dry.
+// Time when one stream idles while another runs is busy time, not idle, at the rank's level.
+struct IdleSplit {
+  int64_t host_ns = 0;
+  int64_t sync_ns = 0;
+  int64_t other_ns = 0;
+};
+
 struct KernelBand {
   int64_t below_ns = 0;  // upper bound of the band; INT64_MAX for the last
   size_t count = 0;
@@ -43,6 +63,7 @@ struct StepMeasure {
   int step = -1;  // N of ProfilerStep#N
   int64_t start_ns = 0, dur_ns = 0;
   TimeSplit split;  // within the step's CPU span
+  IdleSplit idle;   // of split.idle_ns
   int64_t dataloader_ns = 0;
 };
 
@@ -53,7 +74,8 @@ struct TraceMeasures {
   std::vector<int32_t> device_ids;  // those devices, in the order first seen
   int64_t first_ns = 0;             // the first GPU event's start
   TimeSplit split;
-  int64_t idle_host_wait_ns = 0;  // idle gaps the next GPU event's launch call started after
+  IdleSplit idle;                 // of split.idle_ns
+  int64_t idle_host_wait_ns = 0;  // idle.host_ns (the name the first version gave it)
   size_t kernels = 0, nccl_kernels = 0, memory_ops = 0;
   int64_t kernel_ns = 0;          // sum of kernel durations
   int64_t nccl_ns = 0;            // union of NCCL kernels
@@ -69,6 +91,8 @@ struct TraceMeasures {
 
 // True for a kernel whose name says NCCL (communication); memory copies and sets are never.
 bool is_nccl_kernel(std::string_view name);
+// True for a CUDA runtime call that blocks the CPU until GPU work is done.
+bool is_sync_call(std::string_view name);
 
 TraceMeasures measure_trace(const TraceRank& t);
 

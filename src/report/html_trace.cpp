@@ -39,6 +39,12 @@ std::string bar(const Json& breakdown) {
   return h + "</div>";
 }
 
+// A part of the idle split (analysis/trace_measures.hpp, IdleSplit), 0 where the JSON has none.
+double idle_part(const Json& r, const char* key) {
+  const auto it = r.find("idle_breakdown");
+  return it != r.end() && it->is_object() ? num(*it, key) : 0.0;
+}
+
 }  // namespace
 
 std::string trace_section(const Json& trace) {
@@ -50,20 +56,22 @@ std::string trace_section(const Json& trace) {
         p.colour, p.label);
   h += "</p>\n<table><tr><th>rank</th><th>device</th><th>span</th><th>where the GPU's time "
        "went</th><th>kernels</th><th>under 10 µs</th><th>launch delay (median)</th><th>idle "
-       "waiting for launches</th><th>steps (median)</th><th>DataLoader</th></tr>\n";
+       "waiting for the host</th><th>steps (median)</th><th>DataLoader</th></tr>\n";
   for (const auto& r : trace["ranks"]) {
     const Json& b = r["breakdown"];
     h += fmt::format(
         "<tr><td class=\"n\">{}</td><td>{}</td><td class=\"n\">{:.1f} ms</td><td>{}<small>compute "
         "{:.0f} %, NCCL {:.0f} %, memory {:.0f} %, idle {:.0f} %</small></td><td "
         "class=\"n\">{:.0f}</td><td class=\"n\">{:.0f} %</td><td class=\"n\">{:.1f} µs</td><td "
-        "class=\"n\">{:.0f} %</td><td class=\"n\">{}</td><td class=\"n\">{}</td></tr>\n",
+        "class=\"n\">{:.0f} %<small>on another stream or event {:.0f} %, other {:.0f} "
+        "%</small></td><td class=\"n\">{}</td><td class=\"n\">{}</td></tr>\n",
         r["rank"].is_number() ? std::to_string(r["rank"].get<int>()) : std::string("-"),
         html_escape(r["device"].is_string() ? r["device"].get<std::string>() : "-"),
         num(r, "span_ms"), bar(b), 100 * num(b, "compute"), 100 * num(b, "communication"),
         100 * num(b, "memory"), 100 * num(b, "idle"), num(r, "kernels"),
         100 * num(r, "small_kernel_share"), num(r, "launch_delay_median_us"),
-        100 * num(r, "idle_host_wait"),
+        100 * num(r, "idle_host_wait"), 100 * idle_part(r, "stream_event_wait"),
+        100 * idle_part(r, "other"),
         r["steps"].empty()
             ? std::string("-")
             : fmt::format("{} ({:.1f} ms)", r["steps"].size(), num(r, "step_median_ms")),

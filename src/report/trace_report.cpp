@@ -37,6 +37,11 @@ std::string rank_text(const Json& r, size_t top) {
       "    compute {}, communication {}, memory {}, idle {} (waiting for launches {})\n",
       pct(num(b, "compute")), pct(num(b, "communication")), pct(num(b, "memory")),
       pct(num(b, "idle")), pct(num(r, "idle_host_wait")));
+  if (const auto it = r.find("idle_breakdown"); it != r.end() && it->is_object())
+    s += fmt::format(
+        "    idle by what the GPU waited for: the CPU (nothing queued) {}, another stream or "
+        "event {}, other {}\n",
+        pct(num(*it, "host_wait")), pct(num(*it, "stream_event_wait")), pct(num(*it, "other")));
   std::string bands;
   double below = 0;
   const double kernels = num(r, "kernels");

@@ -250,6 +250,52 @@ TEST(TraceMeasures, LaunchDelayAndIdleWaitingForTheHost) {
   EXPECT_EQ(m.runtime_ns, 12'000);
 }
 
+// The idle split (trace_measures.hpp, IdleSplit): each gap judged by the event that ends it.
+TEST(TraceMeasures, IdleSplitsIntoHostStreamOrEventAndOther) {
+  Builder b;
+  b.add(TraceKind::kRuntime, 0, 2, "cudaLaunchKernel", 1)
+      .add(TraceKind::kKernel, 10, 10, "k", 1)
+      // [20,40): kernel 2's launch began at 25, after the GPU ran dry: the host.
+      .add(TraceKind::kRuntime, 25, 2, "cudaLaunchKernel", 2)
+      .add(TraceKind::kKernel, 40, 10, "k", 2)
+      // [50,70): kernel 3's launch had returned at 32: queued, held (an event, another stream).
+      .add(TraceKind::kRuntime, 30, 2, "cudaLaunchKernel", 3)
+      .add(TraceKind::kKernel, 70, 10, "k", 3)
+      // [80,100): the CPU was blocked in cudaStreamSynchronize [75,82) as the GPU ran dry, so
+      // kernel 4, launched at 90, could not be queued ahead: an event wait, not the host.
+      .add(TraceKind::kRuntime, 75, 7, "cudaStreamSynchronize", 99)
+      .add(TraceKind::kRuntime, 90, 2, "cudaLaunchKernel", 4)
+      .add(TraceKind::kKernel, 100, 10, "k", 4)
+      // [110,130): kernel 5 has no launch to match: other.
+      .add(TraceKind::kKernel, 130, 10, "k")
+      // [140,150): kernel 6's launch [135,145) was in flight as the GPU ran dry: other.
+      .add(TraceKind::kRuntime, 135, 10, "cudaLaunchKernel", 6)
+      .add(TraceKind::kKernel, 150, 10, "k", 6)
+      .add(TraceKind::kStep, 0, 200, "ProfilerStep#0");
+  const TraceMeasures m = measure_trace(b.t);
+  EXPECT_EQ(m.split.idle_ns, 90'000);
+  EXPECT_EQ(m.idle.host_ns, 20'000);
+  EXPECT_EQ(m.idle.sync_ns, 40'000);
+  EXPECT_EQ(m.idle.other_ns, 30'000);
+  EXPECT_EQ(m.idle_host_wait_ns, m.idle.host_ns);
+  // The step [0,200) also idles before the first kernel and after the last: other.
+  ASSERT_EQ(m.steps.size(), 1u);
+  EXPECT_EQ(m.steps[0].split.idle_ns, 140'000);
+  EXPECT_EQ(m.steps[0].idle.host_ns, 20'000);
+  EXPECT_EQ(m.steps[0].idle.sync_ns, 40'000);
+  EXPECT_EQ(m.steps[0].idle.other_ns, 80'000);
+  // JSON: fractions of the span that sum to the breakdown's idle.
+  const auto j = trace_measures_json(m);
+  const auto& idle = j["idle_breakdown"];
+  EXPECT_DOUBLE_EQ(idle["host_wait"].get<double>(), 0.1333);
+  EXPECT_DOUBLE_EQ(idle["stream_event_wait"].get<double>(), 0.2667);
+  EXPECT_DOUBLE_EQ(idle["other"].get<double>(), 0.2);
+  EXPECT_NEAR(idle["host_wait"].get<double>() + idle["stream_event_wait"].get<double>() +
+                  idle["other"].get<double>(),
+              j["breakdown"]["idle"].get<double>(), 1e-3);
+  EXPECT_TRUE(j["steps"][0]["idle_breakdown"].is_object());
+}
+
 TEST(TraceMeasures, StepsGetTheirOwnBreakdownAndDataLoaderTime) {
   Builder b;
   b.add(TraceKind::kStep, 0, 100, "ProfilerStep#0")
@@ -279,6 +325,23 @@ const Finding* finding(const Diagnosis& d, Cause c) {
   for (const auto& f : d.findings)
     if (f.cause == c) return &f;
   return nullptr;
+}
+
+// A loop that syncs every step (`loss.item()`): the GPU idles after each sync until the CPU
+// launches again. That is not launch overhead (fewer launches would not help; the sync must go).
+TEST(TraceFindings, IdleAfterASyncIsNotLaunchOverhead) {
+  Builder b;
+  for (int i = 0; i < 100; ++i) {
+    const double t0 = i * 10;
+    b.add(TraceKind::kRuntime, t0, 1, "cudaLaunchKernel", i);
+    b.add(TraceKind::kKernel, t0 + 1, 3, "elementwise", i);
+    b.add(TraceKind::kRuntime, t0 + 1.5, 3, "cudaStreamSynchronize", 1000 + i);
+  }
+  const Diagnosis d = diagnosed({b.t});
+  EXPECT_EQ(finding(d, Cause::kLaunchOverhead), nullptr);
+  const auto& rank = d.trace["ranks"][0];
+  EXPECT_EQ(rank["idle_breakdown"]["host_wait"].get<double>(), 0.0);
+  EXPECT_GT(rank["idle_breakdown"]["stream_event_wait"].get<double>(), 0.6);
 }
 
 TEST(TraceFindings, TinyKernelsWithTheGpuWaitingForLaunchesAreLaunchOverhead) {
