@@ -699,7 +699,7 @@ Diagnosis diagnose(const Recording& input, const DiagnosisConfig& cfg) {
   for (size_t g = 0; g < ctx.gpus.size(); ++g) out.gpus.push_back(gpu_result(ctx, g, jd));
   judge_run(out, ctx, jd, observed_h);
   say_limits(out, ctx, jd, std::move(cleaned.said));
-  add_trace_findings(out, rec);
+  add_trace_findings(out, rec, trace_thresholds(cfg));
   return out;
 }
 

@@ -272,6 +272,11 @@ void cite_telemetry(Finding& f, const Diagnosis& out) {
 
 }  // namespace
 
+TraceThresholds trace_thresholds(const DiagnosisConfig& c) {
+  return {c.trace_small_kernel_share, c.trace_idle_share,       c.trace_host_wait_share,
+          c.trace_host_bound_share,   c.trace_dataloader_share, c.trace_exposed_comm_share};
+}
+
 Json trace_measures_json(const TraceMeasures& m) {
   Json j;
   j["rank"] = m.rank >= 0 ? Json(m.rank) : Json(nullptr);

@@ -9,13 +9,15 @@
 
 #include <nlohmann/json.hpp>
 
+#include "analysis/config.hpp"
 #include "analysis/diagnosis.hpp"
 #include "analysis/trace_measures.hpp"
 #include "core/recording.hpp"
 
 namespace gpudoctor {
 
-// The thresholds a trace finding needs (fractions).
+// The thresholds a trace finding needs (fractions): the trace_* rows of analysis/config.def, so
+// that --config overrides them and docs/diagnosis.md lists them with the others.
 struct TraceThresholds {
   double small_kernel_share = 0.5;   // launch_overhead: kernels under 10 us, of all kernels
   double idle_share = 0.2;           // launch_overhead: idle time of the span
@@ -24,6 +26,7 @@ struct TraceThresholds {
   double dataloader_share = 0.1;     // data_starvation: DataLoader time of the steps' time
   double exposed_comm_share = 0.15;  // communication_wait: exposed NCCL time of the span
 };
+TraceThresholds trace_thresholds(const DiagnosisConfig& c);
 
 // One rank's measures as JSON (times in ms, shares as fractions of the span).
 nlohmann::ordered_json trace_measures_json(const TraceMeasures& m);

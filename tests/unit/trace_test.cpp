@@ -4,11 +4,13 @@
 // them.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <string>
 #include <vector>
 
 #include <fmt/format.h>
 
+#include "analysis/config.hpp"
 #include "analysis/diagnosis.hpp"
 #include "analysis/trace_findings.hpp"
 #include "analysis/trace_measures.hpp"
@@ -342,6 +344,29 @@ TEST(TraceFindings, IdleAfterASyncIsNotLaunchOverhead) {
   const auto& rank = d.trace["ranks"][0];
   EXPECT_EQ(rank["idle_breakdown"]["host_wait"].get<double>(), 0.0);
   EXPECT_GT(rank["idle_breakdown"]["stream_event_wait"].get<double>(), 0.6);
+}
+
+// The trace thresholds are config.def rows: --config overrides them like any other.
+TEST(TraceFindings, ThresholdsComeFromTheConfiguration) {
+  Builder b;
+  for (int i = 0; i < 100; ++i) {
+    b.add(TraceKind::kRuntime, i * 10 + 1, 3, "cudaLaunchKernel", i);
+    b.add(TraceKind::kKernel, i * 10 + 6, 4, "elementwise", i);
+  }
+  Recording rec;
+  rec.source = "trace";
+  rec.traces = {b.t};
+  EXPECT_EQ(trace_thresholds(DiagnosisConfig{}).small_kernel_share, 0.5);
+  EXPECT_NE(finding(diagnose(rec), Cause::kLaunchOverhead), nullptr);
+  DiagnosisConfig strict;
+  strict.trace_idle_share = 0.7;  // idle is 60 %
+  strict.trace_host_bound_share = 0.7;
+  const Diagnosis d = diagnose(rec, strict);
+  EXPECT_EQ(finding(d, Cause::kLaunchOverhead), nullptr);
+  const auto params = config_params();
+  EXPECT_TRUE(std::any_of(params.begin(), params.end(), [](const ConfigParam& p) {
+    return p.name == "trace_exposed_comm_share" && p.default_value == 0.15;
+  }));
 }
 
 TEST(TraceFindings, TinyKernelsWithTheGpuWaitingForLaunchesAreLaunchOverhead) {
