@@ -4,6 +4,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
 
 #include <fmt/format.h>
@@ -12,6 +13,7 @@
 #include "analysis/diagnosis.hpp"
 #include "cli/common.hpp"
 #include "core/duration.hpp"
+#include "formats/kineto_trace.hpp"
 #include "formats/run_folders.hpp"
 #include "formats/trace_attach.hpp"
 #include "prometheus/prometheus.hpp"
@@ -227,6 +229,10 @@ std::optional<Error> narrow(const Opts& opts, Recording& rec, const std::string&
 bool is_folder(const std::string& path) {
   struct stat st {};
   return ::stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode);
+}
+
+bool all_profiler_traces(const std::vector<std::string>& files) {
+  return !files.empty() && std::all_of(files.begin(), files.end(), file_is_kineto_trace);
 }
 
 std::optional<double> lost_gpu_hours(const Diagnosis& d) {
@@ -450,8 +456,18 @@ Command add_diagnose_command(CLI::App& root) {
               if (folder) {
                 auto files = folder_logs(opts->input);
                 if (!files) return report(files.error());
-                if (!opts->merge) return diagnose_folder(*opts, config, files.value());
+                // A folder of profiler traces only is one run's ranks (as HTA reads a trace
+                // folder): merged, so the ranks are measured side by side and the straggler
+                // named. Any other folder is read log by log unless --merge says otherwise.
+                const bool ranks = !opts->merge && all_profiler_traces(files.value());
+                if (!opts->merge && !ranks) return diagnose_folder(*opts, config, files.value());
                 r = load_merged_folder(opts->input, files.value(), input_options(*opts));
+                if (r && ranks)
+                  r->notes.insert(
+                      r->notes.begin(),
+                      fmt::format("{}: a folder of {} profiler traces and nothing else: "
+                                  "read as one run's ranks (as --merge reads a folder)",
+                                  opts->input, files->size()));
               } else {
                 r = load_telemetry(opts->input, input_options(*opts));
               }

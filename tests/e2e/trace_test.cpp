@@ -70,6 +70,9 @@ TEST(TraceDiagnose, JsonCarriesTheTraceBlockAndTheFindingsEvidence) {
   EXPECT_TRUE(found) << r.out;
 }
 
+// A folder of per-rank traces is one run's ranks, with --merge or without it (a folder of
+// nothing but traces is read as --merge reads a folder, docs/formats.md); a folder that mixes a
+// trace with a telemetry log stays a folder of logs, each diagnosed on its own.
 TEST(TraceDiagnose, AFolderOfRanksMergedIsOneRunOfRanks) {
   if (!have_traces()) GTEST_SKIP() << "no shared traces at " << kTraces;
   const fs::path dir = fs::temp_directory_path() / fmt::format("gpudoctor-ranks-{}", getpid());
@@ -77,17 +80,35 @@ TEST(TraceDiagnose, AFolderOfRanksMergedIsOneRunOfRanks) {
   for (const char* name :
        {"trace_filter_sampled_rank-0.json.gz", "trace_filter_sampled_rank-1.json.gz"})
     fs::create_symlink(kTraces + "/" + name, dir / name);
-  const auto r = run_shell(
+  const auto merged = run_shell(
       fmt::format("{} diagnose {} --merge --format json", GPUDOCTOR_BIN, quote(dir.string())));
+  const auto plain =
+      run_shell(fmt::format("{} diagnose {} --format json", GPUDOCTOR_BIN, quote(dir.string())));
+  fs::copy_file(kSrc + "/tests/data/logs/smi-csv/two_gpu_units.csv", dir / "gpus.csv");
+  const auto mixed =
+      run_shell(fmt::format("{} diagnose {} --format json", GPUDOCTOR_BIN, quote(dir.string())));
   fs::remove_all(dir);
-  ASSERT_EQ(r.exit_code, 0) << r.err;
-  const auto j = nlohmann::json::parse(r.out);
-  ASSERT_EQ(j["trace"]["ranks"].size(), 2u);
-  EXPECT_EQ(j["trace"]["ranks"][0]["rank"], 0);
-  EXPECT_EQ(j["trace"]["ranks"][1]["rank"], 1);
-  EXPECT_EQ(j["trace"]["ranks"][0]["kernels"], 1154);
-  EXPECT_EQ(j["trace"]["ranks"][1]["kernels"], 1104);
-  EXPECT_EQ(j["verdict"], "communication_wait");
+  for (const auto* r : {&merged, &plain}) {
+    ASSERT_EQ(r->exit_code, 0) << r->err;
+    const auto j = nlohmann::json::parse(r->out);
+    ASSERT_EQ(j["trace"]["ranks"].size(), 2u);
+    EXPECT_EQ(j["trace"]["ranks"][0]["rank"], 0);
+    EXPECT_EQ(j["trace"]["ranks"][1]["rank"], 1);
+    EXPECT_EQ(j["trace"]["ranks"][0]["kernels"], 1154);
+    EXPECT_EQ(j["trace"]["ranks"][1]["kernels"], 1104);
+    EXPECT_EQ(j["verdict"], "communication_wait");
+  }
+  const auto j = nlohmann::json::parse(plain.out);
+  bool said = false;
+  for (const auto& n : j["input_notes"])
+    said = said || n.get<std::string>().find(
+                       "a folder of 2 profiler traces and nothing else: "
+                       "read as one run's ranks") != std::string::npos;
+  EXPECT_TRUE(said) << j["input_notes"];
+  ASSERT_EQ(mixed.exit_code, 0) << mixed.err;
+  const auto m = nlohmann::json::parse(mixed.out);
+  EXPECT_EQ(m["grouped_by"], "file");
+  EXPECT_EQ(m["runs"].size(), 3u);
 }
 
 TEST(TraceDiagnose, ACpuOnlyRankIsRefusedWithTheReason) {
