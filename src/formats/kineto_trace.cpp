@@ -50,18 +50,13 @@ class Cursor {
     if (!eat('"')) return false;
     const size_t start = i_;
     bool escaped = false;
+    // A plain loop: names and keys are short, where memchr's call costs more than it saves.
     for (;;) {
-      const auto* q = static_cast<const char*>(std::memchr(s_.data() + i_, '"', s_.size() - i_));
-      if (!q) return false;
-      const size_t stop = static_cast<size_t>(q - s_.data());
-      const auto* bs = static_cast<const char*>(std::memchr(s_.data() + i_, '\\', stop - i_));
-      if (!bs) {
-        i_ = stop;
-        break;
-      }
+      while (i_ < s_.size() && s_[i_] != '"' && s_[i_] != '\\') ++i_;
+      if (i_ >= s_.size()) return false;
+      if (s_[i_] == '"') break;
       escaped = true;
-      i_ = static_cast<size_t>(bs - s_.data()) + 2;  // the backslash and the byte it escapes
-      if (i_ > s_.size()) return false;
+      i_ += 2;  // the backslash and the byte it escapes
     }
     out = s_.substr(start, i_ - start);
     ++i_;
@@ -293,18 +288,15 @@ class Feed {
         bool done = false;
         while (k < n) {
           if (in_string) {
-            // To the closing quote, by memchr (most of a trace is strings), unless a backslash
-            // comes first.
-            const auto* q = static_cast<const char*>(std::memchr(p + k, '"', n - k));
-            const size_t stop = q ? static_cast<size_t>(q - p) : n;
-            if (const auto* bs = static_cast<const char*>(std::memchr(p + k, '\\', stop - k))) {
-              k = static_cast<size_t>(bs - p);
+            // To the closing quote or a backslash: most of a trace is short strings, where a
+            // plain loop beats memchr's call.
+            while (k < n && p[k] != '"' && p[k] != '\\') ++k;
+            if (k == n) break;
+            if (p[k] == '\\') {
               if (k + 1 >= n) break;  // the escaped byte is in the next chunk
               k += 2;
               continue;
             }
-            k = stop;
-            if (!q) break;
             in_string = false;
             ++k;
             if (depth == 0) {
