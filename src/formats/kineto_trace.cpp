@@ -347,7 +347,9 @@ class Feed {
       i_ -= keep;
       base_ += keep;
     }
-    if (buf_.size() - len_ < kChunk) buf_.resize(std::max(buf_.size() * 2, len_ + kChunk));
+    // Chunks from 64 KiB up to kChunk: a small trace costs a small window.
+    chunk_ = std::min(kChunk, chunk_ * 2);
+    if (buf_.size() - len_ < chunk_) buf_.resize(std::max(buf_.size() * 2, len_ + chunk_));
     auto r = in_.read(buf_.data() + len_, buf_.size() - len_);
     if (!r) {
       error = r.error();
@@ -360,6 +362,7 @@ class Feed {
   }
 
   static constexpr size_t kChunk = size_t{1} << 20;
+  size_t chunk_ = size_t{32} << 10;
   ByteStream& in_;
   std::string buf_;
   size_t i_ = 0, len_ = 0;
