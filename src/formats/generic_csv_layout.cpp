@@ -497,6 +497,12 @@ bool Reader::change_header(const std::vector<std::string_view>& cells, std::stri
     return false;
   }
   if (header_changes_++ == 0) header_change_line_ = file_line(line_no);
+  // A time read with the date of a column the new header no longer has: decided again on the
+  // next row (times that then go backwards are skipped, and said so).
+  if (mode_ == TimeMode::kDateAndTod && date_col_ < 0) {
+    mode_ = TimeMode::kUndecided;
+    have_last_time_ = false;
+  }
   return true;
 }
 

@@ -527,6 +527,19 @@ TEST(GenericCsv, ReadsDateAndTimeColumnsAndTimeOfDay) {
   EXPECT_TRUE(has_note(tod, "time of day only")) << all_notes(tod);
 }
 
+// Found by fuzzing: a header change that drops the date column under times read with it. The
+// rows below are timed again from their own column; those that then go backwards are skipped.
+TEST(GenericCsv, AHeaderChangeThatDropsTheDateColumnDecidesTheTimeAgain) {
+  const Recording rec = read_ok(
+      "date,time,gpu,power_w\n2024-05-14,10:31:07,0,1\n2024-05-14,10:31:08,0,2\n"
+      "time,gpu,power_w\n10:31:09,0,3\n");
+  ASSERT_EQ(rec.gpus.size(), 1u);
+  expect_values(rec.gpus[0].time_s, {0, 1});
+  EXPECT_TRUE(has_note(rec, "header line changes 1 time(s)")) << all_notes(rec);
+  EXPECT_TRUE(has_note(rec, "skipped 1 line(s) whose time did not advance")) << all_notes(rec);
+  EXPECT_FALSE(has_note(rec, "dates in column  ")) << all_notes(rec);
+}
+
 TEST(GenericCsv, WithoutATimeColumnRowsAreOneSecondApart) {
   const Recording rec = read_ok("gpu,power_w\n0,1\n1,2\n0,3\n1,4\n");
   ASSERT_EQ(rec.gpus.size(), 2u);
