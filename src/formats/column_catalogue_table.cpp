@@ -218,6 +218,24 @@ constexpr CatalogueEntry kEntries[] = {
     {"mclk", Role::kField, Field::kClockMem, Rule::kMhzOrGhz, "nvidia-smi dmon"},
     {"gtemp", Role::kField, Field::kTemp, Rule::kAsIs, "nvidia-smi dmon"},
     {"fb", Role::kField, Field::kMemUsed, Rule::kAsIs, "nvidia-smi dmon"},
+    {"mtemp", Role::kField, Field::kTempMem, Rule::kAsIs, "nvidia-smi dmon"},
+    {"enc", Role::kField, Field::kUtilEnc, Rule::kAsIs, "nvidia-smi dmon"},
+    {"dec", Role::kField, Field::kUtilDec, Rule::kAsIs, "nvidia-smi dmon"},
+    {"rxpci", Role::kField, Field::kPcieRx, Rule::kAsIs, "nvidia-smi dmon"},
+    {"txpci", Role::kField, Field::kPcieTx, Rule::kAsIs, "nvidia-smi dmon"},
+    // dmon --gpm-metrics (units "GPM:%", "GPM:MiB/s"; gract, smact, smocc, pcitx/pcirx and
+    // nvltx/nvlrx are dcgmi dmon's names too, below: the printed unit decides). smutil is SM
+    // activity, not dmon's sm (GPU-Util).
+    {"smutil", Role::kField, Field::kGpmSmUtil, Rule::kAsIs, "nvidia-smi dmon"},
+    {"mmaact", Role::kField, Field::kGpmTensorAny, Rule::kAsIs, "nvidia-smi dmon"},
+    {"tensor", Role::kField, Field::kGpmTensorAny, Rule::kAsIs, "nvidia-smi dmon"},
+    {"tensorutil", Role::kField, Field::kGpmTensorAny, Rule::kAsIs, "nvidia-smi dmon"},
+    {"anytensor", Role::kField, Field::kGpmTensorAny, Rule::kAsIs, "nvidia-smi dmon"},
+    {"dram", Role::kField, Field::kGpmDramBw, Rule::kAsIs, "nvidia-smi dmon"},
+    {"dramact", Role::kField, Field::kGpmDramBw, Rule::kAsIs, "nvidia-smi dmon"},
+    {"fp64", Role::kField, Field::kGpmFp64, Rule::kAsIs, "nvidia-smi dmon"},
+    {"fp32", Role::kField, Field::kGpmFp32, Rule::kAsIs, "nvidia-smi dmon"},
+    {"fp16", Role::kField, Field::kGpmFp16, Rule::kAsIs, "nvidia-smi dmon"},
     // dcgmi dmon short tags (dcgmi dmon -l): DCGM's scale, ratios 0-1, PCIe/NVLink bytes/s.
     {"gputl", Role::kField, Field::kUtilGpu, Rule::kAsIs, "dcgmi dmon", 1},
     {"mcutl", Role::kField, Field::kUtilMem, Rule::kAsIs, "dcgmi dmon", 1},

@@ -134,8 +134,15 @@ void Reader::finish() {
           note(fmt::format("times in column {} have no time zone: read as UTC", tn));
         break;
       case TimeMode::kDateAndTod:
-        note(fmt::format("dates in column {} and times in column {} have no time zone: read as UTC",
-                         cols_[static_cast<size_t>(date_col_)].name, tn));
+        if (!opt_.tool.empty())
+          note(
+              fmt::format("dates and times are the local time of the machine that ran {}, read as "
+                          "UTC (the log does not say its time zone)",
+                          opt_.tool));
+        else
+          note(fmt::format(
+              "dates in column {} and times in column {} have no time zone: read as UTC",
+              cols_[static_cast<size_t>(date_col_)].name, tn));
         break;
       case TimeMode::kTimeOfDay:
         note(
@@ -306,6 +313,7 @@ void Reader::finish() {
   // Unsupported and empty fields, architecture, power limit.
   log_reader::FinishOptions fo;
   fo.power_limit_w = opt_.power_limit_w;
+  fo.placeholder = opt_.placeholder;
   for (const auto& fc : fields_) fo.columns.emplace_back(fc.field, cols_[fc.col].name);
   std::vector<log_reader::GpuToFinish> to_finish;
   for (auto& g : gpus_) to_finish.push_back({&g.series, &g.counts});

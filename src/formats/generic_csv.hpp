@@ -38,6 +38,9 @@ struct GenericCsvOptions {
   // The tool whose own layout chose this reader ("nvidia-smi"), named in the notes; its column
   // names say what they are, so no note lists how they were read.
   std::string_view tool;
+  // How the log writes "no value" where that is one placeholder ("'-'" for dmon), for the note
+  // about columns that never hold a value ("('-' throughout)").
+  std::string_view placeholder;
 };
 
 // True when the text looks like a CSV whose header names columns gpudoctor recognises through the

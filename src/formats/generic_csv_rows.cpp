@@ -232,7 +232,7 @@ void Reader::decide_time(const std::vector<std::string_view>& cells) {
   bool zoned = false;
   if (parse_datetime(v, zoned)) {
     mode_ = TimeMode::kDateTime;
-  } else if (date_col_ >= 0 && parse_date(cells[static_cast<size_t>(date_col_)]) &&
+  } else if (date_col_ >= 0 && parse_compact_date(cells[static_cast<size_t>(date_col_)]) &&
              parse_time_of_day(v)) {
     mode_ = TimeMode::kDateAndTod;
   } else if (parse_time_of_day(v)) {
@@ -288,7 +288,7 @@ bool Reader::row_time_of(const std::vector<std::string_view>& cells, std::string
       break;
     }
     case TimeMode::kDateAndTod: {
-      const auto d = parse_date(cells[static_cast<size_t>(date_col_)]);
+      const auto d = parse_compact_date(cells[static_cast<size_t>(date_col_)]);
       const auto t = parse_time_of_day(v);
       if (d && t) {
         ms = static_cast<double>(*d + *t);
@@ -321,6 +321,11 @@ bool Reader::row_time_of(const std::vector<std::string_view>& cells, std::string
         ok = std::fabs(ms) < 1e16;
       }
       break;
+  }
+  if (!ok && mode_ == TimeMode::kDateAndTod) {
+    problem(bad_time_, line_no, "cannot read the date and time \"{} {}\"",
+            cells[static_cast<size_t>(date_col_)], v);
+    return false;
   }
   if (!ok) {
     problem(bad_time_, line_no, "cannot read the time \"{}\"", v);
@@ -466,15 +471,23 @@ void Reader::read_rows() {
   std::string_view raw;
   while (true) {
     Records::Next next = Records::Next::kRecord;
-    bool footer = false, header_again = false;
+    bool footer = false, header_again = false, cut_row = false;
     if (table_) {
       if (table_row >= table_->rows()) break;
       const size_t r = table_row++;
       table_->row(r, cells_);
       line_no = table_->line(r);
+      if (table_->is_header(r)) {  // the rows below are read by it
+        if (!is_header_again(cells_) && change_header(cells_, {}, line_no)) {
+          ncols = cols_.size();
+          empty_last_name = !header_.empty() && header_.back().empty();
+        }
+        continue;
+      }
       if (skipped_as_in_csv(cells_)) continue;
       footer = r == footer_row_;
       header_again = is_header_again(cells_);
+      cut_row = r + 1 == table_->rows() && table_->last_row_cut();
     } else {
       next = records.next(cells_, line_no, raw);
       if (next == Records::Next::kEnd) break;
@@ -490,7 +503,7 @@ void Reader::read_rows() {
       problem(malformed_, line_no, "a quote that is never closed");
       continue;
     }
-    if (cut_at_end && records.at_end()) {
+    if (cut_row || (cut_at_end && records.at_end())) {
       // A last line without an end was cut, perhaps mid-value (programs end every line).
       problem(truncated_, line_no, "the last line is cut short ({} of {} cells, no line end)",
               cells_.size(), ncols);

@@ -141,10 +141,10 @@ std::optional<int64_t> parse_day_first_datetime(std::string_view s) {
 
 std::optional<int64_t> parse_compact_date(std::string_view s) {
   s = text::trim(s);
-  if (s.size() != 8) return parse_date(s);
+  // (Eight characters of another form, "9.1.2026", are parse_date's.)
+  if (s.size() != 8 || !std::all_of(s.begin(), s.end(), is_digit)) return parse_date(s);
   unsigned y = 0, m = 0, d = 0;
   for (size_t i = 0; i < 8; ++i) {
-    if (!is_digit(s[i])) return std::nullopt;
     unsigned& part = i < 4 ? y : i < 6 ? m : d;
     part = part * 10 + static_cast<unsigned>(s[i] - '0');
   }

@@ -332,28 +332,28 @@ std::vector<Case> dmon_cases() {
       {f, "cut mid-line", drop(kDmon, 20),
        read(2,
             "skipped 1 line(s) cut short at the end of the file (first: in.log:5: the last line "
-            "is cut short (4 of 7 columns, no line end))")},
+            "is cut short (4 of 7 cells, no line end))")},
       {f, "cut mid-value", drop(kDmon, 2),
        read(2,
             "skipped 1 line(s) cut short at the end of the file (first: in.log:5: the last line "
-            "is cut short (7 of 7 columns, no line end))")},
+            "is cut short (7 of 7 cells, no line end))")},
       {f, "cut mid-header", cut(kDmon, 30),
-       refused("in.log:1: a dmon header but no data rows (the file ends inside it: cut short)")},
+       refused("in.log:1: a header line but no data rows (the file ends inside it: cut short)")},
       {f, "binary garbage", garbage(), refused("in.log: binary data, not nvidia-smi dmon output")},
       {f, "commas", replace_all(replace_all(kDmon, "   ", ","), ",,", ","),
        refused("in.log: no nvidia-smi dmon header line (\"# gpu   pwr  gtemp ...\"); is this "
                "dmon output?")},
       {f, "rows with commas", kDmonHeader + replace_all(kDmonRow1, "     ", ","),
-       refused("in.log: no readable rows (in.log:3: expected 7 columns, found 3)")},
-      {f, "header, no rows", kDmonHeader, refused("in.log:1: a dmon header but no data rows")},
+       refused("in.log: no readable rows (in.log:3: expected 7 cells, found 3)")},
+      {f, "header, no rows", kDmonHeader, refused("in.log:1: a header line but no data rows")},
       {f, "time going backwards", kDmonHeader + kDmonRow1 + kDmonRow3 + kDmonRow2,
        read(2,
             "skipped 1 line(s) whose time did not advance for their GPU (first: in.log:5: time 1 "
-            "s is not after GPU 0's previous row (2 s))")},
+            "s is not after the GPU's previous row (2 s))")},
       {f, "duplicate row", kDmonHeader + kDmonRow1 + kDmonRow2 + kDmonRow2 + kDmonRow3,
        read(3,
             "skipped 1 line(s) whose time did not advance for their GPU (first: in.log:5: time 1 "
-            "s is not after GPU 0's previous row (1 s))")},
+            "s is not after the GPU's previous row (1 s))")},
       {f, "empty", "", refused("in.log: empty file")},
       {f, "UTF-16", utf16(kDmon, true), read(3, kUtf16LeNote)},
       {f, "UTF-16 without BOM", utf16(kDmon, false), read(3, kUtf16LeNote)},
@@ -361,11 +361,11 @@ std::vector<Case> dmon_cases() {
        kDmonHeader + kDmonRow1 +
            replace_all(kDmonRow2, " 62 ", std::string(" ") + kMegabyteOfDigits + " "),
        read(2, std::string("1 unreadable value(s) taken as missing (first: in.log:4: ") +
-                   cut_message("pwr: cannot read \"") + ")")},
+                   cut_message("pwr [W]: cannot read \"") + ")")},
       {f, "a megabyte line of text", kDmonHeader + kDmonRow1 + kMegabyte + "\n" + kDmonRow2,
        read(2,
-            "skipped 1 line(s) that are not rows of the header's columns (first: in.log:4: "
-            "expected 7 columns, found 1)")},
+            "skipped 1 line(s) with the wrong number of cells (first: in.log:4: expected 7 "
+            "cells, found 1)")},
   };
 }
 

@@ -66,7 +66,7 @@ TEST(Dmon, ReadsDefaultOutputOfTwoGpusWithRepeatedHeaders) {
   EXPECT_EQ(rec.source, "nvidia-smi dmon: dmon.log");
   EXPECT_EQ(rec.start_unix_ms, 0);  // no -o DT: the start time is unknown
   EXPECT_TRUE(has_note(rec, "1 s apart")) << all_notes(rec);
-  EXPECT_TRUE(has_note(rec, "(-d) is not in the log")) << all_notes(rec);
+  EXPECT_TRUE(has_note(rec, "interval (-d, 1 s unless set) is not in its log")) << all_notes(rec);
   // The header pair repeats every 20 rows: neither a change of columns nor a skipped line.
   EXPECT_FALSE(has_note(rec, "change")) << all_notes(rec);
   EXPECT_FALSE(has_note(rec, "skipped")) << all_notes(rec);
@@ -105,7 +105,7 @@ TEST(Dmon, ReadsDefaultOutputOfTwoGpusWithRepeatedHeaders) {
   EXPECT_FALSE(g0.has(Field::kPcieRx));
   EXPECT_FALSE(g0.has(Field::kGpmSmUtil));
   EXPECT_FALSE(g0.info.gpm_supported);
-  EXPECT_TRUE(has_note(rec, "ignored: jpg, ofa")) << all_notes(rec);
+  EXPECT_TRUE(has_note(rec, "does not read: jpg, ofa")) << all_notes(rec);
   // mtemp, enc and dec are the memory temperature and the video engines.
   EXPECT_DOUBLE_EQ(col(g0, Field::kTempMem)[0], 45);
   EXPECT_DOUBLE_EQ(col(g1, Field::kTempMem)[0], 46);
@@ -233,7 +233,7 @@ TEST(Dmon, ReadsTimeOfDayOnlyAndColumnsInSelectionOrder) {
   const Recording rec = read_ok(fixture("a10_time_only_mutc.txt"));
   ASSERT_EQ(rec.gpus.size(), 1u) << all_notes(rec);
   EXPECT_EQ(rec.start_unix_ms, 0);
-  EXPECT_TRUE(has_note(rec, "date is unknown")) << all_notes(rec);
+  EXPECT_TRUE(has_note(rec, "time of day only")) << all_notes(rec);
   const GpuSeries& g = rec.gpus[0];
   EXPECT_EQ(g.time_s, (std::vector<double>{0, 1, 2, 3, 4}));  // 23:59:58 .. 00:00:02
   EXPECT_EQ(col(g, Field::kMemUsed), (std::vector<double>{239, 1874, 14210, 14210, 14212}));
@@ -292,7 +292,7 @@ TEST(Dmon, FollowsTheLatestHeader) {
   EXPECT_TRUE(std::isnan(fb[0]));
   EXPECT_DOUBLE_EQ(fb[2], 4096);
   EXPECT_TRUE(std::isnan(col(g, Field::kUtilGpu)[2]));
-  EXPECT_TRUE(has_note(rec, "change 1 time(s)")) << all_notes(rec);
+  EXPECT_TRUE(has_note(rec, "changes 1 time(s)")) << all_notes(rec);
 }
 
 TEST(Dmon, SameColumnsRespacedIsNoChange) {
@@ -333,8 +333,10 @@ TEST(Dmon, ScalesByTheUnitsLine) {
   EXPECT_DOUBLE_EQ(col(g, Field::kPower)[0], 250);
   EXPECT_DOUBLE_EQ(col(g, Field::kMemUsed)[0], 2048);
   EXPECT_DOUBLE_EQ(col(g, Field::kClockSm)[0], 1500);
-  EXPECT_DOUBLE_EQ(col(g, Field::kUtilGpu)[0], 50);
-  EXPECT_TRUE(has_note(rec, "unit \"furlong\" not recognised")) << all_notes(rec);
+  // A unit no reader knows: the column is not read as if it had none, and the note says why.
+  EXPECT_FALSE(g.has(Field::kUtilGpu));
+  EXPECT_TRUE(has_note(rec, "sm [furlong] ignored: its unit is not one gpudoctor reads"))
+      << all_notes(rec);
 }
 
 TEST(Dmon, InterleavesUnevenGpusAndSortsByIndex) {
@@ -371,7 +373,7 @@ TEST(Dmon, RobustToCrlfTrailingSpacesBlankLinesAndGarbage) {
   EXPECT_DOUBLE_EQ(p[1], 52);
   EXPECT_TRUE(std::isnan(p[2]));  // "5x": unreadable, missing
   EXPECT_DOUBLE_EQ(col(g, Field::kTemp)[2], 33);
-  EXPECT_TRUE(has_note(rec, "skipped 1 line(s) that are not rows")) << all_notes(rec);
+  EXPECT_TRUE(has_note(rec, "skipped 1 line(s) with the wrong number of cells")) << all_notes(rec);
   EXPECT_TRUE(has_note(rec, "dmon.log:6:")) << all_notes(rec);
   EXPECT_TRUE(has_note(rec, "skipped 1 line(s) without a GPU index")) << all_notes(rec);
   EXPECT_TRUE(has_note(rec, "1 unreadable value(s)")) << all_notes(rec);
@@ -387,7 +389,8 @@ TEST(Dmon, SkipsRowsWhoseTimeDoesNotAdvance) {
   ASSERT_EQ(rec.gpus.size(), 1u);
   EXPECT_EQ(col(rec.gpus[0], Field::kPower), (std::vector<double>{100, 101, 104}));
   EXPECT_TRUE(has_note(rec, "skipped 2 line(s) whose time did not advance")) << all_notes(rec);
-  EXPECT_TRUE(has_note(rec, "unreadable date or time")) << all_notes(rec);
+  EXPECT_TRUE(has_note(rec, "cannot read the date and time \"20241304 13:54:38\""))
+      << all_notes(rec);
 }
 
 TEST(Dmon, RowsBeforeTheFirstHeaderAreSkipped) {
@@ -405,14 +408,15 @@ TEST(Dmon, RowsBeforeTheFirstHeaderAreSkipped) {
 TEST(Dmon, Errors) {
   EXPECT_NE(read_error("").find("empty"), std::string::npos);
   EXPECT_NE(read_error(" \n\r\n").find("empty"), std::string::npos);
-  EXPECT_NE(read_error(std::string(kHeader)).find("no data rows"), std::string::npos);
+  EXPECT_NE(read_error(std::string(kHeader)).find("no data rows"), std::string::npos)
+      << read_error(std::string(kHeader));
   EXPECT_NE(read_error("hello\nworld\n").find("no nvidia-smi dmon header"), std::string::npos);
   EXPECT_NE(read_error(smi_fixture("two_gpu_units.csv")).find("no nvidia-smi dmon header"),
             std::string::npos);
   // Nothing readable: the first problem is in the message, with file and line.
   const std::string garbage = read_error(std::string(kHeader) + "Failed to process\nfoo bar\n");
   EXPECT_NE(garbage.find("no readable rows"), std::string::npos) << garbage;
-  EXPECT_NE(garbage.find("dmon.log:3: expected 12 columns, found 3"), std::string::npos) << garbage;
+  EXPECT_NE(garbage.find("dmon.log:3: expected 12 cells, found 3"), std::string::npos) << garbage;
   // pmon is the per-process monitor: say so.
   const std::string pmon = read_error(
       "# gpu         pid   type     sm    mem    enc    dec    command\n"

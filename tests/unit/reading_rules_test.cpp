@@ -85,6 +85,9 @@ TEST(DateTimeReader, DmonAndTableForms) {
   EXPECT_EQ(csv::parse_compact_date("2024/03/14"), csv::parse_compact_date("20240314"));
   EXPECT_FALSE(csv::parse_compact_date("20230229"));
   EXPECT_FALSE(csv::parse_compact_date("12345678"));
+  // Eight characters of a dotted date are not a compact one.
+  EXPECT_EQ(csv::parse_compact_date("9.1.2026"), csv::parse_date("9.1.2026"));
+  EXPECT_TRUE(csv::parse_compact_date("9.1.2026"));
   EXPECT_EQ(csv::parse_time_of_day("23:59:57"), ((23 * 60 + 59) * 60 + 57) * 1000);
   EXPECT_EQ(csv::parse_ctime("Tue Nov 26 10:21:07 2024"),
             text::days_from_civil(2024, 11, 26) * 86400000 + ((10 * 60 + 21) * 60 + 7) * 1000);
