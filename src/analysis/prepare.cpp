@@ -27,6 +27,31 @@ double median_of(const std::vector<double>* c) {
   return v[v.size() / 2];
 }
 
+namespace {
+
+void prefix_sums(GpuData& d) {
+  const size_t n = d.active.size();
+  PrefixSums& p = d.sums;
+  p.active.assign(n + 1, 0);
+  p.util.assign(n + 1, 0), p.pr.assign(n + 1, 0), p.pr_sq.assign(n + 1, 0), p.eff.assign(n + 1, 0);
+  p.util_n.assign(n + 1, 0), p.pr_n.assign(n + 1, 0), p.eff_n.assign(n + 1, 0);
+  auto add = [](std::vector<double>& sum, std::vector<uint32_t>& count, size_t i, double v) {
+    const bool k = known(v);
+    sum[i + 1] = sum[i] + (k ? v : 0);
+    count[i + 1] = count[i] + k;
+  };
+  for (size_t i = 0; i < n; ++i) {
+    p.active[i + 1] = p.active[i] + d.active[i];
+    add(p.util, p.util_n, i, d.util ? (*d.util)[i] : kNaN);
+    const double r = d.power_ratio.empty() ? kNaN : d.power_ratio[i];
+    add(p.pr, p.pr_n, i, r);
+    p.pr_sq[i + 1] = p.pr_sq[i] + (known(r) ? r * r : 0);
+    add(p.eff, p.eff_n, i, d.efficiency[i]);
+  }
+}
+
+}  // namespace
+
 GpuData prepare(const GpuSeries& s, const DiagnosisConfig& cfg) {
   GpuData d;
   d.s = &s;
@@ -147,6 +172,7 @@ GpuData prepare(const GpuSeries& s, const DiagnosisConfig& cfg) {
     if (act_of[i] >= 0) last = act_of[i];
     d.active[i] = static_cast<uint8_t>(last != 0);
   }
+  prefix_sums(d);
   return d;
 }
 

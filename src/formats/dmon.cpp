@@ -5,6 +5,8 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <deque>
+#include <string>
 #include <utility>
 #include <vector>
 
@@ -12,7 +14,7 @@
 
 #include "formats/column_catalogue.hpp"
 #include "formats/finish.hpp"
-#include "formats/flat_table.hpp"
+#include "formats/flat_table.hpp"  // log_reader::CellRows
 #include "formats/generic_csv.hpp"
 #include "formats/log_time.hpp"
 #include "text/text.hpp"
@@ -98,6 +100,79 @@ std::string names_key(const std::vector<std::string_view>& tokens) {
 }
 
 // ---------------------------------------------------------------------------------------------
+// The table the reader reads: dmon's rows as the lines they are, each split when the reader asks
+// for it (a table of cells would hold 16 bytes per cell, more than the text itself), and the
+// headers that change the columns between them.
+
+class DmonRows : public log_reader::CellRows {
+ public:
+  void set_header(std::vector<std::string> names, size_t file_line) {
+    headers_.push_front(std::move(names));
+    header_line_ = file_line;
+  }
+  void add_header_row(std::vector<std::string> names, size_t file_line) {
+    headers_.push_back(std::move(names));
+    rows_.push_back({{}, file_line, static_cast<int>(headers_.size() - 1), -1, -1});
+  }
+  // A row; gpu: its GPU index cell (dmon's gpu column); drop: a cell left out (a date without a
+  // time), or -1.
+  void add_row(std::string_view text, size_t file_line, int gpu, int drop) {
+    rows_.push_back({text, file_line, -1, static_cast<int16_t>(gpu), static_cast<int16_t>(drop)});
+  }
+  void set_last_row_cut() { last_row_cut_ = true; }
+  bool has_header() const { return !headers_.empty(); }
+
+  size_t columns() const override { return headers_.front().size(); }
+  std::string_view name(size_t column) const override { return headers_.front()[column]; }
+  size_t rows() const override { return rows_.size(); }
+  void row(size_t r, std::vector<std::string_view>& cells) const override {
+    const Row& x = rows_[r];
+    cells.clear();
+    if (x.header >= 0) {
+      for (const auto& n : headers_[static_cast<size_t>(x.header)]) cells.emplace_back(n);
+      return;
+    }
+    split_ws(x.text, cells);
+    // dmon's gpu column is the GPU's index: a cell that is none is no GPU (the reader counts the
+    // row as one without a GPU, once it has the header's number of cells).
+    if (x.gpu >= 0 && static_cast<size_t>(x.gpu) < cells.size()) {
+      std::string_view& g = cells[static_cast<size_t>(x.gpu)];
+      if (const auto i = text::parse_int(g); !i || *i < 0 || *i > 1000000) g = {};
+    }
+    if (x.drop >= 0 && static_cast<size_t>(x.drop) < cells.size())
+      cells.erase(cells.begin() + x.drop);
+  }
+  size_t header_line() const override { return header_line_; }
+  size_t line(size_t r) const override { return rows_[r].line; }
+  bool is_header(size_t r) const override { return rows_[r].header >= 0; }
+  bool last_row_cut() const override { return last_row_cut_; }
+
+ private:
+  struct Row {
+    std::string_view text;  // a row's line; empty for a header row
+    size_t line;
+    int header;  // a header row: its names in headers_; -1: a row
+    int16_t gpu, drop;
+  };
+  std::deque<std::vector<std::string>> headers_;  // the first header first (a deque: no moves)
+  std::vector<Row> rows_;
+  size_t header_line_ = 0;
+  bool last_row_cut_ = false;
+};
+
+// The k-th whitespace-separated token of a line ("" past its end).
+std::string_view nth_token(std::string_view t, size_t k) {
+  size_t n = 0, i = 0;
+  while (true) {
+    while (i < t.size() && text::is_space(t[i])) ++i;
+    if (i == t.size()) return {};
+    const size_t start = i;
+    while (i < t.size() && !text::is_space(t[i])) ++i;
+    if (n++ == k) return t.substr(start, i - start);
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
 // Framing: dmon's lines as a table of cells for the column catalogue's reader (formats/
 // generic_csv), each header pair that changes the columns a header row of it. What only the
 // framing sees (rows before any header, other '#' comments, a units line that does not fit)
@@ -112,7 +187,7 @@ class Framing {
   void run();
   bool any_header() const { return any_header_; }
   bool pmon() const { return pmon_; }
-  const log_reader::CellTable& table() const { return table_; }
+  const DmonRows& table() const { return table_; }
   void add_notes(Recording& rec) const;
 
  private:
@@ -136,14 +211,13 @@ class Framing {
 
   std::string_view body_;
   const std::string& origin_;
-  log_reader::CellTable table_;
+  DmonRows table_;
   Header h_;
-  bool valid_ = false, any_header_ = false, pmon_ = false, table_started_ = false;
-  std::vector<std::string_view> tokens_, cells_, merged_;
-  std::vector<std::string> names_;  // the current header's names for the catalogue
-  std::string_view first_date_;     // -o D without T: the date of the first row
-  bool untimed_ = false;            // a header without a time column had rows
-  Problem before_header_, other_comment_, units_mismatch_, bad_gpu_;
+  bool valid_ = false, any_header_ = false, pmon_ = false;
+  std::vector<std::string_view> tokens_, merged_;
+  std::string_view first_date_;  // -o D without T: the date of the first row
+  bool untimed_ = false;         // a header without a time column had rows
+  Problem before_header_, other_comment_, units_mismatch_;
 };
 
 void Framing::run() {
@@ -162,7 +236,7 @@ void Framing::run() {
     }
     data_line(t, line_no, unterminated && lines.rest().empty());
   }
-  if (valid_ && !table_started_) emit_header();  // a header and no rows: the reader says so
+  if (valid_ && !table_.has_header()) emit_header();  // a header and no rows: the reader says so
 }
 
 void Framing::header_line(std::string_view t, size_t line_no) {
@@ -218,7 +292,7 @@ void Framing::units_line(std::string_view t, size_t line_no) {
 // The current header into the table, before its first row: its names for the catalogue. A date
 // column without a time column (-o D) is left out: the rows' dates alone do not time them.
 void Framing::emit_header() {
-  names_.clear();
+  std::vector<std::string> names;
   h_.date = h_.time = h_.gpu = -1;
   for (size_t i = 0; i < h_.names.size(); ++i) {
     if (iequals(h_.names[i], "gpu")) h_.gpu = static_cast<int>(i);
@@ -227,15 +301,13 @@ void Framing::emit_header() {
   }
   for (size_t i = 0; i < h_.names.size(); ++i) {
     if (static_cast<int>(i) == h_.date && h_.time < 0) continue;
-    names_.push_back(column_name(h_.names[i], h_.units.empty() ? "" : h_.units[i]));
+    names.push_back(column_name(h_.names[i], h_.units.empty() ? "" : h_.units[i]));
   }
   untimed_ = untimed_ || h_.time < 0;
-  const std::vector<std::string_view> views(names_.begin(), names_.end());
-  if (!table_started_)
-    table_.set_header(views, h_.line);
+  if (!table_.has_header())
+    table_.set_header(std::move(names), h_.line);
   else
-    table_.add_header_row(views, h_.line);
-  table_started_ = true;
+    table_.add_header_row(std::move(names), h_.line);
   h_.emitted = true;
 }
 
@@ -245,24 +317,14 @@ void Framing::data_line(std::string_view t, size_t line_no, bool cut) {
     return;
   }
   if (!h_.emitted) emit_header();
-  split_ws(t, cells_);
-  // dmon's gpu column is the GPU's index: a row without one is no row of a GPU. (A row of another
-  // length is the reader's to count.)
-  if (h_.gpu >= 0 && cells_.size() == h_.names.size()) {
-    const auto n = text::parse_int(cells_[static_cast<size_t>(h_.gpu)]);
-    if (!n || *n < 0 || *n > 1000000) {
-      problem(bad_gpu_, line_no, "not a GPU index: \"{}\"", cells_[static_cast<size_t>(h_.gpu)]);
-      return;
-    }
+  const int drop = h_.time < 0 ? h_.date : -1;
+  if (drop >= 0 && first_date_.empty()) {
+    if (const auto d = nth_token(t, static_cast<size_t>(drop)); csv::parse_compact_date(d))
+      first_date_ = d;
   }
-  if (h_.date >= 0 && h_.time < 0 && static_cast<size_t>(h_.date) < cells_.size()) {
-    const std::string_view d = cells_[static_cast<size_t>(h_.date)];
-    if (first_date_.empty() && csv::parse_compact_date(d)) first_date_ = d;
-    cells_.erase(cells_.begin() + h_.date);
-  }
-  table_.add_row(cells_, line_no);
+  table_.add_row(t, line_no, h_.gpu, drop);
   // dmon ends every line: a last line without an end was cut, perhaps mid-value.
-  if (cut) table_.set_last_row_cut(true);
+  if (cut) table_.set_last_row_cut();
 }
 
 void Framing::add_notes(Recording& rec) const {
@@ -276,7 +338,6 @@ void Framing::add_notes(Recording& rec) const {
         fmt::format("date only (dmon -o D): the rows start on {}; their time of day is unknown",
                     first_date_));
   log_reader::note_skipped(rec, before_header_, "before the first dmon header");
-  log_reader::note_skipped(rec, bad_gpu_, "without a GPU index");
   log_reader::note_skipped(rec, other_comment_, "of '#' comments that are not dmon's header");
   if (units_mismatch_.count > 0)
     log_reader::add_note(

@@ -87,15 +87,9 @@ void CellTable::add_row(const std::vector<std::string_view>& cells, size_t file_
   cells_.insert(cells_.end(), cells.begin(), cells.end());
 }
 
-void CellTable::add_header_row(const std::vector<std::string_view>& names, size_t file_line) {
-  rows_.push_back({cells_.size(), names.size(), file_line, true});
-  for (const auto n : names) cells_.push_back(own(n));
-}
-
 void CellTable::clear_rows() {
   rows_.clear();
   cells_.clear();
-  last_row_cut_ = false;
 }
 
 void CellTable::row(size_t r, std::vector<std::string_view>& cells) const {

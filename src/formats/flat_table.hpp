@@ -85,9 +85,6 @@ class CellTable : public CellRows {
   // views: of the input text, which outlives the table, or of a copy own() made.
   void set_header(const std::vector<std::string_view>& names, size_t file_line);
   void add_row(const std::vector<std::string_view>& cells, size_t file_line);
-  // A header row: the names (copied) of the rows that follow, until the next one.
-  void add_header_row(const std::vector<std::string_view>& names, size_t file_line);
-  void set_last_row_cut(bool cut) { last_row_cut_ = cut; }
   std::string_view own(std::string_view cell) { return owned_.emplace_back(cell); }
   // Drops every row (the header stays).
   void clear_rows();
@@ -97,19 +94,15 @@ class CellTable : public CellRows {
   void row(size_t r, std::vector<std::string_view>& cells) const override;
   size_t header_line() const override { return header_line_; }
   size_t line(size_t r) const override { return rows_[r].line; }
-  bool is_header(size_t r) const override { return rows_[r].header; }
-  bool last_row_cut() const override { return last_row_cut_; }
   // The header line's number, known only once the first row is (gpustat).
   void set_header_line(size_t file_line) { header_line_ = file_line; }
 
  private:
   struct Row {
     size_t first, count, line;  // cells_[first, first + count)
-    bool header = false;
   };
   std::vector<std::string> header_;
   size_t header_line_ = 0;
-  bool last_row_cut_ = false;
   std::vector<std::string_view> cells_;  // every row's cells, row after row
   std::vector<Row> rows_;
   std::deque<std::string> owned_;

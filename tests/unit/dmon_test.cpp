@@ -375,7 +375,7 @@ TEST(Dmon, RobustToCrlfTrailingSpacesBlankLinesAndGarbage) {
   EXPECT_DOUBLE_EQ(col(g, Field::kTemp)[2], 33);
   EXPECT_TRUE(has_note(rec, "skipped 1 line(s) with the wrong number of cells")) << all_notes(rec);
   EXPECT_TRUE(has_note(rec, "dmon.log:6:")) << all_notes(rec);
-  EXPECT_TRUE(has_note(rec, "skipped 1 line(s) without a GPU index")) << all_notes(rec);
+  EXPECT_TRUE(has_note(rec, "skipped 1 line(s) without a GPU")) << all_notes(rec);
   EXPECT_TRUE(has_note(rec, "1 unreadable value(s)")) << all_notes(rec);
   EXPECT_TRUE(has_note(rec, "'#' comments")) << all_notes(rec);
 }

@@ -71,6 +71,32 @@ std::pair<size_t, size_t> Context::range(size_t g, double t0, double t1) const {
   return {static_cast<size_t>(a - t.begin()), static_cast<size_t>(b - t.begin())};
 }
 
+Features Context::peer_features(size_t g, size_t i0, size_t i1) const {
+  const PrefixSums& p = gpus[g].sums;
+  Features f;
+  f.n = i1 - i0;
+  if (f.n == 0) return f;
+  auto mean = [&](const std::vector<double>& sum, const std::vector<uint32_t>& count) {
+    const uint32_t k = count[i1] - count[i0];
+    return k ? (sum[i1] - sum[i0]) / static_cast<double>(k) : kNaN;
+  };
+  if (gpus[g].util) f.util = mean(p.util, p.util_n);
+  if (!gpus[g].power_ratio.empty()) {
+    f.power_ratio = mean(p.pr, p.pr_n);
+    const uint32_t k = p.pr_n[i1] - p.pr_n[i0];
+    if (k >= 2) {
+      const double sq = (p.pr_sq[i1] - p.pr_sq[i0]) / static_cast<double>(k);
+      f.power_sd_ratio = std::sqrt(std::max(0.0, sq - f.power_ratio * f.power_ratio));
+    }
+  }
+  f.efficiency = mean(p.eff, p.eff_n);
+  return f;
+}
+
+size_t Context::active_samples(size_t g, size_t i0, size_t i1) const {
+  return gpus[g].sums.active[i1] - gpus[g].sums.active[i0];
+}
+
 Features Context::features(size_t g, size_t i0, size_t i1) const {
   const GpuData& d = gpus[g];
   Features f;

@@ -73,10 +73,8 @@ std::optional<Candidate> check(const Context& ctx, size_t g, const Window& w) {
     if (h == g) continue;
     const auto [i0, i1] = ctx.range(h, w.t0, w.t1);
     if (i1 - i0 < 2) continue;
-    size_t act = 0;
-    for (size_t i = i0; i < i1; ++i) act += ctx.gpus[h].active[i];
-    if (act * 2 < i1 - i0) continue;
-    peers.push_back({h, ctx.features(h, i0, i1)});
+    if (ctx.active_samples(h, i0, i1) * 2 < i1 - i0) continue;
+    peers.push_back({h, ctx.peer_features(h, i0, i1)});
   }
   if (peers.empty()) {
     // One GPU alone: only its own peer traffic can say it waits on others (other nodes).

@@ -79,6 +79,15 @@ struct Window {
   Features f;
 };
 
+// Running sums over a GPU's samples (element i: samples [0, i)), so that the mean of a measure over
+// any window costs two lookups: what another GPU did over each window of a GPU (the communication
+// detector's peers) would otherwise be read anew per window, quadratic in the GPUs.
+struct PrefixSums {
+  std::vector<uint32_t> active;               // active samples
+  std::vector<double> util, pr, pr_sq, eff;   // known values' sums (power ratio: and squares)
+  std::vector<uint32_t> util_n, pr_n, eff_n;  // known values
+};
+
 struct GpuData {
   const GpuSeries* s = nullptr;
   double interval_s = 1;             // median time between samples
@@ -98,6 +107,7 @@ struct GpuData {
   std::vector<uint8_t> active;     // per sample
   std::vector<Phase> phases;
   std::vector<Window> windows;
+  PrefixSums sums;
   const std::vector<double>* col(Field f) const { return s->column(f); }
 };
 
@@ -108,6 +118,11 @@ struct Context {
   Workload workload;
   // Computes the features of GPU g over samples [i0, i1).
   Features features(size_t g, size_t i0, size_t i1) const;
+  // What another GPU did over samples [i0, i1): the features' util, power_ratio, power_sd_ratio
+  // and efficiency alone (the same figures features() gives, from the running sums), and its
+  // active samples.
+  Features peer_features(size_t g, size_t i0, size_t i1) const;
+  size_t active_samples(size_t g, size_t i0, size_t i1) const;
   // Sample index range of GPU g with times in [t0, t1).
   std::pair<size_t, size_t> range(size_t g, double t0, double t1) const;
 };

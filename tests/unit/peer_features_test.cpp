@@ -1,0 +1,60 @@
+// The communication detector reads what every other GPU did over each window of a GPU from running
+// sums (Context::peer_features): the same figures as Context::features, at any window.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <random>
+
+#include "analysis/config.hpp"
+#include "analysis/detectors/detector.hpp"
+#include "analysis/prepare.hpp"
+#include "analysis/workload.hpp"
+#include "core/gpu_models.hpp"
+#include "sources/sim/sim_source.hpp"
+
+namespace gpudoctor::diag {
+namespace {
+
+void expect_same(double a, double b, const char* what) {
+  if (std::isnan(a) || std::isnan(b)) {
+    EXPECT_EQ(std::isnan(a), std::isnan(b)) << what << ": " << a << " vs " << b;
+    return;
+  }
+  EXPECT_NEAR(a, b, 1e-9 * std::max(1.0, std::fabs(b))) << what;
+}
+
+TEST(PeerFeatures, EqualTheWindowFeaturesAtAnyWindow) {
+  for (const char* spec : {"straggler,gpus=4,duration=20m,interval=1s",
+                           "data_starvation,gpus=2,duration=10m,interval=500ms"}) {
+    SCOPED_TRACE(spec);
+    Recording rec =
+        sim::simulate_recording(sim::parse_sim_spec(spec).value(), *gpu_model_by_key("h100-sxm"));
+    // A hole in the data: values missing on some samples must not count.
+    auto& p = rec.gpus[1].column_for_write(Field::kPower);
+    for (size_t i = 10; i < 40; ++i) p[i] = kNaN;
+    const DiagnosisConfig cfg;
+    Context ctx{rec, cfg, {}, detect_workload(rec)};
+    for (const auto& s : rec.gpus) ctx.gpus.push_back(prepare(s, cfg));
+    std::mt19937 rng(7);
+    for (size_t g = 0; g < ctx.gpus.size(); ++g) {
+      const size_t n = rec.gpus[g].size();
+      ASSERT_GT(n, 100u);
+      for (int k = 0; k < 200; ++k) {
+        size_t i0 = rng() % n, i1 = rng() % (n + 1);
+        if (i0 > i1) std::swap(i0, i1);
+        const Features a = ctx.peer_features(g, i0, i1), b = ctx.features(g, i0, i1);
+        EXPECT_EQ(a.n, b.n);
+        expect_same(a.util, b.util, "util");
+        expect_same(a.power_ratio, b.power_ratio, "power_ratio");
+        expect_same(a.power_sd_ratio, b.power_sd_ratio, "power_sd_ratio");
+        expect_same(a.efficiency, b.efficiency, "efficiency");
+        size_t active = 0;
+        for (size_t i = i0; i < i1; ++i) active += ctx.gpus[g].active[i];
+        EXPECT_EQ(ctx.active_samples(g, i0, i1), active);
+      }
+    }
+  }
+}
+
+}  // namespace
+}  // namespace gpudoctor::diag
