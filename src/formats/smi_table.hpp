@@ -5,10 +5,14 @@
 // name, persistence mode, bus id; fan, temperature, P-state, power usage / cap, memory used /
 // total, GPU-Util; MIG mode) and the process table. The layouts of every driver generation are
 // read by structure, not by column position: R3xx-R440 (79 columns, processes without GI/CI),
-// R450-R525 (79 columns, MIG M. row, GI/CI), R530-R545 and R550+ (89 columns). One pass, memory
-// proportional to the samples kept; "N/A", "Not Supported" and "ERR!" are never read as 0.
-// Snapshots that are cut short, garbled or show a different set of GPUs are skipped and counted
-// in Recording::notes.
+// R450-R525 (79 columns, MIG M. row, GI/CI), R530-R545 and R550+ (89 columns).
+// The reading pipeline of every text log: this file is the framing (the snapshots, their date
+// lines, a GPU's two or three rows, the process table); each snapshot's GPUs become rows of a
+// table of cells (formats/flat_table) under the column catalogue's names (the nvidia-smi query
+// names: smi_table_rows.hpp), which the catalogue's reader (read_generic_csv) reads: units, markers
+// of no value ("N/A", "Not Supported" and "ERR!" are never read as 0), times, GPUs and their
+// notes. The processes, the driver, and the snapshots that are cut short, garbled or show a
+// different set of GPUs (skipped and counted in Recording::notes) are the table's own.
 #pragma once
 
 #include <optional>

@@ -4,7 +4,6 @@
 #include <limits>
 
 #include "formats/log_units.hpp"
-#include "formats/no_value.hpp"
 #include "text/text.hpp"
 
 namespace gpudoctor::smi_table {
@@ -14,26 +13,6 @@ using text::iequals;
 namespace {
 
 using text::contains_ci;
-
-// The slot's unit in the one unit table (log_units): "%", "C"/"°C", "W"/"mW"/"kW",
-// "MiB"/"MB"/"GiB", nvitop's "0B" ...
-std::optional<double> unit_factor(size_t slot, std::string_view u) {
-  switch (slot) {
-    case kFan:
-    case kUtil:
-      return csv::unit_factor(Unit::kPercent, u);
-    case kTemp:
-      return csv::unit_factor(Unit::kCelsius, u);
-    case kPwr:
-    case kCap:
-      return csv::unit_factor(Unit::kWatt, u);
-    case kMemUsed:
-    case kMemTotal:
-      return csv::unit_factor(Unit::kMebibyte, u);
-    default:
-      return std::nullopt;
-  }
-}
 
 // The ASCII character nvitop --ascii prints for a box-drawing or block character, or 0.
 char ascii_of(unsigned cp) {
@@ -148,42 +127,10 @@ std::string_view as_ascii(std::string_view line, std::string& buf) {
   return buf;
 }
 
-Cell parse_cell(size_t slot, std::string_view v, double& out) {
-  v = text::trim(v);
-  switch (csv::no_value(v)) {  // the one no-value rule (formats/no_value)
-    case csv::NoValue::kNone:
-      break;
-    case csv::NoValue::kError:
-      return Cell::kErr;
-    case csv::NoValue::kNotSupported:
-      return Cell::kNotSupported;
-    case csv::NoValue::kMissing:
-    case csv::NoValue::kNoPermission:
-      return Cell::kNa;
-  }
-  if (slot == kPerf) {
-    if (v.size() < 2 || (v[0] != 'P' && v[0] != 'p')) return Cell::kBad;
-    const auto n = text::parse_int(v.substr(1));
-    if (!n || *n < 0 || *n > 32) return Cell::kBad;
-    out = static_cast<double>(*n);
-    return Cell::kValue;
-  }
-  if (slot == kFan && iequals(v, "MAX")) {  // nvitop: a fan at 100 % or more
-    out = 100;
-    return Cell::kValue;
-  }
-  const auto nu = text::parse_number_with_unit(v);
-  if (!nu) return Cell::kBad;
-  const auto k = unit_factor(slot, nu->unit);
-  if (!k) return Cell::kBad;
-  out = text::scaled(nu->value, *k);
-  return Cell::kValue;
-}
-
 std::optional<double> memory_mib(std::string_view v) {
   const auto nu = text::parse_number_with_unit(text::trim(v));
   if (!nu) return std::nullopt;
-  const auto k = unit_factor(kMemUsed, nu->unit);
+  const auto k = csv::unit_factor(Unit::kMebibyte, nu->unit);  // the one unit table (log_units)
   if (!k) return std::nullopt;
   return text::scaled(nu->value, *k);
 }
@@ -269,8 +216,8 @@ ProcessRow parse_process_row(Tool tool, std::string_view inner, size_t numeric_c
     const char* e = tokens[tokens.size() - 2].data() + tokens[tokens.size() - 2].size();
     p.name = std::string(b, static_cast<size_t>(e - b));
   }
-  if (const auto nu = text::parse_number_with_unit(mem)) {
-    if (const auto k = unit_factor(kMemUsed, nu->unit)) p.memory_mib = text::scaled(nu->value, *k);
+  if (text::parse_number_with_unit(mem)) {
+    p.memory_mib = memory_mib(mem);
   } else if (tokens.size() == type_at + 2 && !iequals(mem, "N/A")) {
     p.name = std::string(mem);  // a name and no memory column
   }

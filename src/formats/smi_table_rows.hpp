@@ -21,24 +21,31 @@
 #include <string_view>
 #include <vector>
 
-#include "core/fields.hpp"
-
 namespace gpudoctor::smi_table {
 
 enum class Tool : uint8_t { kNvidiaSmi, kNvitop };
 std::string_view tool_name(Tool t);
 
-// What the GPU table shows, in the order the finishing note lists it.
-constexpr size_t kFan = 0, kTemp = 1, kPerf = 2, kPwr = 3, kCap = 4, kMemUsed = 5, kMemTotal = 6,
-                 kUtil = 7, kSlots = 8;
-constexpr std::array<Field, kSlots> kSlotField{
-    Field::kFan,     Field::kTemp,     Field::kPstate, Field::kPower, Field::kPowerLimitEnforced,
-    Field::kMemUsed, Field::kMemTotal, Field::kUtilGpu};
-constexpr std::array<std::string_view, kSlots> kSlotLabel{
-    "Fan",     "Temp", "Perf", "Pwr:Usage", "Cap", "Memory-Usage (used)", "Memory-Usage (total)",
-    "GPU-Util"};
-
-enum class Cell : uint8_t { kNone, kValue, kNa, kNotSupported, kErr, kBad };
+// What the GPU table shows, as the column catalogue names it (the nvidia-smi query names): the
+// table reader (formats/smi_table) writes each GPU's cells under these names for the catalogue's
+// reader (read_generic_csv), which reads their units, markers of no value and times.
+constexpr size_t kTime = 0, kIndex = 1, kName = 2, kBusId = 3, kPersistence = 4, kMig = 5, kFan = 6,
+                 kTemp = 7, kPerf = 8, kPwr = 9, kCap = 10, kMemUsed = 11, kMemTotal = 12,
+                 kUtil = 13, kColumns = 14;
+constexpr std::array<std::string_view, kColumns> kColumnName{"timestamp",
+                                                             "index",
+                                                             "name",
+                                                             "pci.bus_id",
+                                                             "persistence_mode",
+                                                             "mig.mode.current",
+                                                             "fan.speed [%]",
+                                                             "temperature.gpu",
+                                                             "pstate",
+                                                             "power.draw [W]",
+                                                             "enforced.power.limit [W]",
+                                                             "memory.used [MiB]",
+                                                             "memory.total [MiB]",
+                                                             "utilization.gpu [%]"};
 
 // A C+G process (Windows lists desktop programs so) with less GPU memory than this is a desktop
 // client, not compute work.
@@ -58,9 +65,6 @@ struct SnapProcess {
 // buf.
 std::string_view as_ascii(std::string_view line, std::string& buf);
 
-// One value as the table prints it ("37%", "44C", "P0", "231W", "4MiB", nvitop's "18.75GiB",
-// "MAX" for a fan at 100 %), or a marker.
-Cell parse_cell(size_t slot, std::string_view v, double& out);
 // A memory size in MiB ("4MiB", "18.75GiB", "512KiB", "0B").
 std::optional<double> memory_mib(std::string_view v);
 // "C", "G", "C+G", "M", "M+C": the process table's Type column.

@@ -12,6 +12,7 @@
 #include "formats/log_units.hpp"
 #include "formats/no_value.hpp"
 #include "formats/smi_csv.hpp"
+#include "formats/smi_table.hpp"
 #include "formats/smi_table_rows.hpp"
 #include "text/text.hpp"
 
@@ -131,20 +132,50 @@ TEST(ReadersTakeTheUnion, Dmon) {
   }
 }
 
-// The table's cells: kW and MB as any reader takes them, every marker of no value.
+// The table's cells, read by the catalogue's reader as any CSV cell: kW, MB and "°C" as any reader
+// takes them, every marker of no value (ERR!, "-", "[N/A]": missing, never 0).
 TEST(ReadersTakeTheUnion, SmiTableCells) {
-  double v = 0;
-  EXPECT_EQ(smi_table::parse_cell(smi_table::kPwr, "0.3kW", v), smi_table::Cell::kValue);
-  EXPECT_DOUBLE_EQ(v, 300);
-  EXPECT_EQ(smi_table::parse_cell(smi_table::kMemUsed, "2048MB", v), smi_table::Cell::kValue);
-  EXPECT_DOUBLE_EQ(v, 2048);
-  EXPECT_EQ(smi_table::parse_cell(smi_table::kTemp, "44°C", v), smi_table::Cell::kValue);
-  EXPECT_DOUBLE_EQ(v, 44);
-  EXPECT_EQ(smi_table::parse_cell(smi_table::kPwr, "-", v), smi_table::Cell::kNa);
-  EXPECT_EQ(smi_table::parse_cell(smi_table::kPwr, "[N/A]", v), smi_table::Cell::kNa);
-  EXPECT_EQ(smi_table::parse_cell(smi_table::kPwr, "ERR!", v), smi_table::Cell::kErr);
-  EXPECT_EQ(smi_table::parse_cell(smi_table::kFan, "[Not Supported]", v),
-            smi_table::Cell::kNotSupported);
+  const std::string snapshot =
+      "+-----------------------------------------------------------------------------+\n"
+      "| NVIDIA-SMI 390.116                Driver Version: 390.116                   |\n"
+      "|-------------------------------+----------------------+----------------------+\n"
+      "| GPU  Name        Persistence-M| Bus-Id        Disp.A | Volatile Uncorr. ECC |\n"
+      "| Fan  Temp  Perf  Pwr:Usage/Cap|         Memory-Usage | GPU-Util  Compute M. |\n"
+      "|===============================+======================+======================|\n"
+      "|   0  GeForce GTX 560 Ti  Off  | 00000000:01:00.0 N/A |                  N/A |\n"
+      "| FAN   44°C    P8  0.3kW / [N/A] |  2048MB /  1217MiB |     UTIL     Default |\n"
+      "+-------------------------------+----------------------+----------------------+\n"
+      "+-----------------------------------------------------------------------------+\n"
+      "| Processes:                                                       GPU Memory |\n"
+      "|  GPU       PID   Type   Process name                             Usage      |\n"
+      "|=============================================================================|\n"
+      "|  No running processes found                                                 |\n"
+      "+-----------------------------------------------------------------------------+\n";
+  auto table = [&](std::string_view fan, std::string_view util) {
+    std::string t;
+    for (const char* date : {"Fri Jan 25 14:20:27 2019\n", "Fri Jan 25 14:20:28 2019\n"}) {
+      std::string s = snapshot;
+      s.replace(s.find("FAN"), 3, fan);
+      s.replace(s.find("UTIL"), 4, util);
+      t += date + s;
+    }
+    return t;
+  };
+  auto r = read_smi_table(table("ERR!", "-"), "smi.log", {});
+  ASSERT_TRUE(r.ok()) << r.error().message;
+  const GpuSeries& g = r.value().gpus.at(0);
+  EXPECT_DOUBLE_EQ(first(r.value(), Field::kPower), 300);
+  EXPECT_DOUBLE_EQ(first(r.value(), Field::kMemUsed), 2048);
+  EXPECT_DOUBLE_EQ(first(r.value(), Field::kTemp), 44);
+  EXPECT_FALSE(g.has(Field::kPowerLimitEnforced));
+  EXPECT_FALSE(g.has(Field::kFan));  // ERR!: no value, never 0
+  EXPECT_FALSE(g.has(Field::kUtilGpu));
+  EXPECT_EQ(g.unsupported.count(Field::kFan), 0u);
+  for (const auto& n : r.value().notes) EXPECT_EQ(n.find("cannot read"), std::string::npos) << n;
+  r = read_smi_table(table("[N/A]", "ERR!"), "smi.log", {});
+  ASSERT_TRUE(r.ok()) << r.error().message;
+  EXPECT_FALSE(r.value().gpus.at(0).has(Field::kFan));
+  EXPECT_FALSE(r.value().gpus.at(0).has(Field::kUtilGpu));
   EXPECT_EQ(smi_table::memory_mib("1GiB"), 1024);
 }
 

@@ -114,7 +114,7 @@ TEST(SmiTable, ReadsTheR418LayoutWithoutMigRowAndTheOldProcessTable) {
   EXPECT_EQ(col(g0, Field::kPstate)[0], 0);
   EXPECT_FALSE(g0.has(Field::kFan));  // N/A throughout: no column, no zeros
   EXPECT_EQ(g0.unsupported.count(Field::kFan), 0u);
-  EXPECT_TRUE(has_note(rec, "no values in the log (N/A throughout) for: Fan")) << all_notes(rec);
+  EXPECT_TRUE(has_note(rec, "no values in the log for: fan.speed [%]")) << all_notes(rec);
   EXPECT_TRUE(has_note(rec,
                        "GPU name \"Tesla V100-SXM2...\" is cut short in nvidia-smi's table: "
                        "it fits Tesla V100-SXM2-16GB, Tesla V100-SXM2-32GB"))
@@ -257,7 +257,8 @@ TEST(SmiTable, OldDriverWithoutCudaVersionNaPowerAndNoProcessList) {
   EXPECT_FALSE(rec.gpus[0].processes_recorded);
   EXPECT_TRUE(rec.gpus[0].processes.empty());
   EXPECT_TRUE(has_note(rec, "could not list the processes of GPU(s) 0, 1")) << all_notes(rec);
-  EXPECT_TRUE(has_note(rec, "N/A throughout) for: Pwr:Usage, Cap, GPU-Util")) << all_notes(rec);
+  EXPECT_TRUE(has_note(rec, "for: power.draw [W], enforced.power.limit [W], utilization.gpu [%]"))
+      << all_notes(rec);
 }
 
 // MIG mode on (R535 layout): memory and GPU-Util of the whole GPU are N/A, the MIG devices
@@ -362,6 +363,27 @@ TEST(SmiTable, GarbageBetweenSnapshotsAndAGarbledRow) {
       << all_notes(rec);
 }
 
+// The GPU rows are read by the column catalogue's reader under the nvidia-smi query names: a cell
+// it cannot read is no value (never 0), counted with the table's own line and the column's name.
+TEST(SmiTable, AnUnreadableCellIsNamedByItsQueryNameAndLine) {
+  std::string text = fixture("gb10_580_na_cap.txt");
+  const size_t at = text.find("105W");
+  ASSERT_NE(at, std::string::npos);
+  text.replace(at, 4, "1x5W");
+  const Recording rec = read_ok(text);
+  ASSERT_EQ(rec.gpus.size(), 1u);
+  const auto power = col(rec.gpus[0], Field::kPower);
+  ASSERT_EQ(power.size(), 3u);
+  EXPECT_TRUE(std::isnan(power[0]));
+  EXPECT_EQ(power[1], 98);
+  EXPECT_TRUE(has_note(rec,
+                       "1 unreadable value(s) taken as missing (first: smi.log:10: "
+                       "power.draw [W]: cannot read \"1x5W\")"))
+      << all_notes(rec);
+  EXPECT_EQ(rec.source, "nvidia-smi table: smi.log");
+  EXPECT_EQ(rec.start_unix_ms, 1762204065000);  // 2025-11-03 21:07:45, read as UTC
+}
+
 TEST(SmiTable, APowerCapOfNaTakesTheModelTablesLimit) {
   auto snaps = snapshots(fixture("h100_535_2gpu_lms500.txt"));
   std::string text = snaps[0] + snaps[2];
@@ -372,7 +394,7 @@ TEST(SmiTable, APowerCapOfNaTakesTheModelTablesLimit) {
   EXPECT_EQ(col(rec.gpus[0], Field::kPowerLimitDefault), (std::vector<double>{700, 700}));
   EXPECT_TRUE(has_note(rec, "power limit 700 W from the model table for NVIDIA H100 80GB HBM3"))
       << all_notes(rec);
-  EXPECT_TRUE(has_note(rec, "N/A throughout) for: Fan, Cap")) << all_notes(rec);
+  EXPECT_TRUE(has_note(rec, "for: fan.speed [%], enforced.power.limit [W]")) << all_notes(rec);
 }
 
 TEST(SmiTable, ATableWithoutDateLinesIsOneSecondApart) {
@@ -383,7 +405,7 @@ TEST(SmiTable, ATableWithoutDateLinesIsOneSecondApart) {
   ASSERT_EQ(rec.gpus.size(), 1u);
   EXPECT_EQ(rec.gpus[0].time_s, (std::vector<double>{0, 1, 2}));
   EXPECT_EQ(rec.start_unix_ms, 0);
-  EXPECT_TRUE(has_note(rec, "no date line above the first table")) << all_notes(rec);
+  EXPECT_TRUE(has_note(rec, "no time column: rows taken as 1 s apart")) << all_notes(rec);
 }
 
 TEST(SmiTable, ClearErrors) {
@@ -591,8 +613,7 @@ TEST(NvitopTable, WithoutDateLinesSnapshotsAreOneSecondApart) {
   ASSERT_EQ(rec.gpus.size(), 2u) << all_notes(rec);
   EXPECT_EQ(rec.gpus[0].time_s, (std::vector<double>{0, 1, 2}));
   EXPECT_EQ(rec.start_unix_ms, 0);
-  EXPECT_TRUE(has_note(rec, "no date line above the first table: snapshots taken as 1 s apart"))
-      << all_notes(rec);
+  EXPECT_TRUE(has_note(rec, "no time column: rows taken as 1 s apart")) << all_notes(rec);
   EXPECT_EQ(rec.gpus[1].processes.at(0).last_s, 1);
 }
 
