@@ -228,6 +228,7 @@ Result<Recording> Reader::finish() {
   GenericCsvOptions g;
   g.power_limit_w = opt_.power_limit_w;
   g.tool = name_of_tool;
+  g.placeholder = "N/A";
   auto read = read_generic_csv(table_, origin_, g);
   if (!read.ok()) return read;
   Recording& rec = read.value();
