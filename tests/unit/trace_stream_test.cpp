@@ -2,12 +2,14 @@
 // chunk size reads the same trace, events and names cut at any byte; gzip, xz and zstd files are
 // decompressed as read, corrupt or cut short refused as the whole-text path refuses them; a value
 // larger than a chunk is read; and `diagnose` reads a compressed trace with the same note.
+#include <fcntl.h>
 #include <gtest/gtest.h>
 #include <unistd.h>
 
 #include <filesystem>
 #include <fstream>
 #include <string>
+#include <thread>
 
 #include <fmt/format.h>
 
@@ -162,6 +164,65 @@ TEST(TraceStream, CompressedFilesAreDecompressedAsReadAndReadAsThePlainFile) {
     forced.input_format = "trace";
     EXPECT_TRUE(load_telemetry(path, forced).ok());
   }
+}
+
+// Standard input (`-`): a descriptor read once, front to back, its first bytes already read to
+// tell what it holds. Through a pipe fed by another thread (more than a pipe's buffer), the head
+// handed back first, plain and compressed, it reads as the text does.
+TEST(TraceStream, ADescriptorWithItsHeadAlreadyReadIsReadAsAStream) {
+  const std::string text = tricky_trace(2000);
+  const auto whole = parse_kineto_trace(text, "t.json");
+  ASSERT_TRUE(whole.ok());
+  for (const std::string& bytes : {text, gzip(text), xz(text), zstd(text)}) {
+    int fds[2];
+    ASSERT_EQ(::pipe(fds), 0);
+    const size_t head = 100;  // what the caller read to tell what the input is
+    std::thread writer([&] {
+      size_t at = head;
+      while (at < bytes.size()) {
+        const ssize_t n = ::write(fds[1], bytes.data() + at, bytes.size() - at);
+        if (n <= 0) break;
+        at += static_cast<size_t>(n);
+      }
+      ::close(fds[1]);
+    });
+    const auto in = ByteStream::of_descriptor(fds[0], "standard input", bytes.substr(0, head), {});
+    auto t = parse_kineto_trace(*in, "t.json");
+    writer.join();
+    ::close(fds[0]);
+    ASSERT_TRUE(t.ok()) << t.error().message;
+    expect_same(t.value(), whole.value());
+    EXPECT_EQ(in->bytes_read(), text.size());
+    EXPECT_FALSE(in->interrupted());
+  }
+  // No descriptor: the head alone (how a compressed head is peeked at).
+  const auto peek = ByteStream::of_descriptor(-1, "standard input", gzip("{\"traceEvents\""), {});
+  char buf[64];
+  auto r = peek->read(buf, sizeof buf);
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ(std::string(buf, r.value()), "{\"traceEvents\"");
+}
+
+// load_telemetry("-") with standard input a compressed trace: read as a stream, as the file is.
+TEST(TraceStream, StandardInputTraceIsReadAsTheFile) {
+  TempDir dir;
+  const std::string text = tricky_trace(500);
+  const std::string path = dir.write("rank2.json.zst", zstd(text));
+  auto file = load_telemetry(path, LoadOptions{});
+  ASSERT_TRUE(file.ok()) << file.error().message;
+  const int saved = ::dup(STDIN_FILENO);
+  const int fd = ::open(path.c_str(), O_RDONLY);
+  ASSERT_GE(fd, 0);
+  ASSERT_EQ(::dup2(fd, STDIN_FILENO), STDIN_FILENO);
+  ::close(fd);
+  auto rec = load_telemetry("-", LoadOptions{});
+  ::dup2(saved, STDIN_FILENO);
+  ::close(saved);
+  ASSERT_TRUE(rec.ok()) << rec.error().message;
+  ASSERT_EQ(rec->traces.size(), 1u);
+  EXPECT_EQ(rec->traces[0].origin, "standard input");
+  expect_same(rec->traces[0], file->traces[0]);
+  EXPECT_EQ(rec->notes.back(), file->notes.back());  // "zstd archive decompressed (... of text)"
 }
 
 TEST(TraceStream, ConcatenatedGzipMembersAreOneTrace) {
