@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <charconv>
 #include <cmath>
+#include <cstdint>
 #include <cstdlib>
 #include <cstring>
 #include <functional>
@@ -48,6 +49,8 @@ bool kind_of(std::string_view cat, std::string_view name, TraceKind& kind) {
     kind = TraceKind::kMemset;
   else if (cat == "cuda_runtime" || cat == "cuda_driver" || cat == "Runtime")
     kind = TraceKind::kRuntime;
+  else if (cat == "cuda_sync")
+    kind = TraceKind::kSync;
   else
     return false;
   return true;
@@ -152,7 +155,7 @@ class TraceParser {
     c_.eat('{');
     std::string_view ph, cat, name, ts, dur;
     std::string ph_o, cat_o, name_o;
-    int64_t correlation = -1, stream = -1, device = -1;
+    Args a;
     if (!c_.eat('}')) {
       do {
         std::string_view key;
@@ -170,7 +173,7 @@ class TraceParser {
         else if (key == "dur" && c_.peek() != '"')
           ok = c_.number(dur);
         else if (key == "args" && c_.peek() == '{')
-          ok = args(c_, correlation, stream, device);
+          ok = args(c_, a);
         else
           ok = c_.skip();
         if (!ok) return false;
@@ -188,9 +191,10 @@ class TraceParser {
     e.start_ns = start;
     e.dur_ns = length;
     e.kind = kind;
-    e.correlation = correlation;
-    e.stream = static_cast<int32_t>(stream);
-    e.device = static_cast<int32_t>(device);
+    e.correlation = a.correlation;
+    e.stream = stream_id(a.stream);
+    e.device = static_cast<int32_t>(a.device);
+    e.wait_stream = stream_id(a.wait_stream);
     if (kind == TraceKind::kStep) {
       int64_t n = -1;
       to_int(name.substr(13), n);
@@ -201,17 +205,29 @@ class TraceParser {
     return true;
   }
 
-  static bool args(Cursor& c_, int64_t& correlation, int64_t& stream, int64_t& device) {
+  // The args an event's analysis needs.
+  struct Args {
+    int64_t correlation = -1, stream = -1, device = -1, wait_stream = -1;
+  };
+
+  // A stream id as kept: -1 for none or the whole device (Kineto writes a device-wide sync's
+  // stream as -1 or as 4294967295, -1 read unsigned), and for anything out of an int32's range.
+  static int32_t stream_id(int64_t s) {
+    return s >= 0 && s < INT32_MAX ? static_cast<int32_t>(s) : -1;
+  }
+
+  static bool args(Cursor& c_, Args& a) {
     c_.eat('{');
     if (c_.eat('}')) return true;
     do {
       std::string_view key, n;
       std::string key_o;
       if (!c_.string(key, key_o) || !c_.eat(':')) return false;
-      int64_t* into = key == "correlation" ? &correlation
-                      : key == "stream"    ? &stream
-                      : key == "device"    ? &device
-                                           : nullptr;
+      int64_t* into = key == "correlation"      ? &a.correlation
+                      : key == "stream"         ? &a.stream
+                      : key == "device"         ? &a.device
+                      : key == "wait_on_stream" ? &a.wait_stream
+                                                : nullptr;
       const char p = c_.peek();
       if (into && (p == '-' || std::isdigit(static_cast<unsigned char>(p)))) {
         if (!c_.number(n)) return false;
@@ -368,10 +384,11 @@ Result<Recording> read_kineto_trace(ByteStream& in, const std::string& origin, c
   }
   rec.notes.push_back(fmt::format(
       "profiler trace{}: {} events read: {} kernels, {} memory copies and sets, {} CUDA runtime "
-      "calls, {} steps, {} DataLoader spans kept; {} skipped ({})",
+      "calls, {} synchronisation records, {} steps, {} DataLoader spans kept; {} skipped ({})",
       t.rank >= 0 ? fmt::format(" of rank {}", t.rank) : "", t.events_read, kernels, copies,
-      count_kind(t, TraceKind::kRuntime), count_kind(t, TraceKind::kStep),
-      count_kind(t, TraceKind::kDataLoader), skipped_n, fmt::join(skipped, ", ")));
+      count_kind(t, TraceKind::kRuntime), count_kind(t, TraceKind::kSync),
+      count_kind(t, TraceKind::kStep), count_kind(t, TraceKind::kDataLoader), skipped_n,
+      fmt::join(skipped, ", ")));
   if (t.ns_resolution) rec.notes.push_back("profiler trace: nanosecond-resolution timestamps");
   rec.traces.push_back(std::move(t));
   return rec;
