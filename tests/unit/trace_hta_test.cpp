@@ -1,9 +1,9 @@
 // HTA's own figures on its own traces: where Holistic Trace Analysis' tests assert a figure on a
 // trace in ../shared/data/traces/hta (read in place), gpudoctor computes the same quantity, by
 // HTA's definition, within 1 %. Each test cites the HTA test that asserts the figure (repository
-// facebookresearch/HolisticTraceAnalysis; the traces are from its commit f4d0062c, the tests were
-// read at the commits named, where the assertions are the same). The table of all of them, and of
-// the figures gpudoctor does not compute, is in docs/formats.md ("HTA's figures").
+// facebookresearch/HolisticTraceAnalysis, by test name; the traces are from its commit f4d0062c,
+// the copies of the tests read were at the commits named). The table of all of them, and of the
+// figures gpudoctor does not compute, is in docs/formats.md ("HTA's figures on its own traces").
 #include <gtest/gtest.h>
 
 #include <optional>
