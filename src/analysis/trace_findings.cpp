@@ -287,6 +287,18 @@ Json trace_measures_json(const TraceMeasures& m) {
   j["breakdown"] = split_json(m.split);
   j["idle_host_wait"] = frac(m.idle_host_wait_ns, m.split.span_ns);
   j["idle_breakdown"] = idle_json(m.idle, m.split.span_ns);
+  j["idle_sync_recorded"] = frac(m.idle.sync_recorded_ns, m.split.span_ns);
+  j["sync_records"] = m.sync_records;
+  j["device_syncs"] = m.device_syncs;
+  j["stream_waits"] = m.stream_waits;
+  j["streams"] = Json::array();
+  for (const auto& s : m.streams)
+    j["streams"].push_back({{"device", s.device},
+                            {"stream", s.stream},
+                            {"events", s.events},
+                            {"busy_ms", ms(s.busy_ns)},
+                            {"span_ms", ms(s.span_ns)},
+                            {"busy", frac(s.busy_ns, s.span_ns)}});
   j["kernels"] = m.kernels;
   j["kernel_ms"] = ms(m.kernel_ns);
   j["nccl_kernels"] = m.nccl_kernels;
@@ -322,7 +334,8 @@ Json trace_measures_json(const TraceMeasures& m) {
                           {"dur_ms", ms(s.dur_ns)},
                           {"breakdown", split_json(s.split)},
                           {"idle_breakdown", idle_json(s.idle, s.split.span_ns)},
-                          {"dataloader_ms", ms(s.dataloader_ns)}});
+                          {"dataloader_ms", ms(s.dataloader_ns)},
+                          {"launched", s.launched}});
   return j;
 }
 

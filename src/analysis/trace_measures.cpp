@@ -70,6 +70,26 @@ TimeSplit split_of(const Spans& compute, const Spans& nccl, const Spans& memory,
   return t;
 }
 
+// A GPU event's (or a sync record's) device and stream as one key.
+int64_t stream_key(const TraceEvent& e) {
+  return (static_cast<int64_t>(e.device) << 32) | static_cast<uint32_t>(e.stream);
+}
+
+// Sorted and merged by their ends as they begin: the latest end of the spans begun by `at`.
+class LatestEnd {
+ public:
+  explicit LatestEnd(Spans& v) : v_(v) { std::sort(v_.begin(), v_.end()); }
+  int64_t at(int64_t a) {
+    while (next_ < v_.size() && v_[next_].first <= a) end_ = std::max(end_, v_[next_++].second);
+    return end_;
+  }
+
+ private:
+  Spans& v_;
+  size_t next_ = 0;
+  int64_t end_ = INT64_MIN;
+};
+
 double percentile(std::vector<int64_t>& v, double q) {
   if (v.empty()) return 0;
   const auto k = static_cast<size_t>(std::floor(q * static_cast<double>(v.size() - 1)));
@@ -87,6 +107,10 @@ bool is_nccl_kernel(std::string_view name) {
   return false;
 }
 
+bool is_stream_wait(std::string_view name) {
+  return name.find("Wait") != std::string_view::npos;
+}
+
 bool is_sync_call(std::string_view name) {
   return name == "cudaStreamSynchronize" || name == "cudaEventSynchronize" ||
          name == "cudaDeviceSynchronize" || name == "cuStreamSynchronize" ||
@@ -102,7 +126,10 @@ TraceMeasures measure_trace(const TraceRank& t) {
     nccl_name[i] = is_nccl_kernel(t.names[i]);
     sync_name[i] = is_sync_call(t.names[i]);
   }
-  Spans syncs;  // the CPU blocked in a synchronisation call
+  Spans syncs;   // the CPU blocked in a synchronisation call
+  Spans synced;  // the same, from the trace's cuda_sync records
+  std::unordered_map<int64_t, std::vector<int64_t>> waits;  // stream key -> "Stream Wait Event"s
+  std::unordered_map<int64_t, Spans> by_stream;             // stream key -> its GPU events
 
   Spans compute, nccl, memory, steps_cpu;
   std::vector<const TraceEvent*> gpu;
@@ -120,8 +147,20 @@ TraceMeasures measure_trace(const TraceRank& t) {
         if (e.correlation >= 0) launch_of.emplace(e.correlation, &e);
         if (sync_name[e.name]) syncs.emplace_back(e.start_ns, e.end_ns());
         continue;
+      case TraceKind::kSync:
+        ++m.sync_records;
+        if (e.stream < 0) ++m.device_syncs;
+        if (e.stream >= 0 && is_stream_wait(t.names[e.name])) {
+          if (e.wait_stream != e.stream) {
+            ++m.stream_waits;
+            waits[stream_key(e)].push_back(e.start_ns);
+          }
+        } else {
+          synced.emplace_back(e.start_ns, e.end_ns());
+        }
+        continue;
       case TraceKind::kStep:
-        m.steps.push_back({e.step, e.start_ns, e.dur_ns, {}, {}, 0});
+        m.steps.push_back({e.step, e.start_ns, e.dur_ns, {}, {}, 0, 0});
         continue;
       case TraceKind::kDataLoader:
         dataloader.emplace_back(e.start_ns, e.end_ns());
@@ -130,6 +169,7 @@ TraceMeasures measure_trace(const TraceRank& t) {
         break;
     }
     gpu.push_back(&e);
+    by_stream[stream_key(e)].emplace_back(e.start_ns, e.end_ns());
     lo = std::min(lo, e.start_ns);
     hi = std::max(hi, e.end_ns());
     if (e.device >= 0 && std::find(devices.begin(), devices.end(), e.device) == devices.end())
@@ -172,36 +212,67 @@ TraceMeasures measure_trace(const TraceRank& t) {
   m.nccl_overlap_ns = length(intersect(nccl, compute));
   m.dataloader_ns = length(dataloader);
 
+  for (auto& [key, spans] : by_stream) {
+    StreamMeasure s;
+    s.device = static_cast<int32_t>(key >> 32);
+    s.stream = static_cast<int32_t>(static_cast<uint32_t>(key));
+    s.events = spans.size();
+    spans = merged(std::move(spans));
+    s.busy_ns = length(spans);
+    s.span_ns = spans.back().second - spans.front().first;
+    m.streams.push_back(s);
+  }
+  std::sort(m.streams.begin(), m.streams.end(), [](const StreamMeasure& a, const StreamMeasure& b) {
+    return std::pair(a.device, a.stream) < std::pair(b.device, b.stream);
+  });
+  for (auto& [key, v] : waits) std::sort(v.begin(), v.end());
+
   // Launch delay, and the idle gaps by what the GPU waited for (IdleSplit).
   std::sort(gpu.begin(), gpu.end(),
             [](const TraceEvent* a, const TraceEvent* b) { return a->start_ns < b->start_ns; });
-  std::sort(syncs.begin(), syncs.end());
-  Spans idle_host, idle_sync, idle_other;
-  std::vector<int64_t> delays;
+  Spans idle_host, idle_sync, idle_other, idle_recorded;
+  std::vector<int64_t> delays, launched_at;
   int64_t busy_end = gpu.front()->start_ns;
-  size_t next_sync = 0;
-  int64_t sync_end = INT64_MIN;  // the latest end of the sync calls begun so far
+  LatestEnd sync_end(syncs), synced_end(synced);     // the CPU blocked, by call or by record
+  std::unordered_map<int64_t, int64_t> last_launch;  // stream key -> its last event's launch
   for (const TraceEvent* e : gpu) {
     const auto it = e->correlation >= 0 ? launch_of.find(e->correlation) : launch_of.end();
     const TraceEvent* call = it != launch_of.end() ? it->second : nullptr;
     if (call && e->kind == TraceKind::kKernel) delays.push_back(e->start_ns - call->start_ns);
+    if (call) launched_at.push_back(call->start_ns);
+    const int64_t key = stream_key(*e), issued = call ? call->start_ns : e->start_ns;
+    const auto last = last_launch.find(key);
     if (e->start_ns > busy_end) {
       const int64_t a = busy_end;
-      while (next_sync < syncs.size() && syncs[next_sync].first <= a)
-        sync_end = std::max(sync_end, syncs[next_sync++].second);
       const Span gap{a, e->start_ns};
-      if (sync_end >= a)
+      // A "Stream Wait Event" recorded on this stream after its previous event was launched
+      // and by this one's launch: this event waited on another stream's event.
+      bool waited = false;
+      if (const auto w = waits.find(key); w != waits.end()) {
+        const int64_t after = last != last_launch.end() ? last->second : INT64_MIN;
+        const auto k = std::upper_bound(w->second.begin(), w->second.end(), after);
+        waited = k != w->second.end() && *k <= issued;
+      }
+      if (synced_end.at(a) >= a) {
+        idle_sync.push_back(gap);  // the CPU blocked in a sync the trace recorded
+        idle_recorded.push_back(gap);
+      } else if (sync_end.at(a) >= a) {
         idle_sync.push_back(gap);  // the CPU blocked in a sync call as the GPU ran dry
-      else if (call && call->start_ns >= a)
+      } else if (call && call->start_ns >= a) {
         idle_host.push_back(gap);  // nothing queued
-      else if (call && call->end_ns() <= a)
+      } else if (waited) {
+        idle_sync.push_back(gap);  // queued, waiting on another stream's event: recorded
+        idle_recorded.push_back(gap);
+      } else if (call && call->end_ns() <= a) {
         idle_sync.push_back(gap);  // queued, held for a dependency
-      else
+      } else {
         idle_other.push_back(gap);
+      }
     }
+    last_launch[key] = issued;
     busy_end = std::max(busy_end, e->end_ns());
   }
-  m.idle = {length(idle_host), length(idle_sync), length(idle_other)};
+  m.idle = {length(idle_host), length(idle_sync), length(idle_other), length(idle_recorded)};
   m.idle_host_wait_ns = m.idle.host_ns;
   m.launches = delays.size();
   m.launch_delay_median_us = percentile(delays, 0.5) / 1000;
@@ -226,7 +297,15 @@ TraceMeasures measure_trace(const TraceRank& t) {
     s.idle.host_ns = length(clip(idle_host, s.start_ns, end));
     s.idle.sync_ns = length(clip(idle_sync, s.start_ns, end));
     s.idle.other_ns = std::max<int64_t>(0, s.split.idle_ns - s.idle.host_ns - s.idle.sync_ns);
+    s.idle.sync_recorded_ns = length(clip(idle_recorded, s.start_ns, end));
     s.dataloader_ns = length(clip(dataloader, s.start_ns, s.start_ns + s.dur_ns));
+  }
+  // Each GPU event to the step its launch call began in (steps do not overlap).
+  std::sort(launched_at.begin(), launched_at.end());
+  for (auto& s : m.steps) {
+    const auto lo_it = std::lower_bound(launched_at.begin(), launched_at.end(), s.start_ns);
+    const auto hi_it = std::lower_bound(lo_it, launched_at.end(), s.start_ns + s.dur_ns);
+    s.launched = static_cast<size_t>(hi_it - lo_it);
   }
   return m;
 }

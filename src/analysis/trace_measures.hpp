@@ -30,14 +30,18 @@ struct TimeSplit {
 // The idle time (no GPU event of the rank running) split by what the GPU waited for. Each idle
 // gap is judged by the GPU event that ends it and that event's launch call (matched by
 // correlation id), in this order:
-//   sync: waiting on another stream or event. Either the CPU was blocked in a synchronisation
-//         call (cudaStreamSynchronize, cudaEventSynchronize, cudaDeviceSynchronize) when the
-//         GPU ran dry, so it could not queue ahead (`.item()`, a printed loss, an event wait);
-//         or the next event's launch call had returned before the gap began, so the work was
-//         queued and the GPU held it for a dependency (cudaStreamWaitEvent on another stream's
-//         event, stream order).
+//   sync: the CPU was blocked in a synchronisation when the GPU ran dry, so it could not queue
+//         ahead (`.item()`, a printed loss, an event wait): a synchronising runtime call
+//         (cudaStreamSynchronize, cudaEventSynchronize, cudaDeviceSynchronize) or the trace's
+//         own record of one (cuda_sync "Event Sync", "Stream Sync", "Context Sync") spans the
+//         gap's start.
 //   host: waiting for the host, nothing queued: the next event's launch call began only after
 //         the GPU had run dry (the CPU is too slow to launch: Python, launch overhead, input).
+//   sync: waiting on another stream or event, the work queued: the trace records a "Stream Wait
+//         Event" on the next event's stream (waiting on another stream) between the launch of
+//         that stream's previous event and this one's; or, with no such record, the next
+//         event's launch call had returned before the gap began, so the GPU held queued work
+//         for a dependency (an event wait the trace did not record, stream order).
 //   other: the rest: no launch call matched (events without correlation ids), or the launch
 //         call was still in flight when the GPU ran dry.
 // Time when one stream idles while another runs is busy time, not idle, at the rank's level.
@@ -45,6 +49,15 @@ struct IdleSplit {
   int64_t host_ns = 0;
   int64_t sync_ns = 0;
   int64_t other_ns = 0;
+  int64_t sync_recorded_ns = 0;  // of sync_ns, the gaps the trace's cuda_sync records explain
+};
+
+// One stream of one device: its GPU events, the time they ran (their union) and the time from
+// its first event's start to its last one's end; idle is the difference.
+struct StreamMeasure {
+  int32_t device = -1, stream = -1;
+  size_t events = 0;
+  int64_t busy_ns = 0, span_ns = 0;
 };
 
 struct KernelBand {
@@ -65,6 +78,7 @@ struct StepMeasure {
   TimeSplit split;  // within the step's CPU span
   IdleSplit idle;   // of split.idle_ns
   int64_t dataloader_ns = 0;
+  size_t launched = 0;  // GPU events whose launch call began within the step (HTA's iteration)
 };
 
 struct TraceMeasures {
@@ -84,13 +98,20 @@ struct TraceMeasures {
   std::vector<TopKernel> top;     // by total time, at most 10
   size_t launches = 0;            // kernels matched to their launch call
   double launch_delay_median_us = 0, launch_delay_p90_us = 0;
-  int64_t runtime_ns = 0;  // sum of CUDA runtime calls' durations
+  int64_t runtime_ns = 0;   // sum of CUDA runtime calls' durations
+  size_t sync_records = 0;  // cuda_sync events
+  size_t device_syncs = 0;  // of them, of the whole device (stream -1: "Context Sync" ...)
+  size_t stream_waits = 0;  // of them, a stream waiting on another's event
+  std::vector<StreamMeasure> streams;  // by device, then stream
   std::vector<StepMeasure> steps;
   int64_t dataloader_ns = 0;  // DataLoader spans, whole trace
 };
 
 // True for a kernel whose name says NCCL (communication); memory copies and sets are never.
 bool is_nccl_kernel(std::string_view name);
+// True for a cuda_sync record of a stream told to wait on an event ("Stream Wait Event"), which
+// does not block the CPU; the other records ("Event Sync", "Stream Sync", "Context Sync") do.
+bool is_stream_wait(std::string_view name);
 // True for a CUDA runtime call that blocks the CPU until GPU work is done.
 bool is_sync_call(std::string_view name);
 

@@ -271,11 +271,30 @@ class TextStream final : public ByteStream {
   size_t chunk_, at_ = 0;
 };
 
+// Where a stream's bytes come from: `head` (bytes already read from the descriptor), then the
+// descriptor to its end (none when fd is -1). A read interrupted by a signal asks `stop`: true
+// ends the stream with what already arrived (read without waiting for more).
+struct Source {
+  int fd = -1;
+  std::string origin;
+  std::string head;
+  bool owns = true;  // closed with the stream (a file opened for it; not standard input)
+  std::function<bool()> stop;
+};
+
 // The file's own bytes, and the decoders' input buffer.
 class FileStream : public ByteStream {
  public:
-  FileStream(int fd, std::string origin) : fd_(fd), origin_(std::move(origin)) {}
-  ~FileStream() override { ::close(fd_); }
+  explicit FileStream(Source s)
+      : fd_(s.fd),
+        origin_(std::move(s.origin)),
+        head_(std::move(s.head)),
+        owns_(s.owns),
+        stop_(std::move(s.stop)) {}
+  ~FileStream() override {
+    if (flags_ >= 0) ::fcntl(fd_, F_SETFL, flags_);
+    if (owns_ && fd_ >= 0) ::close(fd_);
+  }
   FileStream(const FileStream&) = delete;
   FileStream& operator=(const FileStream&) = delete;
 
@@ -286,13 +305,27 @@ class FileStream : public ByteStream {
   }
 
  protected:
-  // Up to n of the file's bytes; 0 at its end.
+  // Up to n of the source's bytes; 0 at its end.
   Result<size_t> raw(char* buf, size_t n) {
+    if (head_at_ < head_.size()) {
+      const size_t k = std::min(n, head_.size() - head_at_);
+      std::memcpy(buf, head_.data() + head_at_, k);
+      head_at_ += k;
+      return k;
+    }
+    if (fd_ < 0) return size_t{0};
     for (;;) {
+      if (!interrupted_ && stop_ && stop_()) {
+        // What already arrived (in the pipe's buffer) is read too, without waiting for more.
+        interrupted_ = true;
+        flags_ = ::fcntl(fd_, F_GETFL);
+        if (flags_ < 0 || ::fcntl(fd_, F_SETFL, flags_ | O_NONBLOCK) != 0) return size_t{0};
+      }
       const ssize_t k = ::read(fd_, buf, n);
       if (k >= 0) return static_cast<size_t>(k);
-      if (errno != EINTR)
-        return usage_error(fmt::format("cannot read {}: {}", origin_, std::strerror(errno)));
+      if (errno == EINTR) continue;  // `stop` decides at the top of the loop
+      if (interrupted_ && (errno == EAGAIN || errno == EWOULDBLOCK)) return size_t{0};
+      return usage_error(fmt::format("cannot read {}: {}", origin_, std::strerror(errno)));
     }
   }
   // Refills in_ when it is used up; sets eof_ at the file's end.
@@ -309,6 +342,11 @@ class FileStream : public ByteStream {
 
   int fd_;
   std::string origin_;
+  std::string head_;
+  size_t head_at_ = 0;
+  bool owns_;
+  std::function<bool()> stop_;
+  int flags_ = -1;  // the descriptor's flags before O_NONBLOCK, once interrupted
   std::string in_;
   size_t in_at_ = 0, in_len_ = 0;
   bool eof_ = false;
@@ -316,7 +354,7 @@ class FileStream : public ByteStream {
 
 class GzipStream final : public FileStream {
  public:
-  GzipStream(int fd, std::string origin) : FileStream(fd, std::move(origin)) {
+  explicit GzipStream(Source s) : FileStream(std::move(s)) {
     compression_ = Compression::kGzip;
     ok_ = inflateInit2(&z_, 15 + 16) == Z_OK;
   }
@@ -367,7 +405,7 @@ class GzipStream final : public FileStream {
 
 class XzStream final : public FileStream {
  public:
-  XzStream(int fd, std::string origin) : FileStream(fd, std::move(origin)) {
+  explicit XzStream(Source s) : FileStream(std::move(s)) {
     compression_ = Compression::kXz;
     ok_ = lzma_stream_decoder(&s_, UINT64_MAX, LZMA_CONCATENATED) == LZMA_OK;
   }
@@ -410,8 +448,7 @@ class XzStream final : public FileStream {
 
 class ZstdStream final : public FileStream {
  public:
-  ZstdStream(int fd, std::string origin)
-      : FileStream(fd, std::move(origin)), d_(ZSTD_createDStream()) {
+  explicit ZstdStream(Source s) : FileStream(std::move(s)), d_(ZSTD_createDStream()) {
     compression_ = Compression::kZstd;
   }
   ~ZstdStream() override { ZSTD_freeDStream(d_); }
@@ -446,6 +483,20 @@ class ZstdStream final : public FileStream {
   bool done_ = false;
 };
 
+std::unique_ptr<ByteStream> stream_of(Compression c, Source s) {
+  switch (c) {
+    case Compression::kGzip:
+      return std::make_unique<GzipStream>(std::move(s));
+    case Compression::kXz:
+      return std::make_unique<XzStream>(std::move(s));
+    case Compression::kZstd:
+      return std::make_unique<ZstdStream>(std::move(s));
+    case Compression::kNone:
+      break;
+  }
+  return std::make_unique<FileStream>(std::move(s));
+}
+
 }  // namespace
 
 Result<std::unique_ptr<ByteStream>> ByteStream::open_file(const std::string& path) {
@@ -466,17 +517,19 @@ Result<std::unique_ptr<ByteStream>> ByteStream::open_file(const std::string& pat
     ::close(fd);
     return usage_error(fmt::format("cannot read {}: {}", path, std::strerror(err)));
   }
-  switch (detect_compression(std::string_view(magic, got))) {
-    case Compression::kGzip:
-      return std::unique_ptr<ByteStream>(std::make_unique<GzipStream>(fd, path));
-    case Compression::kXz:
-      return std::unique_ptr<ByteStream>(std::make_unique<XzStream>(fd, path));
-    case Compression::kZstd:
-      return std::unique_ptr<ByteStream>(std::make_unique<ZstdStream>(fd, path));
-    case Compression::kNone:
-      break;
-  }
-  return std::unique_ptr<ByteStream>(std::make_unique<FileStream>(fd, path));
+  return stream_of(detect_compression(std::string_view(magic, got)),
+                   Source{.fd = fd, .origin = path, .head = {}, .owns = true, .stop = {}});
+}
+
+std::unique_ptr<ByteStream> ByteStream::of_descriptor(int fd, const std::string& origin,
+                                                      std::string head, std::function<bool()> stop,
+                                                      bool decompress) {
+  const Compression c = decompress ? detect_compression(head) : Compression::kNone;
+  return stream_of(c, Source{.fd = fd,
+                             .origin = origin,
+                             .head = std::move(head),
+                             .owns = false,
+                             .stop = std::move(stop)});
 }
 
 std::unique_ptr<ByteStream> ByteStream::of_text(std::string_view text, size_t chunk) {

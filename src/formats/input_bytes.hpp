@@ -4,8 +4,8 @@
 // decompressed log is held in memory: at most max_decompressed_bytes() (half the machine's
 // memory), beyond which the user is told to decompress it to a file (files are mapped, not
 // copied). A reader that works through its input in chunks (profiler traces) reads a ByteStream
-// instead: a file, decompressed as it goes, a chunk at a time, so memory holds a chunk, not the
-// file.
+// instead: a file or standard input, decompressed as it goes, a chunk at a time, so memory holds
+// a chunk, not the file.
 #pragma once
 
 #include <cstddef>
@@ -51,16 +51,27 @@ class ByteStream {
   virtual Result<size_t> read(char* buf, size_t n) = 0;
   Compression compression() const { return compression_; }
   uint64_t bytes_read() const { return bytes_; }  // handed out so far (decompressed)
+  // Ended early by `stop` (of_descriptor): what had arrived was read, not the whole input.
+  bool interrupted() const { return interrupted_; }
 
   // A file, decompressed as read where its first bytes say gzip, xz or zstd.
   static Result<std::unique_ptr<ByteStream>> open_file(const std::string& path);
   // Text already in memory, handed out `chunk` bytes at a time (tests use small chunks to put
   // every boundary somewhere else).
   static std::unique_ptr<ByteStream> of_text(std::string_view text, size_t chunk = size_t{1} << 20);
+  // A descriptor read once, front to back (standard input): `head`, bytes already read from it,
+  // first, then the rest as it arrives, decompressed where `decompress` and head's first bytes
+  // say gzip, xz or zstd; fd -1 for `head` alone. The descriptor is not closed. A read
+  // interrupted by a signal asks `stop` (may be empty): true ends the stream with what already
+  // arrived (read without waiting for more), and interrupted() says so.
+  static std::unique_ptr<ByteStream> of_descriptor(int fd, const std::string& origin,
+                                                   std::string head, std::function<bool()> stop,
+                                                   bool decompress = true);
 
  protected:
   Compression compression_ = Compression::kNone;
   uint64_t bytes_ = 0;
+  bool interrupted_ = false;
 };
 
 }  // namespace gpudoctor

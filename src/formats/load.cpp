@@ -195,31 +195,45 @@ Result<Recording> load_compressed(std::string_view bytes, Compression c, const s
   return rec;
 }
 
+// Whether the input whose first decompressed bytes are `text_head` is read as a profiler trace,
+// as a stream: a trace by its members (or --input-format trace), and not UTF-16 (decoded whole by
+// load_text).
+bool trace_head(std::string_view text_head, const LoadOptions& options) {
+  if (options.input_format != "auto" && options.input_format != "trace") return false;
+  const text::Encoding enc = text::detect_encoding(text_head.substr(0, 64));
+  if (enc == text::Encoding::kUtf16Le || enc == text::Encoding::kUtf16Be) return false;
+  return options.input_format == "trace" || looks_like_kineto_trace(text::strip_bom(text_head));
+}
+
+// Up to n bytes of the stream: fewer at its end, or where a read fails (said in `error` where
+// given; a decompressed head of a cut archive keeps what decoded).
+std::string read_head(ByteStream& in, size_t n, std::optional<Error>* error = nullptr) {
+  std::string head(n, '\0');
+  size_t got = 0;
+  while (got < n) {
+    auto r = in.read(head.data() + got, n - got);
+    if (!r && error) *error = r.error();
+    if (!r || r.value() == 0) break;
+    got += r.value();
+  }
+  head.resize(got);
+  return head;
+}
+
 // A profiler trace, plain or compressed, is read as a stream (formats/kineto_trace): memory holds
 // its kept events and a window of a chunk or two, not the file nor its decompressed text. Nothing
 // when the input is not one (by its first decompressed bytes, or --input-format) or is UTF-16
 // (decoded whole by load_text).
 std::optional<Result<Recording>> load_trace_stream(const std::string& path, std::string_view head,
                                                    const LoadOptions& options) {
-  if (options.input_format != "auto" && options.input_format != "trace") return std::nullopt;
   std::string text_head(head);
   const Compression c = detect_compression(head);
   if (c != Compression::kNone) {
     auto in = ByteStream::open_file(path);
     if (!in) return std::nullopt;
-    text_head.resize(kHeadBytes);
-    size_t got = 0;
-    while (got < kHeadBytes) {
-      auto r = in.value()->read(text_head.data() + got, kHeadBytes - got);
-      if (!r || r.value() == 0) break;
-      got += r.value();
-    }
-    text_head.resize(got);
+    text_head = read_head(*in.value(), kHeadBytes);
   }
-  const text::Encoding enc = text::detect_encoding(std::string_view(text_head).substr(0, 64));
-  if (enc == text::Encoding::kUtf16Le || enc == text::Encoding::kUtf16Be) return std::nullopt;
-  if (options.input_format == "auto" && !looks_like_kineto_trace(text::strip_bom(text_head)))
-    return std::nullopt;
+  if (!trace_head(text_head, options)) return std::nullopt;
   auto in = ByteStream::open_file(path);
   if (!in) return in.error();
   auto rec = read_kineto_trace(*in.value(), path, options);
@@ -230,20 +244,59 @@ std::optional<Result<Recording>> load_trace_stream(const std::string& path, std:
   return with_gpu_name(std::move(rec), options);
 }
 
+// Standard input: a profiler trace (by its first bytes, decompressed) is read as a stream, as a
+// file is (load_trace_stream); anything else is read to its end (or to a Ctrl-C, keeping what
+// arrived) and then as a file's text.
 Result<Recording> load_stdin(const LoadOptions& options) {
   const std::string origin = "standard input";
-  auto in = read_to_end(STDIN_FILENO, origin, options.stop_reading, max_decompressed_bytes());
-  if (!in) return in.error();
-  const std::string& bytes = in->bytes;
+  StreamBytes in;
+  {
+    const auto raw = ByteStream::of_descriptor(STDIN_FILENO, origin, "", options.stop_reading,
+                                               /*decompress=*/false);
+    std::optional<Error> error;
+    in.bytes = read_head(*raw, kHeadBytes, &error);
+    if (error) return *error;
+    in.interrupted = raw->interrupted();
+  }
+  const Compression c = detect_compression(in.bytes);
+  const std::string text_head =
+      c == Compression::kNone
+          ? in.bytes
+          : read_head(*ByteStream::of_descriptor(-1, origin, in.bytes, {}), kHeadBytes);
+  if (!text_head.empty() && trace_head(text_head, options)) {
+    const auto stream =
+        ByteStream::of_descriptor(STDIN_FILENO, origin, in.bytes, options.stop_reading);
+    auto rec = read_kineto_trace(*stream, origin, options);
+    if (rec.ok() && c != Compression::kNone)
+      log_reader::add_note(rec.value(),
+                           fmt::format("{} archive decompressed ({} of text)", compression_name(c),
+                                       text_size(stream->bytes_read())));
+    if (rec.ok() && stream->interrupted())
+      log_reader::add_note(rec.value(),
+                           "standard input: interrupted (Ctrl-C); read what had arrived");
+    return with_gpu_name(std::move(rec), options);
+  }
+  if (!in.interrupted && in.bytes.size() == kHeadBytes) {
+    auto rest = read_to_end(STDIN_FILENO, origin, options.stop_reading,
+                            max_decompressed_bytes() - kHeadBytes);
+    if (!rest) return rest.error();
+    in.bytes += rest->bytes;
+    in.interrupted = rest->interrupted;
+  }
+  std::string& bytes = in.bytes;
+  // A Ctrl-C keeps whole lines of text (read_to_end's rule, over the head and the rest).
+  if (in.interrupted && !bytes.empty() && bytes.back() != '\n' && c == Compression::kNone) {
+    const size_t nl = bytes.rfind('\n');
+    bytes.resize(nl == std::string::npos ? 0 : nl + 1);
+  }
   if (bytes.empty())
-    return usage_error(in->interrupted ? "standard input: interrupted before any line arrived"
-                                       : "standard input: nothing arrived (empty)");
+    return usage_error(in.interrupted ? "standard input: interrupted before any line arrived"
+                                      : "standard input: nothing arrived (empty)");
   if (options.input_format == "recording" || looks_like_recording(bytes))
     return usage_error("standard input: a gpudoctor recording (SQLite) is read from a file");
-  const Compression c = detect_compression(bytes);
   auto rec = c != Compression::kNone ? load_compressed(bytes, c, origin, options)
                                      : load_text(bytes, origin, options);
-  if (rec.ok() && in->interrupted)
+  if (rec.ok() && in.interrupted)
     log_reader::add_note(rec.value(),
                          "standard input: interrupted (Ctrl-C); read what had arrived");
   return rec;

@@ -42,6 +42,12 @@ std::string rank_text(const Json& r, size_t top) {
         "    idle by what the GPU waited for: the CPU (nothing queued) {}, another stream or "
         "event {}, other {}\n",
         pct(num(*it, "host_wait")), pct(num(*it, "stream_event_wait")), pct(num(*it, "other")));
+  if (num(r, "sync_records") > 0)
+    s += fmt::format(
+        "    synchronisation records in the trace: {:.0f} ({:.0f} of the whole device, {:.0f} "
+        "waits of a stream on another's event); the idle time they explain: {} of the span\n",
+        num(r, "sync_records"), num(r, "device_syncs"), num(r, "stream_waits"),
+        pct(num(r, "idle_sync_recorded")));
   std::string bands;
   double below = 0;
   const double kernels = num(r, "kernels");

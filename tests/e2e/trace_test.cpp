@@ -111,6 +111,35 @@ TEST(TraceDiagnose, AFolderOfRanksMergedIsOneRunOfRanks) {
   EXPECT_EQ(m["runs"].size(), 3u);
 }
 
+// `-`: a trace on standard input, compressed or not, is read as a stream as a file is, with the
+// same figures (the file's own origin aside) and the same notes.
+TEST(TraceDiagnose, ATraceOnStandardInputIsTheFile) {
+  if (!have_traces()) GTEST_SKIP() << "no shared traces at " << kTraces;
+  const std::string name = "nccl_parser_config_nccl_data.json.gz";
+  const auto file = in_traces("diagnose --format json " + name);
+  ASSERT_EQ(file.exit_code, 0) << file.err;
+  const auto f = nlohmann::json::parse(file.out);
+  // The gzip file as it is, decompressed, and made xz.
+  for (const std::string pipe : {"cat", "gzip -dc", "gzip -dc | xz -0 -c"}) {
+    const std::string feed = fmt::format("<{} {}", name, pipe);
+    const auto r = run_shell(fmt::format("cd {} && {} | {} diagnose --format json -",
+                                         quote(kTraces), feed, GPUDOCTOR_BIN));
+    ASSERT_EQ(r.exit_code, 0) << feed << ": " << r.err;
+    auto j = nlohmann::json::parse(r.out);
+    ASSERT_TRUE(j.contains("trace")) << feed;
+    auto& rank = j["trace"]["ranks"][0];
+    EXPECT_EQ(rank["origin"], "standard input") << feed;
+    rank["origin"] = f["trace"]["ranks"][0]["origin"];
+    EXPECT_EQ(j["trace"], f["trace"]) << feed;
+    EXPECT_EQ(j["verdict"], f["verdict"]) << feed;
+    bool decompressed = false;
+    for (const auto& n : j["input_notes"])
+      decompressed =
+          decompressed || n.get<std::string>().find("archive decompressed (") != std::string::npos;
+    EXPECT_EQ(decompressed, pipe != "gzip -dc") << feed;
+  }
+}
+
 TEST(TraceDiagnose, ACpuOnlyRankIsRefusedWithTheReason) {
   const fs::path file = fs::temp_directory_path() / fmt::format("gpudoctor-cpu-{}.json", getpid());
   std::ofstream(file) << R"({"schemaVersion": 1, "distributedInfo": {"rank": 5}, "traceEvents": [

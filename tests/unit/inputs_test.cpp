@@ -2,10 +2,7 @@
 // first bytes and read like the plain file, corrupt and truncated archives refused in words, W&B
 // and MLflow run folders read as one run, and a folder's logs merged into one run.
 #include <gtest/gtest.h>
-#include <lzma.h>
 #include <unistd.h>
-#include <zlib.h>
-#include <zstd.h>
 
 #include <filesystem>
 #include <fstream>
@@ -38,49 +35,6 @@ void write_file(const fs::path& p, const std::string& bytes) {
   fs::create_directories(p.parent_path());
   std::ofstream(p, std::ios::binary) << bytes;
 }
-
-std::string gzip(const std::string& in) {
-  z_stream z{};
-  EXPECT_EQ(deflateInit2(&z, 6, Z_DEFLATED, 15 + 16, 8, Z_DEFAULT_STRATEGY), Z_OK);
-  std::string out(deflateBound(&z, in.size()) + 64, '\0');
-  z.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(in.data()));
-  z.avail_in = static_cast<uInt>(in.size());
-  z.next_out = reinterpret_cast<Bytef*>(out.data());
-  z.avail_out = static_cast<uInt>(out.size());
-  EXPECT_EQ(deflate(&z, Z_FINISH), Z_STREAM_END);
-  out.resize(z.total_out);
-  deflateEnd(&z);
-  return out;
-}
-
-std::string xz(const std::string& in) {
-  std::string out(lzma_stream_buffer_bound(in.size()), '\0');
-  size_t pos = 0;
-  EXPECT_EQ(lzma_easy_buffer_encode(6, LZMA_CHECK_CRC64, nullptr,
-                                    reinterpret_cast<const uint8_t*>(in.data()), in.size(),
-                                    reinterpret_cast<uint8_t*>(out.data()), &pos, out.size()),
-            LZMA_OK);
-  out.resize(pos);
-  return out;
-}
-
-std::string zstd(const std::string& in) {
-  std::string out(ZSTD_compressBound(in.size()), '\0');
-  const size_t n = ZSTD_compress(out.data(), out.size(), in.data(), in.size(), 3);
-  EXPECT_FALSE(ZSTD_isError(n));
-  out.resize(n);
-  return out;
-}
-
-struct Archive {
-  Compression kind;
-  std::string (*make)(const std::string&);
-  const char* ext;
-  size_t header_byte;  // a header byte whose every bit set is refused by the format
-};
-const Archive kArchives[] = {{Compression::kGzip, gzip, ".gz", 3},
-                             {Compression::kXz, xz, ".xz", 7},
-                             {Compression::kZstd, zstd, ".zst", 4}};
 
 class TempDir {
  public:

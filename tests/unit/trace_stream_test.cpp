@@ -2,69 +2,28 @@
 // chunk size reads the same trace, events and names cut at any byte; gzip, xz and zstd files are
 // decompressed as read, corrupt or cut short refused as the whole-text path refuses them; a value
 // larger than a chunk is read; and `diagnose` reads a compressed trace with the same note.
+#include <fcntl.h>
 #include <gtest/gtest.h>
-#include <lzma.h>
 #include <unistd.h>
-#include <zlib.h>
-#include <zstd.h>
 
 #include <filesystem>
 #include <fstream>
 #include <string>
+#include <thread>
 
 #include <fmt/format.h>
 
 #include "formats/input_bytes.hpp"
 #include "formats/kineto_trace.hpp"
 #include "formats/load.hpp"
+#include "test_helpers.hpp"
 
 namespace gpudoctor {
 namespace {
 
+using namespace test_util;
+
 namespace fs = std::filesystem;
-
-std::string gzip(const std::string& in) {
-  z_stream z{};
-  EXPECT_EQ(deflateInit2(&z, 6, Z_DEFLATED, 15 + 16, 8, Z_DEFAULT_STRATEGY), Z_OK);
-  std::string out(deflateBound(&z, in.size()) + 64, '\0');
-  z.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(in.data()));
-  z.avail_in = static_cast<uInt>(in.size());
-  z.next_out = reinterpret_cast<Bytef*>(out.data());
-  z.avail_out = static_cast<uInt>(out.size());
-  EXPECT_EQ(deflate(&z, Z_FINISH), Z_STREAM_END);
-  out.resize(z.total_out);
-  deflateEnd(&z);
-  return out;
-}
-
-std::string xz(const std::string& in) {
-  std::string out(lzma_stream_buffer_bound(in.size()), '\0');
-  size_t pos = 0;
-  EXPECT_EQ(lzma_easy_buffer_encode(6, LZMA_CHECK_CRC64, nullptr,
-                                    reinterpret_cast<const uint8_t*>(in.data()), in.size(),
-                                    reinterpret_cast<uint8_t*>(out.data()), &pos, out.size()),
-            LZMA_OK);
-  out.resize(pos);
-  return out;
-}
-
-std::string zstd(const std::string& in) {
-  std::string out(ZSTD_compressBound(in.size()), '\0');
-  const size_t n = ZSTD_compress(out.data(), out.size(), in.data(), in.size(), 3);
-  EXPECT_FALSE(ZSTD_isError(n));
-  out.resize(n);
-  return out;
-}
-
-struct Archive {
-  Compression kind;
-  std::string (*make)(const std::string&);
-  const char* ext;
-  size_t header_byte;  // a header byte whose every bit set is refused by the format
-};
-const Archive kArchives[] = {{Compression::kGzip, gzip, ".gz", 3},
-                             {Compression::kXz, xz, ".xz", 7},
-                             {Compression::kZstd, zstd, ".zst", 4}};
 
 class TempDir {
  public:
@@ -205,6 +164,65 @@ TEST(TraceStream, CompressedFilesAreDecompressedAsReadAndReadAsThePlainFile) {
     forced.input_format = "trace";
     EXPECT_TRUE(load_telemetry(path, forced).ok());
   }
+}
+
+// Standard input (`-`): a descriptor read once, front to back, its first bytes already read to
+// tell what it holds. Through a pipe fed by another thread (more than a pipe's buffer), the head
+// handed back first, plain and compressed, it reads as the text does.
+TEST(TraceStream, ADescriptorWithItsHeadAlreadyReadIsReadAsAStream) {
+  const std::string text = tricky_trace(2000);
+  const auto whole = parse_kineto_trace(text, "t.json");
+  ASSERT_TRUE(whole.ok());
+  for (const std::string& bytes : {text, gzip(text), xz(text), zstd(text)}) {
+    int fds[2];
+    ASSERT_EQ(::pipe(fds), 0);
+    const size_t head = 100;  // what the caller read to tell what the input is
+    std::thread writer([&] {
+      size_t at = head;
+      while (at < bytes.size()) {
+        const ssize_t n = ::write(fds[1], bytes.data() + at, bytes.size() - at);
+        if (n <= 0) break;
+        at += static_cast<size_t>(n);
+      }
+      ::close(fds[1]);
+    });
+    const auto in = ByteStream::of_descriptor(fds[0], "standard input", bytes.substr(0, head), {});
+    auto t = parse_kineto_trace(*in, "t.json");
+    writer.join();
+    ::close(fds[0]);
+    ASSERT_TRUE(t.ok()) << t.error().message;
+    expect_same(t.value(), whole.value());
+    EXPECT_EQ(in->bytes_read(), text.size());
+    EXPECT_FALSE(in->interrupted());
+  }
+  // No descriptor: the head alone (how a compressed head is peeked at).
+  const auto peek = ByteStream::of_descriptor(-1, "standard input", gzip("{\"traceEvents\""), {});
+  char buf[64];
+  auto r = peek->read(buf, sizeof buf);
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ(std::string(buf, r.value()), "{\"traceEvents\"");
+}
+
+// load_telemetry("-") with standard input a compressed trace: read as a stream, as the file is.
+TEST(TraceStream, StandardInputTraceIsReadAsTheFile) {
+  TempDir dir;
+  const std::string text = tricky_trace(500);
+  const std::string path = dir.write("rank2.json.zst", zstd(text));
+  auto file = load_telemetry(path, LoadOptions{});
+  ASSERT_TRUE(file.ok()) << file.error().message;
+  const int saved = ::dup(STDIN_FILENO);
+  const int fd = ::open(path.c_str(), O_RDONLY);
+  ASSERT_GE(fd, 0);
+  ASSERT_EQ(::dup2(fd, STDIN_FILENO), STDIN_FILENO);
+  ::close(fd);
+  auto rec = load_telemetry("-", LoadOptions{});
+  ::dup2(saved, STDIN_FILENO);
+  ::close(saved);
+  ASSERT_TRUE(rec.ok()) << rec.error().message;
+  ASSERT_EQ(rec->traces.size(), 1u);
+  EXPECT_EQ(rec->traces[0].origin, "standard input");
+  expect_same(rec->traces[0], file->traces[0]);
+  EXPECT_EQ(rec->notes.back(), file->notes.back());  // "zstd archive decompressed (... of text)"
 }
 
 TEST(TraceStream, ConcatenatedGzipMembersAreOneTrace) {

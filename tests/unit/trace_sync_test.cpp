@@ -1,0 +1,204 @@
+// The trace's own synchronisation records (Kineto's cat "cuda_sync"): read by formats/
+// kineto_trace, used by analysis/trace_measures to class idle gaps as waits on another stream or
+// an event from the record rather than only from launch timing; the per-stream view and the
+// GPU events launched per step. Small hand-written traces, times in microseconds.
+#include <gtest/gtest.h>
+
+#include <string>
+
+#include <fmt/format.h>
+
+#include "analysis/trace_findings.hpp"
+#include "analysis/trace_measures.hpp"
+#include "formats/kineto_trace.hpp"
+#include "report/trace_report.hpp"
+
+namespace gpudoctor {
+namespace {
+
+std::string trace_json(const std::string& events) {
+  return R"({"schemaVersion": 1, "deviceProperties": [{"id": 0, "name": "NVIDIA A100-SXM4-80GB"}],
+  "traceEvents": [)" +
+         events + "]}";
+}
+
+std::string kernel(double ts, double dur, int corr, int stream) {
+  return fmt::format(
+      R"({{"ph": "X", "cat": "kernel", "name": "k", "pid": 0, "tid": {}, "ts": {}, "dur": {},
+      "args": {{"device": 0, "stream": {}, "correlation": {}}}}}, )",
+      stream, ts, dur, stream, corr);
+}
+
+std::string runtime(const std::string& name, double ts, double dur, int corr) {
+  return fmt::format(
+      R"({{"ph": "X", "cat": "cuda_runtime", "name": "{}", "pid": 9, "tid": 9, "ts": {},
+      "dur": {}, "args": {{"correlation": {}}}}}, )",
+      name, ts, dur, corr);
+}
+
+// A cuda_sync record as Kineto writes it; `stream` -1 for the device (written unsigned when
+// `unsigned_device`), `wait_on` -1 for none.
+std::string sync(const std::string& name, double ts, double dur, int corr, int64_t stream,
+                 int wait_on = -1) {
+  const std::string wait =
+      wait_on >= 0 ? fmt::format(R"("wait_on_stream": {}, "wait_on_cuda_event_record_corr_id": 1,
+      )",
+                                 wait_on)
+                   : "";
+  return fmt::format(
+      R"({{"ph": "X", "cat": "cuda_sync", "name": "{}", "pid": 0, "tid": {}, "ts": {}, "dur": {},
+      "args": {{"cuda_sync_kind": "{}", {}"stream": {}, "correlation": {}, "device": 0}}}}, )",
+      name, stream, ts, dur, name, wait, stream, corr);
+}
+
+std::string step(int n, double ts, double dur) {
+  return fmt::format(R"({{"ph": "X", "cat": "user_annotation", "name": "ProfilerStep#{}",
+      "pid": 9, "tid": 9, "ts": {}, "dur": {}}}, )",
+                     n, ts, dur);
+}
+
+TraceRank parsed(std::string events) {
+  events.resize(events.size() - 2);  // the last ", "
+  auto t = parse_kineto_trace(trace_json(events), "t.json");
+  EXPECT_TRUE(t.ok()) << (t.ok() ? "" : t.error().message);
+  return t.ok() ? t.value() : TraceRank{};
+}
+
+TEST(TraceSync, SyncRecordsAreKeptWithTheirStreamsAndTheStreamWaitedOn) {
+  const TraceRank t = parsed(sync("Stream Wait Event", 10, 1, 5, 20, 7) +
+                             sync("Context Sync", 20, 3, 6, 4294967295) +
+                             sync("Event Sync", 30, 2, 7, -1, 7) + kernel(40, 5, 8, 7));
+  ASSERT_EQ(t.events.size(), 4u);
+  EXPECT_EQ(t.events[0].kind, TraceKind::kSync);
+  EXPECT_EQ(t.events[0].stream, 20);
+  EXPECT_EQ(t.events[0].wait_stream, 7);
+  EXPECT_EQ(t.events[0].device, 0);
+  EXPECT_EQ(t.names[t.events[0].name], "Stream Wait Event");
+  EXPECT_EQ(t.events[1].stream, -1);  // 4294967295: -1 written unsigned
+  EXPECT_EQ(t.events[1].wait_stream, -1);
+  EXPECT_EQ(t.events[2].stream, -1);
+  EXPECT_EQ(t.events[3].wait_stream, -1);
+  EXPECT_TRUE(t.skipped.empty());
+  const TraceMeasures m = measure_trace(t);
+  EXPECT_EQ(m.sync_records, 3u);
+  EXPECT_EQ(m.device_syncs, 2u);
+  EXPECT_EQ(m.stream_waits, 1u);
+  EXPECT_EQ(m.kernels, 1u);  // a sync record is no GPU work
+  EXPECT_EQ(m.split.span_ns, 5'000);
+}
+
+// Kernel A on stream 20 [0,50); the CPU records an event on 20 and tells stream 7 to wait on it
+// (a "Stream Wait Event" on 7 at 12), then launches kernel B on 7 at 14 (returned by 16). B
+// starts at 60, after the GPU ran dry at 50: the launch had returned long before, and the trace
+// says why B waited. Without the record the same gap is still a stream-or-event wait, inferred
+// from the timing, but none of it is "recorded".
+TEST(TraceSync, AGapEndingAtAKernelThatWaitedOnAnotherStreamIsClassedFromTheRecord) {
+  const std::string common = runtime("cudaLaunchKernel", 0, 2, 1) + kernel(5, 45, 1, 20) +
+                             runtime("cudaEventRecord", 10, 1, 2) +
+                             runtime("cudaLaunchKernel", 14, 2, 4) + kernel(60, 10, 4, 7);
+  const TraceMeasures with =
+      measure_trace(parsed(common + runtime("cudaStreamWaitEvent", 12, 1, 3) +
+                           sync("Stream Wait Event", 12, 1, 3, 7, 20)));
+  EXPECT_EQ(with.split.idle_ns, 10'000);
+  EXPECT_EQ(with.idle.sync_ns, 10'000);
+  EXPECT_EQ(with.idle.sync_recorded_ns, 10'000);
+  EXPECT_EQ(with.idle.host_ns, 0);
+  const TraceMeasures without = measure_trace(parsed(common));
+  EXPECT_EQ(without.idle.sync_ns, 10'000);
+  EXPECT_EQ(without.idle.sync_recorded_ns, 0);
+  // A wait recorded on stream 7 before its previous event was launched says nothing of the
+  // next one: kernel C on 7 launched at 80 after the GPU ran dry at 70 is the host's.
+  const TraceMeasures late =
+      measure_trace(parsed(common + sync("Stream Wait Event", 12, 1, 3, 7, 20) +
+                           runtime("cudaLaunchKernel", 80, 2, 5) + kernel(90, 5, 5, 7)));
+  EXPECT_EQ(late.idle.host_ns, 20'000);  // [70,90)
+  EXPECT_EQ(late.idle.sync_recorded_ns, 10'000);
+}
+
+// The launch call still in flight when the GPU ran dry is "other" by timing alone; a recorded
+// wait on the kernel's stream makes it a stream wait.
+TEST(TraceSync, ARecordedWaitTurnsAnInFlightLaunchIntoAStreamWait) {
+  const std::string base = runtime("cudaLaunchKernel", 0, 2, 1) + kernel(5, 10, 1, 20) +
+                           runtime("cudaLaunchKernel", 12, 10, 4) + kernel(30, 5, 4, 7);
+  EXPECT_EQ(measure_trace(parsed(base)).idle.other_ns, 15'000);  // [15,30)
+  const TraceMeasures m = measure_trace(parsed(base + sync("Stream Wait Event", 11, 1, 3, 7, 20)));
+  EXPECT_EQ(m.idle.other_ns, 0);
+  EXPECT_EQ(m.idle.sync_ns, 15'000);
+  EXPECT_EQ(m.idle.sync_recorded_ns, 15'000);
+  // A wait of a stream on itself is no cross-stream wait.
+  const TraceMeasures self =
+      measure_trace(parsed(base + sync("Stream Wait Event", 11, 1, 3, 7, 7)));
+  EXPECT_EQ(self.idle.other_ns, 15'000);
+  EXPECT_EQ(self.stream_waits, 0u);
+}
+
+// The CPU blocked in cudaEventSynchronize as the GPU ran dry: known from the runtime call's
+// name before, now also from the trace's own "Event Sync" record, which is counted as recorded.
+// A record alone (a trace without runtime calls) is enough.
+TEST(TraceSync, ACpuBlockedInARecordedSyncAsTheGpuRanDryIsAnEventWait) {
+  const std::string base = runtime("cudaLaunchKernel", 0, 2, 1) + kernel(5, 10, 1, 7) +
+                           runtime("cudaLaunchKernel", 30, 2, 3) + kernel(40, 5, 3, 7);
+  const TraceMeasures host = measure_trace(parsed(base));
+  EXPECT_EQ(host.idle.host_ns, 25'000);  // [15,40): the launch began at 30
+  const TraceMeasures by_record =
+      measure_trace(parsed(base + sync("Event Sync", 10, 15, 2, -1, 7)));
+  EXPECT_EQ(by_record.idle.host_ns, 0);
+  EXPECT_EQ(by_record.idle.sync_ns, 25'000);
+  EXPECT_EQ(by_record.idle.sync_recorded_ns, 25'000);
+  const TraceMeasures by_call =
+      measure_trace(parsed(base + runtime("cudaEventSynchronize", 10, 15, 2)));
+  EXPECT_EQ(by_call.idle.sync_ns, 25'000);
+  EXPECT_EQ(by_call.idle.sync_recorded_ns, 0);
+}
+
+TEST(TraceSync, EachStreamGetsItsBusyTimeAndSpan) {
+  const TraceMeasures m = measure_trace(parsed(kernel(0, 10, 1, 7) + kernel(5, 10, 2, 7) +
+                                               kernel(40, 10, 3, 7) + kernel(20, 5, 4, 20)));
+  ASSERT_EQ(m.streams.size(), 2u);
+  EXPECT_EQ(m.streams[0].stream, 7);
+  EXPECT_EQ(m.streams[0].device, 0);
+  EXPECT_EQ(m.streams[0].events, 3u);
+  EXPECT_EQ(m.streams[0].busy_ns, 25'000);  // [0,15) and [40,50)
+  EXPECT_EQ(m.streams[0].span_ns, 50'000);
+  EXPECT_EQ(m.streams[1].stream, 20);
+  EXPECT_EQ(m.streams[1].busy_ns, 5'000);
+  EXPECT_EQ(m.streams[1].span_ns, 5'000);
+  // The rank: busy [0,15), [20,25), [40,50).
+  EXPECT_EQ(m.split.idle_ns, 20'000);
+  const auto j = trace_measures_json(m);
+  ASSERT_EQ(j["streams"].size(), 2u);
+  EXPECT_DOUBLE_EQ(j["streams"][0]["busy"].get<double>(), 0.5);
+  EXPECT_EQ(j["sync_records"].get<int>(), 0);
+}
+
+// A GPU event belongs to the step its launch call began in (as HTA gives a GPU event its
+// launch's iteration), wherever it runs.
+TEST(TraceSync, GpuEventsCountTowardTheStepTheirLaunchBeganIn) {
+  const TraceMeasures m = measure_trace(parsed(
+      step(1, 0, 100) + step(2, 100, 100) + runtime("cudaLaunchKernel", 10, 2, 1) +
+      kernel(20, 10, 1, 7) + runtime("cudaLaunchKernel", 95, 2, 2) + kernel(150, 10, 2, 7) +
+      runtime("cudaLaunchKernel", 120, 2, 3) + kernel(170, 10, 3, 7) + kernel(175, 1, 9, 7)));
+  ASSERT_EQ(m.steps.size(), 2u);
+  EXPECT_EQ(m.steps[0].launched, 2u);  // the second runs in step 2's span
+  EXPECT_EQ(m.steps[1].launched, 1u);  // the unmatched kernel counts nowhere
+  const auto j = trace_measures_json(m);
+  EXPECT_EQ(j["steps"][0]["launched"].get<int>(), 2);
+}
+
+TEST(TraceSync, TheTextReportSaysWhatTheRecordsExplain) {
+  const TraceMeasures m = measure_trace(
+      parsed(runtime("cudaLaunchKernel", 0, 2, 1) + kernel(5, 45, 1, 20) +
+             runtime("cudaLaunchKernel", 14, 2, 4) + kernel(60, 10, 4, 7) +
+             sync("Stream Wait Event", 12, 1, 3, 7, 20) + sync("Context Sync", 80, 1, 5, -1)));
+  nlohmann::ordered_json trace = {{"ranks", nlohmann::ordered_json::array()}};
+  trace["ranks"].push_back(trace_measures_json(m));
+  const std::string text = trace_text(trace, 5);
+  EXPECT_NE(text.find("synchronisation records in the trace: 2 (1 of the whole device, 1 waits "
+                      "of a stream on another's event); the idle time they explain: 15 % of "
+                      "the span"),
+            std::string::npos)
+      << text;
+}
+
+}  // namespace
+}  // namespace gpudoctor
