@@ -114,7 +114,8 @@ TEST(SmiTable, ReadsTheR418LayoutWithoutMigRowAndTheOldProcessTable) {
   EXPECT_EQ(col(g0, Field::kPstate)[0], 0);
   EXPECT_FALSE(g0.has(Field::kFan));  // N/A throughout: no column, no zeros
   EXPECT_EQ(g0.unsupported.count(Field::kFan), 0u);
-  EXPECT_TRUE(has_note(rec, "no values in the log for: fan.speed [%]")) << all_notes(rec);
+  EXPECT_TRUE(has_note(rec, "no values in the log (N/A throughout) for: fan.speed [%]"))
+      << all_notes(rec);
   EXPECT_TRUE(has_note(rec,
                        "GPU name \"Tesla V100-SXM2...\" is cut short in nvidia-smi's table: "
                        "it fits Tesla V100-SXM2-16GB, Tesla V100-SXM2-32GB"))
