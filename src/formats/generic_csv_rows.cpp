@@ -595,10 +595,19 @@ void Reader::read_rows() {
       }
     } else if (timed) {
       const size_t k = timed_rows_++;
-      if (positions_.empty())
+      if (positions_.empty()) {
         row_times_.push_back(ms / 1000.0);
-      else
-        id = position_ids_[positions_[k]];
+      } else {
+        // A round longer than most (the GPU count is the rounds' usual size): its extra rows
+        // belong to no GPU known.
+        const uint32_t p = k < positions_.size() ? positions_[k] : UINT32_MAX;
+        if (p >= position_ids_.size()) {
+          problem(bad_gpu_, line_no, "a row past the {} GPUs of a sampling round",
+                  position_ids_.size());
+          continue;
+        }
+        id = position_ids_[p];
+      }
     }
     const size_t slot = slot_for(host, id, -1);
     if (slot == std::string_view::npos) {

@@ -1,5 +1,6 @@
 #include "formats/generic_csv.hpp"
 
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -724,6 +725,20 @@ TEST(GenericCsv, ReadsWhatNvidiaSmiLogsTaughtItInAnyCsv) {
                 {20, 21, 22});
   EXPECT_TRUE(has_note(rounds, "2 GPUs told apart by their position")) << all_notes(rounds);
   EXPECT_EQ(rounds.source, "csv: run.csv");  // no tool named
+
+  // Found by fuzzing: a round longer than most (a third row 2 ms after the second) belongs to no
+  // GPU the rounds know: skipped and counted, not read past the GPUs' names.
+  std::string longer = "time,power_w\n";
+  for (int s = 0; s < 6; ++s)
+    longer += fmt::format("2024-01-01T00:00:0{}.000Z,{}\n2024-01-01T00:00:0{}.002Z,{}\n", s, 10 + s,
+                          s, 20 + s);
+  longer +=
+      "2024-01-01T00:00:06.000Z,16\n2024-01-01T00:00:06.002Z,26\n"
+      "2024-01-01T00:00:06.004Z,99\n";
+  const Recording uneven = read_ok(longer);
+  ASSERT_EQ(uneven.gpus.size(), 2u) << all_notes(uneven);
+  EXPECT_EQ(uneven.gpus[1].size(), 7u);
+  EXPECT_TRUE(has_note(uneven, "a row past the 2 GPUs of a sampling round")) << all_notes(uneven);
 
   // A header that changes: the rows below read by it.
   const Recording changed = read_ok("gpu,power_w\n0,1\n0,2\ngpu,util_gpu_pct,power_w\n0,50,3\n");
