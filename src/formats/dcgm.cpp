@@ -19,6 +19,7 @@
 #include "core/reading.hpp"
 #include "formats/column_catalogue.hpp"
 #include "formats/dcgm_scrape.hpp"
+#include "formats/dcgm_values.hpp"
 #include "formats/finish.hpp"
 #include "formats/no_value.hpp"
 #include "text/text.hpp"
@@ -114,28 +115,6 @@ Target target_of_id(int64_t id) {
   return {};
 }
 
-// A dcgmi dmon column header ("POWER", "SMACT"), by the column catalogue's short tags.
-Target target_of_short_name(std::string_view s) {
-  const csv::CatalogueEntry* e = csv::dcgm_short_tag(s);
-  if (e == nullptr) return {};
-  switch (e->role) {
-    case csv::Role::kField:
-      return {Target::Kind::kField, e->field, Ident::kNone};
-    case csv::Role::kName:
-      return {Target::Kind::kIdent, Field{}, Ident::kName};
-    case csv::Role::kSerial:
-      return {Target::Kind::kIdent, Field{}, Ident::kSerial};
-    case csv::Role::kUuid:
-      return {Target::Kind::kIdent, Field{}, Ident::kUuid};
-    case csv::Role::kBusId:
-      return {Target::Kind::kIdent, Field{}, Ident::kBusId};
-    case csv::Role::kDriver:
-      return {Target::Kind::kIdent, Field{}, Ident::kDriver};
-    default:
-      return {};
-  }
-}
-
 bool all_digits(std::string_view s) {
   return !s.empty() && std::all_of(s.begin(), s.end(), [](char c) { return c >= '0' && c <= '9'; });
 }
@@ -213,6 +192,28 @@ Cell read_cell(std::string_view v, double& out) {
   return Cell::kBad;
 }
 
+}  // namespace
+
+std::optional<std::string_view> dcgm::blank(std::string_view v) {
+  // Every blank is a number of 10 digits or more (0x7ffffff0 is 2147483632).
+  if (v.size() < 10 || !(v.front() >= '0' && v.front() <= '9')) return std::nullopt;
+  double x = 0;
+  switch (read_cell(v, x)) {
+    case Cell::kValue:
+    case Cell::kBad:
+      return std::nullopt;
+    case Cell::kNotSupported:
+      return "<<<NOT_SUPPORTED>>>";
+    case Cell::kNoPermission:
+      return "<<<NO_PERMISSION>>>";
+    case Cell::kMissing:
+      return "N/A";
+  }
+  return std::nullopt;
+}
+
+namespace {
+
 // The value in the field's unit; pstate 32 (NVML's "unknown") and others beyond P15 are missing.
 Cell field_value(Field f, std::string_view v, double& out) {
   const Cell c = read_cell(v, out);
@@ -227,9 +228,6 @@ std::string_view string_value(std::string_view v) {
   if (csv::no_value(v) != csv::NoValue::kNone) return {};
   return v;
 }
-
-using text::is_space;
-using text::split_ws;
 
 // A number to two decimals, without trailing zeros ("152.34", "400").
 std::string fmt_number(double x) {
@@ -253,7 +251,6 @@ struct Entry {
 struct GpuState {
   unsigned index = 0;
   GpuSeries series;
-  uint32_t seen_round = 0;     // dcgmi dmon: round number + 1 of the last row
   std::vector<Entry> entries;  // long dump
   log_reader::FieldCounts counts;
 
@@ -386,295 +383,6 @@ class Common {
   log_reader::UniqueNames unread_;
   Problem bad_value_, too_many_gpus_;
 };
-
-// ---------------------------------------------------------------------------------------------
-// dcgmi dmon
-
-struct DmonColumn {
-  enum class Kind : uint8_t { kUnknown, kField, kIdent, kDuplicate };
-  Kind kind = Kind::kUnknown;
-  Field field{};
-  Ident ident = Ident::kNone;
-  std::string_view name;
-  size_t start = 0;  // offset of the name in the header line
-};
-
-struct DmonLayout {
-  std::vector<DmonColumn> cols;
-  std::string_view names_line;  // as written, trailing spaces removed
-  std::string key;              // the names, one space apart
-  bool positional = false;      // names at fixed offsets from column 0 (dcgmi's own layout)
-  bool valid() const { return !cols.empty(); }
-};
-
-bool is_entity_header(const std::vector<std::string_view>& tokens) {
-  return !tokens.empty() && iequals(tokens[0], "Entity");
-}
-
-class DmonReader : Common {
- public:
-  DmonReader(std::string_view text, const std::string& origin, const DcgmOptions& opt)
-      : Common(origin, opt), text_(text) {}
-
-  Result<Recording> run();
-
- private:
-  void header_line(std::string_view line, std::string_view t, size_t line_no);
-  void data_line(std::string_view line, std::string_view t, size_t line_no, bool last_unterminated);
-  bool slice(std::string_view line);
-
-  std::string_view text_;
-  DmonLayout L_;
-  bool any_header_ = false;
-  size_t first_header_line_ = 0;
-  bool active_ = false;  // rows read with L_
-  uint32_t round_ = 0;
-  size_t rows_read_ = 0, gpu_lines_ = 0, header_changes_ = 0;
-  std::vector<std::string_view> tokens_, cells_, sliced_;
-  std::vector<std::pair<std::string_view, size_t>> other_entities_;  // ("GPU-I", rows)
-  std::unordered_map<std::string_view, size_t> entity_slots_;        // group -> other_entities_
-  std::vector<std::pair<std::string_view, std::string_view>> duplicates_;
-  Problem before_header_, wrong_count_, truncated_, other_line_, bad_entity_;
-};
-
-void DmonReader::header_line(std::string_view line, std::string_view t, size_t line_no) {
-  split_ws(t.substr(1), tokens_);
-  if (!is_entity_header(tokens_)) {
-    problem(other_line_, line_no, "not a dcgmi dmon header: \"{}\"", t.substr(0, 60));
-    return;
-  }
-  std::string key;
-  for (size_t i = 1; i < tokens_.size(); ++i) {
-    if (!key.empty()) key += ' ';
-    key.append(tokens_[i]);
-  }
-  if (!any_header_) first_header_line_ = line_no;
-  any_header_ = true;
-  if (L_.valid() && key == L_.key) {
-    L_.names_line = text::trim(line);  // the same columns (spaced differently, perhaps)
-    return;
-  }
-  if (L_.valid() && active_) ++header_changes_;
-  L_ = {};
-  active_ = false;
-  L_.key = std::move(key);
-  L_.names_line = text::trim(line);
-  // dcgmi writes "#Entity" at column 0 and every name left-aligned over its column.
-  L_.positional = !line.empty() && line.front() == '#' && tokens_[0].data() == line.data() + 1;
-  std::array<int, kFieldCount> first{};
-  first.fill(-1);
-  for (size_t i = 1; i < tokens_.size(); ++i) {
-    DmonColumn c;
-    c.name = tokens_[i];
-    c.start = static_cast<size_t>(tokens_[i].data() - line.data());
-    const Target tg = target_of_short_name(c.name);
-    if (tg.kind == Target::Kind::kField) {
-      int& f = first[index_of(tg.field)];
-      if (f >= 0) {
-        c.kind = DmonColumn::Kind::kDuplicate;
-        const auto d = std::make_pair(c.name, L_.cols[static_cast<size_t>(f)].name);
-        // (The first few: every line may be a header of its own.)
-        if (duplicates_.size() < 20 &&
-            std::find(duplicates_.begin(), duplicates_.end(), d) == duplicates_.end())
-          duplicates_.push_back(d);
-      } else {
-        f = static_cast<int>(L_.cols.size());
-        c.kind = DmonColumn::Kind::kField;
-        c.field = tg.field;
-        mark_field(tg.field, c.name);
-      }
-    } else if (tg.kind == Target::Kind::kIdent) {
-      c.kind = DmonColumn::Kind::kIdent;
-      c.ident = tg.ident;
-    } else {
-      unread_.add(c.name);
-    }
-    L_.cols.push_back(c);
-  }
-}
-
-// Cuts a row at the header's column offsets into cells_ (for values that hold spaces, such as
-// GPU names): dcgmi left-aligns each value under its name and pads it with at least two spaces.
-// cells_ is left as it was when the row does not fit.
-bool DmonReader::slice(std::string_view line) {
-  if (!L_.positional) return false;
-  const size_t n = L_.cols.size();
-  for (size_t i = 0; i < n; ++i) {
-    const size_t s = L_.cols[i].start;
-    if (s >= line.size() || s < 2 || !is_space(line[s - 1]) || is_space(line[s])) return false;
-  }
-  split_ws(line.substr(0, L_.cols[0].start), tokens_);
-  if (tokens_.size() != 2) return false;
-  sliced_ = tokens_;
-  for (size_t i = 0; i < n; ++i) {
-    const size_t s = L_.cols[i].start;
-    const size_t e = i + 1 < n ? L_.cols[i + 1].start : line.size();
-    const std::string_view cell = text::trim(line.substr(s, e - s));
-    // Only strings (names) hold spaces; anything else is a row with a value too many.
-    if (L_.cols[i].kind != DmonColumn::Kind::kIdent &&
-        std::any_of(cell.begin(), cell.end(), is_space))
-      return false;
-    sliced_.push_back(cell);
-  }
-  cells_.swap(sliced_);
-  return true;
-}
-
-void DmonReader::data_line(std::string_view line, std::string_view t, size_t line_no,
-                           bool last_unterminated) {
-  split_ws(t, cells_);
-  // "GPU 0", "GPU-I 1", "GPU-CI 3", "Switch 0" ...: an entity group and a number.
-  const auto id = cells_.size() >= 2 ? text::parse_int(cells_[1]) : std::nullopt;
-  const std::string_view group = cells_[0];
-  const bool entity_like = id && !group.empty() &&
-                           ((group.front() >= 'A' && group.front() <= 'Z') ||
-                            (group.front() >= 'a' && group.front() <= 'z'));
-  if (!entity_like) {
-    problem(other_line_, line_no, "not a dcgmi dmon row: \"{}\"", t.substr(0, 60));
-    return;
-  }
-  if (!L_.valid()) {
-    problem(before_header_, line_no, "a row before any dcgmi dmon header line");
-    return;
-  }
-  if (group != "GPU") {
-    const auto [it, added] = entity_slots_.emplace(group, other_entities_.size());
-    if (added)
-      other_entities_.emplace_back(group, 1);
-    else
-      ++other_entities_[it->second].second;
-    return;
-  }
-  active_ = true;
-  ++gpu_lines_;
-  if (*id < 0 || *id > 1000000) {
-    problem(bad_entity_, line_no, "not a GPU id: \"{}\"", cells_[1]);
-    return;
-  }
-  const size_t want = L_.cols.size() + 2;
-  if (last_unterminated) {
-    // dcgmi ends every line: a last line without an end was cut, perhaps mid-value.
-    problem(truncated_, line_no, "the last line is cut short ({} of {} values, no line end)",
-            cells_.size() - 2, L_.cols.size());
-    return;
-  }
-  if (cells_.size() != want && !(cells_.size() > want && slice(line))) {
-    problem(wrong_count_, line_no, "expected {} values, found {}", L_.cols.size(),
-            cells_.size() - 2);
-    return;
-  }
-  GpuState* gp = gpu(static_cast<unsigned>(*id), line_no);
-  if (gp == nullptr) return;
-  GpuState& g = *gp;
-  // No times: a round ends when a GPU comes round again; rounds are dcgmi's default 1 s apart.
-  if (g.seen_round == round_ + 1) ++round_;
-  g.seen_round = round_ + 1;
-  const size_t row = g.series.append_row(static_cast<double>(round_));
-  for (size_t i = 0; i < L_.cols.size(); ++i) {
-    const DmonColumn& c = L_.cols[i];
-    const std::string_view v = cells_[i + 2];
-    if (c.kind == DmonColumn::Kind::kIdent) {
-      set_ident(g, c.ident, v);
-      continue;
-    }
-    if (c.kind != DmonColumn::Kind::kField) continue;
-    double x = 0;
-    const Cell cell = field_value(c.field, v, x);
-    g.count(c.field, cell);
-    if (cell == Cell::kValue)
-      g.series.column_for_write(c.field)[row] = x;
-    else if (cell == Cell::kBad)
-      problem(bad_value_, line_no, "{}: cannot read \"{}\"", c.name, v);
-  }
-  ++rows_read_;
-}
-
-Result<Recording> DmonReader::run() {
-  const std::string_view body = text::strip_bom(text_);
-  if (auto e = check_input(body, "dcgmi dmon output")) return *e;
-
-  const bool unterminated = body.back() != '\n';
-  text::LineReader lines(body);
-  std::string_view line;
-  while (lines.next(line)) {
-    const std::string_view t = text::trim(line);
-    if (t.empty()) continue;
-    const size_t line_no = lines.line_number();
-    if (t.front() == '#') {
-      if (t == L_.names_line) continue;  // the header, repeated every 14 rounds
-      header_line(line, t, line_no);
-      continue;
-    }
-    // The units line under the names ("ID   W   C ..."; profiling fields have no unit).
-    if (t.size() >= 2 && (t.size() == 2 || is_space(t[2])) && iequals(t.substr(0, 2), "ID")) {
-      if (!L_.valid()) problem(before_header_, line_no, "a units line before any header line");
-      continue;
-    }
-    // dcgmi's own last words on Ctrl-C ("dmon was stopped do to receiving a signal").
-    if (text::istarts_with(t, "dmon was stopped")) continue;
-    data_line(line, t, line_no, unterminated && lines.rest().empty());
-  }
-
-  if (!any_header_)
-    return usage_error(fmt::format(
-        "{}: no dcgmi dmon header line (\"#Entity   POWER   GPUTL ...\"); is this dcgmi dmon "
-        "output?",
-        origin_));
-  if (rows_read_ == 0) {
-    if (gpu_lines_ == 0 && !other_entities_.empty()) {
-      std::vector<std::string_view> groups;
-      for (const auto& [grp, n] : other_entities_) groups.push_back(grp);
-      return usage_error(
-          fmt::format("{}: no GPU rows, only {} entities (gpudoctor reads whole GPUs)", origin_,
-                      log_reader::join_names(groups)));
-    }
-    if (gpu_lines_ == 0 && other_line_.count > 0)
-      return usage_error(fmt::format("{}: no readable rows ({})", origin_, other_line_.first));
-    return log_reader::no_readable_rows(origin_, "a dcgmi dmon header",
-                                        fmt::to_string(first_header_line_), gpu_lines_, text_,
-                                        {&wrong_count_, &bad_entity_, &truncated_});
-  }
-
-  rec_.source = "dcgmi dmon: " + origin_;
-  rec_.start_unix_ms = 0;
-  note(
-      "dcgmi dmon prints no times: rows taken as 1 s apart per round of GPUs, dcgmi's default "
-      "interval; the interval it ran with (-d) is not in the log, so it is unknown, and so is the "
-      "start time");
-  finish_gpus("N/A");
-  if (!unread_.empty())
-    note(fmt::format("dcgmi dmon columns gpudoctor does not read, ignored: {}",
-                     log_reader::join_names(unread_.list)));
-  for (const auto& [dup, kept] : duplicates_)
-    note(fmt::format("column {} ignored: the same field as {}", dup, kept));
-  if (!other_entities_.empty()) {
-    size_t total = 0;
-    std::vector<std::string> parts;
-    for (const auto& [grp, n] : other_entities_) {
-      total += n;
-      if (parts.size() < 20) parts.push_back(fmt::format("{} {}", n, grp));
-    }
-    if (other_entities_.size() > parts.size())
-      parts.push_back(fmt::format("and {} more", other_entities_.size() - parts.size()));
-    note(
-        fmt::format("skipped {} row(s) of entities that are not whole GPUs ({}): gpudoctor reads "
-                    "GPUs only",
-                    total, fmt::join(parts, ", ")));
-  }
-  if (header_changes_ > 0)
-    note(
-        fmt::format("the header's columns change {} time(s) mid-file; each part read with its "
-                    "own columns",
-                    header_changes_));
-  skipped(before_header_, "before the first dcgmi dmon header");
-  skipped(wrong_count_, "that are not rows of the header's columns");
-  skipped(bad_entity_, "without a GPU id");
-  skipped(too_many_gpus_, log_reader::kTooManyGpus);
-  skipped(truncated_, "cut short at the end of the file");
-  skipped(other_line_, "that are not dcgmi dmon output");
-  log_reader::note_unreadable(rec_, bad_value_);
-  return std::move(rec_);
-}
 
 // ---------------------------------------------------------------------------------------------
 // DCGM long field dump
@@ -919,34 +627,6 @@ Result<Recording> LongReader::run() {
 }
 
 }  // namespace
-
-bool looks_like_dcgmi_dmon(std::string_view head) {
-  return log_reader::guarded_check([&] {
-    head = text::strip_bom(head);
-    if (head.empty() || text::looks_binary(head.substr(0, 4096))) return false;
-    text::LineReader lines(head);
-    std::string_view line;
-    std::vector<std::string_view> tokens;
-    size_t scanned = 0;
-    while (lines.next(line) && scanned < 64) {
-      const std::string_view t = text::trim(line);
-      if (t.empty()) continue;
-      ++scanned;
-      if (t.front() != '#') continue;
-      split_ws(t.substr(1), tokens);
-      if (is_entity_header(tokens)) return true;
-    }
-    return false;
-  });
-}
-
-Result<Recording> read_dcgmi_dmon(std::string_view text, const std::string& origin,
-                                  const DcgmOptions& opt) {
-  return log_reader::guarded_read(origin, "dcgmi dmon log", [&] {
-    DmonReader reader(text, origin, opt);
-    return reader.run();
-  });
-}
 
 bool looks_like_dcgm_long(std::string_view head) {
   if (looks_like_dcgm_scrape(head)) return true;  // (read_dcgm_long hands it on)

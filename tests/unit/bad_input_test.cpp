@@ -387,11 +387,11 @@ std::vector<Case> dcgmi_dmon_cases() {
       {f, "cut mid-line", drop(kDcgmi, 10),
        read(2,
             "skipped 1 line(s) cut short at the end of the file (first: in.log:5: the last line "
-            "is cut short (2 of 3 values, no line end))")},
+            "is cut short (3 of 4 cells, no line end))")},
       {f, "cut mid-value", drop(kDcgmi, 2),
        read(2,
             "skipped 1 line(s) cut short at the end of the file (first: in.log:5: the last line "
-            "is cut short (3 of 3 values, no line end))")},
+            "is cut short (4 of 4 cells, no line end))")},
       {f, "cut mid-header", cut(kDcgmi, 20),
        refused("in.log:1: a dcgmi dmon header but no data rows (the file ends inside it: cut "
                "short)")},

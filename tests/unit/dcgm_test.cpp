@@ -94,7 +94,7 @@ TEST(DcgmiDmon, ReadsTwoGpusWithProfilingFieldsAndARepeatedHeader) {
   EXPECT_EQ(rec.source, "dcgmi dmon: dcgm.log");
   EXPECT_EQ(rec.start_unix_ms, 0);  // no times in dcgmi dmon
   EXPECT_TRUE(has_note(rec, "1 s apart")) << all_notes(rec);
-  EXPECT_TRUE(has_note(rec, "(-d) is not in the log")) << all_notes(rec);
+  EXPECT_TRUE(has_note(rec, "(-d, 1 s unless set) is not in its log")) << all_notes(rec);
   // The header pair repeats after 15 rounds: no change of columns, nothing skipped.
   EXPECT_FALSE(has_note(rec, "change")) << all_notes(rec);
   EXPECT_FALSE(has_note(rec, "skipped")) << all_notes(rec);
@@ -143,7 +143,7 @@ TEST(DcgmiDmon, ReadsTwoGpusWithProfilingFieldsAndARepeatedHeader) {
   EXPECT_DOUBLE_EQ(col(g0, Field::kPower)[15], 698.447);
   EXPECT_DOUBLE_EQ(col(g1, Field::kPower)[16], 690.66);
   // MMTMP (memory temperature) has no gpudoctor field.
-  EXPECT_TRUE(has_note(rec, "does not read, ignored: MMTMP")) << all_notes(rec);
+  EXPECT_TRUE(has_note(rec, "gpudoctor does not read: MMTMP")) << all_notes(rec);
   // No power limit and no name in this selection.
   EXPECT_FALSE(g0.has(Field::kPowerLimitDefault));
   EXPECT_TRUE(g0.info.name.empty());
@@ -254,6 +254,29 @@ TEST(DcgmiDmon, PowerLimitFromTheLogTheOptionOrTheModelTable) {
   EXPECT_NE(dmon_error(named, opt).find("--power-limit"), std::string::npos);
 }
 
+// DCGM's blank sentinels are no value in dcgmi's rows too (the framing blanks them before the
+// catalogue's reader would take them for numbers), and so is P-state 32 (NVML's "unknown").
+TEST(DcgmiDmon, BlankSentinelsAndUnknownPstateAreMissing) {
+  const Recording rec = dmon_ok(
+      "#Entity   POWER             SMACT        PSTAT   TOTEC\n"
+      "ID         W                                      mJ\n"
+      "GPU 0     152.342           140737488355328   0   2147483632\n"
+      "GPU 0     153.000           0.2   32  9223372036854775794\n"
+      "GPU 0     154.000           0.3   2   99999999999\n");
+  ASSERT_EQ(rec.gpus.size(), 1u) << all_notes(rec);
+  const GpuSeries& g = rec.gpus[0];
+  ASSERT_EQ(g.size(), 3u);
+  EXPECT_TRUE(std::isnan(col(g, Field::kGpmSmUtil)[0]));
+  EXPECT_DOUBLE_EQ(col(g, Field::kGpmSmUtil)[1], 20);
+  EXPECT_DOUBLE_EQ(col(g, Field::kPstate)[0], 0);
+  EXPECT_TRUE(std::isnan(col(g, Field::kPstate)[1]));
+  EXPECT_DOUBLE_EQ(col(g, Field::kPstate)[2], 2);
+  EXPECT_TRUE(std::isnan(col(g, Field::kEnergy)[0]));
+  EXPECT_TRUE(std::isnan(col(g, Field::kEnergy)[1]));
+  EXPECT_DOUBLE_EQ(col(g, Field::kEnergy)[2], 99999999999.0);
+  EXPECT_FALSE(has_note(rec, "cannot read")) << all_notes(rec);
+}
+
 TEST(DcgmiDmon, NaThroughoutGivesNoColumnAndANote) {
   std::string text(kDmonHeader);
   for (int i = 0; i < 3; ++i) text += "GPU 0     152.342           N/A          \n";
@@ -284,9 +307,9 @@ TEST(DcgmiDmon, FollowsHeaderChangesAndSkipsBadLines) {
   EXPECT_DOUBLE_EQ(col(g, Field::kGpmSmUtil)[2], 80);
   EXPECT_TRUE(std::isnan(col(g, Field::kUtilGpu)[0]));  // not in the first part
   EXPECT_DOUBLE_EQ(col(g, Field::kUtilGpu)[2], 99);
-  EXPECT_TRUE(has_note(rec, "change 1 time(s)")) << all_notes(rec);
-  EXPECT_TRUE(has_note(rec, "column SMACT ignored: the same field as SMACT")) << all_notes(rec);
-  EXPECT_TRUE(has_note(rec, "dcgm.log:4: expected 2 values, found 3")) << all_notes(rec);
+  EXPECT_TRUE(has_note(rec, "changes 1 time(s)")) << all_notes(rec);
+  EXPECT_TRUE(has_note(rec, "column SMACT ignored: the same quantity as SMACT")) << all_notes(rec);
+  EXPECT_TRUE(has_note(rec, "dcgm.log:4: expected 3 cells, found 4")) << all_notes(rec);
   EXPECT_TRUE(has_note(rec, "dcgm.log:5: SMACT: cannot read \"abc\"")) << all_notes(rec);
   EXPECT_TRUE(has_note(rec, "dcgm.log:6: not a dcgmi dmon row")) << all_notes(rec);
   EXPECT_TRUE(has_note(rec, "dcgm.log:10: the last line is cut short")) << all_notes(rec);
@@ -339,7 +362,7 @@ TEST(DcgmiDmon, Errors) {
                 .find("only GPU-I entities"),
             std::string::npos);
   const std::string garbage = dmon_error(std::string(kDmonHeader) + "GPU 0     1.0\n");
-  EXPECT_NE(garbage.find("no readable rows (dcgm.log:3: expected 2 values, found 1)"),
+  EXPECT_NE(garbage.find("no readable rows (dcgm.log:3: expected 3 cells, found 2)"),
             std::string::npos)
       << garbage;
   std::string bin(
