@@ -321,10 +321,9 @@ void Reader::finish() {
 
   if (!unknown_.empty()) {
     const std::vector<std::string_view> names(unknown_.begin(), unknown_.end());
-    note(
-        fmt::format("ignored columns gpudoctor does not read: {} (name them with --map "
-                    "COLUMN=FIELD)",
-                    log_reader::join_names(names)));
+    // (--map reaches the CSV reader only, not a tool's layout read through it.)
+    note(fmt::format("ignored columns gpudoctor does not read: {}{}", log_reader::join_names(names),
+                     opt_.tool.empty() ? " (name them with --map COLUMN=FIELD)" : ""));
   }
   // (The first few: a header of thousands of columns would make thousands of notes.)
   for (size_t i = 0; i < ignored_notes_.size() && i < 20; ++i) note(std::move(ignored_notes_[i]));
