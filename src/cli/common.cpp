@@ -116,8 +116,9 @@ void add_input_flags(CLI::App& cmd, InputFlags& f) {
                  "For a headerless nvidia-smi CSV (noheader): the --query-gpu list that made it");
   cmd.add_option(
       "--map", f.map,
-      "Generic CSV: read COLUMN as FIELD (a field id of `gpudoctor fields`, or time, gpu, "
-      "ignore); COLUMN may use * and ?. Repeatable.");
+      "Read the log's COLUMN (as its header or the notes name it) as FIELD (a field id of "
+      "`gpudoctor fields`, or time, gpu, ignore); COLUMN may use * and ?. Any CSV or tool log. "
+      "Repeatable.");
   cmd.add_option("--power-limit", f.power_limit_w,
                  "Power limit in W when the log has none (else taken from the GPU model table)")
       ->check(CLI::PositiveNumber);

@@ -21,6 +21,8 @@
 #include "formats/dcgm_scrape.hpp"
 #include "formats/dcgm_values.hpp"
 #include "formats/finish.hpp"
+#include "formats/flat_table.hpp"
+#include "formats/generic_csv.hpp"
 #include "formats/no_value.hpp"
 #include "text/text.hpp"
 
@@ -139,8 +141,6 @@ Target target_of_field_cell(std::string_view s) {
 // ---------------------------------------------------------------------------------------------
 // Values
 
-enum class Cell : uint8_t { kValue, kMissing, kNotSupported, kNoPermission, kBad };
-
 // DCGM's blanks (dcgm_structs.h). A blank is the base value, or base + 1 (not found), + 2 (not
 // supported), + 3 (no permission), ... up to + 15.
 constexpr int64_t kInt32Blank = 0x7ffffff0;
@@ -148,79 +148,10 @@ constexpr int64_t kInt64Blank = 0x7ffffffffffffff0;
 constexpr int64_t kFp64BlankInt = int64_t{1} << 47;
 constexpr double kFp64Blank = 140737488355328.0;  // 2^47
 
-Cell blank_kind(int64_t offset) {
-  if (offset == 2) return Cell::kNotSupported;
-  if (offset == 3) return Cell::kNoPermission;
-  return Cell::kMissing;
-}
-
-// One value as DCGM printed it, in DCGM's unit. Integers are read exactly so that the int64
-// blanks (beyond a double's precision) are recognised: an integer is blank in the INT32 and FP64
-// blank windows (base .. base + 15) and from the INT64 base up; any other number from 2^47 up is
-// an FP64 blank. Integers beyond 2^31 are real values (energy in mJ, byte rates).
-Cell read_cell(std::string_view v, double& out) {
-  // The one no-value rule ("N/A", <<<NOT_SUPPORTED>>>, <<<NULL>>> ...); numbers, nearly every
-  // cell, go straight to the number below (DCGM's integers can be long: no marker scan for them).
-  if (v.empty() || !(v.front() >= '0' && v.front() <= '9')) {
-    switch (csv::no_value(v)) {
-      case csv::NoValue::kNone:
-        break;
-      case csv::NoValue::kNotSupported:
-        return Cell::kNotSupported;
-      case csv::NoValue::kNoPermission:
-        return Cell::kNoPermission;
-      case csv::NoValue::kMissing:
-      case csv::NoValue::kError:
-        return Cell::kMissing;
-    }
-  }
-  if (const auto i = text::parse_int(v)) {
-    if (*i >= kInt64Blank) return blank_kind(*i - kInt64Blank);
-    if (*i >= kInt32Blank && *i <= kInt32Blank + 15) return blank_kind(*i - kInt32Blank);
-    if (*i >= kFp64BlankInt && *i <= kFp64BlankInt + 15) return blank_kind(*i - kFp64BlankInt);
-    out = static_cast<double>(*i);
-    return Cell::kValue;
-  }
-  if (const auto d = text::parse_double(v)) {
-    if (*d >= kFp64Blank) {
-      const double off = *d - kFp64Blank;
-      return off < 16 ? blank_kind(static_cast<int64_t>(off)) : Cell::kMissing;
-    }
-    out = *d;
-    return Cell::kValue;
-  }
-  return Cell::kBad;
-}
-
-}  // namespace
-
-std::optional<std::string_view> dcgm::blank(std::string_view v) {
-  // Every blank is a number of 10 digits or more (0x7ffffff0 is 2147483632).
-  if (v.size() < 10 || !(v.front() >= '0' && v.front() <= '9')) return std::nullopt;
-  double x = 0;
-  switch (read_cell(v, x)) {
-    case Cell::kValue:
-    case Cell::kBad:
-      return std::nullopt;
-    case Cell::kNotSupported:
-      return "<<<NOT_SUPPORTED>>>";
-    case Cell::kNoPermission:
-      return "<<<NO_PERMISSION>>>";
-    case Cell::kMissing:
-      return "N/A";
-  }
-  return std::nullopt;
-}
-
-namespace {
-
-// The value in the field's unit; pstate 32 (NVML's "unknown") and others beyond P15 are missing.
-Cell field_value(Field f, std::string_view v, double& out) {
-  const Cell c = read_cell(v, out);
-  if (c != Cell::kValue) return c;
-  out = text::scaled(out, info(f).dcgm_scale);
-  if (f == Field::kPstate && !(out >= 0 && out <= 15)) return Cell::kMissing;
-  return Cell::kValue;
+std::string_view blank_marker(int64_t offset) {
+  if (offset == 2) return "<<<NOT_SUPPORTED>>>";
+  if (offset == 3) return "<<<NO_PERMISSION>>>";
+  return "N/A";
 }
 
 // A string value (name, UUID ...), "" when DCGM had none.
@@ -234,158 +165,39 @@ std::string fmt_number(double x) {
   return fmt::format("{}", std::round(x * 100) / 100);
 }
 
+}  // namespace
+
+// Integers are read exactly so that the int64 blanks (beyond a double's precision) are
+// recognised: an integer is blank in the INT32 and FP64 blank windows (base .. base + 15) and from
+// the INT64 base up; any other number from 2^47 up is an FP64 blank. Integers beyond 2^31 are real
+// values (energy in mJ, byte rates).
+std::optional<std::string_view> dcgm::blank(std::string_view v) {
+  // Every blank is a number of 10 digits or more (0x7ffffff0 is 2147483632).
+  if (v.size() < 10 || !(v.front() >= '0' && v.front() <= '9')) return std::nullopt;
+  if (const auto i = text::parse_int(v)) {
+    if (*i >= kInt64Blank) return blank_marker(*i - kInt64Blank);
+    if (*i >= kInt32Blank && *i <= kInt32Blank + 15) return blank_marker(*i - kInt32Blank);
+    if (*i >= kFp64BlankInt && *i <= kFp64BlankInt + 15) return blank_marker(*i - kFp64BlankInt);
+    return std::nullopt;
+  }
+  if (const auto d = text::parse_double(v); d && *d >= kFp64Blank) {
+    const double off = *d - kFp64Blank;
+    return off < 16 ? blank_marker(static_cast<int64_t>(off)) : "N/A";
+  }
+  return std::nullopt;
+}
+
+namespace {
+
 // ---------------------------------------------------------------------------------------------
-// What both readers share: per-GPU state, problems, and the finishing notes.
+// The long field dump on the one reading pipeline: a framing that reads the dump's lines (one
+// value each), merges the values of one GPU sampled together into one row, and hands that table to
+// the column catalogue's reader (formats/generic_csv) under DCGM's field names
+// (DCGM_FI_DEV_POWER_USAGE: the catalogue's DCGM names, with DCGM's scale). What only the framing
+// sees (lines before the header, fields gpudoctor does not read, values merged from different
+// times, repeated values) becomes notes after the read.
 
 using log_reader::Problem;
-
-// One value of a long dump, before rows are merged into samples.
-struct Entry {
-  int64_t ts_us;
-  uint32_t seq;  // order in the file, for a stable sort
-  uint16_t field;
-  Cell cell;
-  double value;
-};
-
-struct GpuState {
-  unsigned index = 0;
-  GpuSeries series;
-  std::vector<Entry> entries;  // long dump
-  log_reader::FieldCounts counts;
-
-  void count(Field f, Cell c) {
-    const size_t fi = index_of(f);
-    switch (c) {
-      case Cell::kValue:
-        ++counts.value[fi];
-        break;
-      case Cell::kNotSupported:
-        ++counts.not_supported[fi];
-        break;
-      case Cell::kNoPermission:
-        ++counts.no_permission[fi];
-        break;
-      case Cell::kMissing:
-      case Cell::kBad:
-        ++counts.other[fi];
-        break;
-    }
-  }
-};
-
-class Common {
- public:
-  Common(const std::string& origin, const DcgmOptions& opt) : origin_(origin), opt_(opt) {}
-
- protected:
-  template <class... Args>
-  void problem(Problem& p, size_t line_no, fmt::format_string<Args...> f, Args&&... args) {
-    log_reader::count_problem(p, origin_, line_no, f, std::forward<Args>(args)...);
-  }
-  void note(std::string n) { log_reader::add_note(rec_, std::move(n)); }
-  void skipped(const Problem& p, std::string_view what) { log_reader::note_skipped(rec_, p, what); }
-  std::optional<Error> check_input(std::string_view body, std::string_view what) const {
-    return text::check_input(body, origin_, what, opt_.power_limit_w);
-  }
-
-  // The GPU of a row; null past kMaxGpus GPUs (the row is counted in too_many_gpus_).
-  GpuState* gpu(unsigned index, size_t line_no) {
-    // Rows come round in the same GPU order: try the one after the last first.
-    const size_t n = gpus_.size();
-    if (n > 0) {
-      const size_t next = (last_slot_ + 1) % n;
-      if (gpus_[next].index == index) return &gpus_[last_slot_ = next];
-    }
-    if (const auto it = slots_.find(index); it != slots_.end())
-      return &gpus_[last_slot_ = it->second];
-    if (n >= log_reader::kMaxGpus) {
-      problem(too_many_gpus_, line_no, "GPU {}", index);
-      return nullptr;
-    }
-    GpuState g;
-    g.index = index;
-    g.series.info.index = index;
-    gpus_.push_back(std::move(g));
-    slots_.emplace(index, n);
-    last_slot_ = n;
-    return &gpus_.back();
-  }
-
-  void set_ident(GpuState& g, Ident id, std::string_view raw) {
-    const std::string_view v = string_value(raw);
-    if (v.empty()) return;
-    DeviceInfo& d = g.series.info;
-    switch (id) {
-      case Ident::kName:
-        if (d.name.empty()) d.name = std::string(v);
-        break;
-      case Ident::kSerial:
-        if (d.serial.empty()) d.serial = std::string(v);
-        break;
-      case Ident::kUuid:
-        if (d.uuid.empty()) d.uuid = std::string(v);
-        break;
-      case Ident::kBusId:
-        if (d.pci_bus_id.empty()) d.pci_bus_id = std::string(v);
-        break;
-      case Ident::kDriver:
-        if (rec_.system.driver_version.empty()) rec_.system.driver_version = std::string(v);
-        break;
-      case Ident::kNone:
-        break;
-    }
-  }
-
-  void mark_field(Field f, std::string_view label) {
-    field_in_log_[index_of(f)] = true;
-    if (field_label_[index_of(f)].empty()) field_label_[index_of(f)] = label;
-  }
-
-  // Unsupported fields, empty fields, GPM support, architecture, power limit; GPUs into rec_ in
-  // index order.
-  void finish_gpus(std::string_view placeholder) {
-    // A GPU with identity rows only (a long dump's name or UUID) has no samples.
-    std::vector<unsigned> no_samples;
-    for (const auto& g : gpus_)
-      if (g.series.size() == 0) no_samples.push_back(g.index);
-    if (!no_samples.empty()) {
-      gpus_.erase(std::remove_if(gpus_.begin(), gpus_.end(),
-                                 [](const GpuState& g) { return g.series.size() == 0; }),
-                  gpus_.end());
-      note(fmt::format("GPU(s) {} left out: no values of fields gpudoctor reads",
-                       fmt::join(no_samples, ", ")));
-    }
-    log_reader::FinishOptions fo;
-    fo.power_limit_w = opt_.power_limit_w;
-    fo.placeholder = placeholder;
-    for (size_t fi = 0; fi < kFieldCount; ++fi)
-      if (field_in_log_[fi])
-        fo.columns.emplace_back(static_cast<Field>(fi), std::string(field_label_[fi]));
-    std::vector<log_reader::GpuToFinish> to_finish;
-    for (auto& g : gpus_) to_finish.push_back({&g.series, &g.counts});
-    log_reader::finish_gpus(rec_, to_finish, fo);
-
-    std::stable_sort(gpus_.begin(), gpus_.end(),
-                     [](const GpuState& a, const GpuState& b) { return a.index < b.index; });
-    rec_.gpus.reserve(gpus_.size());
-    for (auto& g : gpus_) rec_.gpus.push_back(std::move(g.series));
-  }
-
-  const std::string& origin_;
-  const DcgmOptions& opt_;
-  Recording rec_;
-  std::vector<GpuState> gpus_;
-  std::unordered_map<unsigned, size_t> slots_;  // GPU index -> gpus_
-  size_t last_slot_ = 0;
-  std::array<bool, kFieldCount> field_in_log_{};
-  std::array<std::string_view, kFieldCount> field_label_{};
-  log_reader::UniqueNames unread_;
-  Problem bad_value_, too_many_gpus_;
-};
-
-// ---------------------------------------------------------------------------------------------
-// DCGM long field dump
 
 struct LongHeader {
   int gpu = -1, ts = -1, field = -1, value = -1;
@@ -413,30 +225,109 @@ LongHeader long_header(const std::vector<std::string_view>& cells) {
   return h;
 }
 
-class LongReader : Common {
- public:
-  LongReader(std::string_view text, const std::string& origin, const DcgmOptions& opt)
-      : Common(origin, opt), text_(text) {}
+// The table's columns: the GPU, the time, the identity strings, then the fields in the order the
+// dump first names them. The names are the catalogue's.
+constexpr size_t kGpuColumn = 0, kTimeColumn = 1;
+constexpr std::array<std::string_view, 6> kIdentColumn = {
+    "", "name", "serial", "uuid", "pci_bus_id", "driver_version"};  // by Ident
 
-  Result<Recording> run();
+// One value of the dump, before the values are merged into samples.
+struct Entry {
+  int64_t ts_us;
+  std::string_view value;
+  uint32_t line;    // the file's line (past 2^32 lines: the last), also the order in the file
+  uint16_t column;  // in the table
+};
+
+struct DumpGpu {
+  unsigned index = 0;
+  std::string_view id;                                        // the GPUId cell as written
+  std::array<std::string_view, kIdentColumn.size()> ident{};  // the first value of each
+  std::vector<Entry> entries;
+};
+
+class LongFraming {
+ public:
+  LongFraming(std::string_view body, const std::string& origin) : body_(body), origin_(origin) {
+    table_names_ = {"gpu", "timestamp_us"};
+    field_column_.fill(0);
+    ident_column_.fill(0);
+  }
+
+  // The table, or the framing's error when it holds no rows to read.
+  std::optional<Error> run();
+  const log_reader::CellTable& table() const { return table_; }
+  void add_notes(Recording& rec) const;
 
  private:
   void read_line(std::string_view t, size_t line_no, bool last_unterminated);
-  void build(GpuState& g, int64_t start_us);
+  DumpGpu* gpu(unsigned index, std::string_view id, size_t line_no);
+  uint16_t column(const Target& tg);
+  void add_rows(DumpGpu& g);
+  template <class... Args>
+  void problem(Problem& p, size_t line_no, fmt::format_string<Args...> f, Args&&... args) {
+    log_reader::count_problem(p, origin_, line_no, f, std::forward<Args>(args)...);
+  }
 
-  std::string_view text_;
+  std::string_view body_;
+  const std::string& origin_;
   LongHeader H_;
   std::string_view header_line_;
   size_t header_line_no_ = 0;
-  uint32_t seq_ = 0;
   size_t rows_read_ = 0, data_lines_ = 0, duplicates_ = 0;
   int64_t max_spread_us_ = 0, max_window_us_ = 0;  // of samples merged from different times
   std::vector<std::string_view> cells_;
   std::unordered_map<std::string_view, Target> targets_;
-  Problem before_header_, wrong_count_, truncated_, bad_gpu_, bad_time_;
+  std::vector<DumpGpu> gpus_;
+  std::unordered_map<unsigned, size_t> slots_;  // GPU index -> gpus_
+  size_t last_slot_ = 0;
+  std::vector<std::string> table_names_;
+  std::array<uint16_t, kFieldCount> field_column_;  // 0: none yet
+  std::array<uint16_t, kIdentColumn.size()> ident_column_;
+  std::vector<bool> pstate_column_;   // per column: the P-state (32 is NVML's "unknown")
+  std::vector<unsigned> no_samples_;  // GPUs with identity values only
+  std::string_view driver_;
+  log_reader::CellTable table_;
+  log_reader::UniqueNames unread_;
+  Problem before_header_, wrong_count_, truncated_, bad_gpu_, bad_time_, too_many_gpus_;
 };
 
-void LongReader::read_line(std::string_view t, size_t line_no, bool last_unterminated) {
+// The GPU of a row; null past kMaxGpus GPUs (the row is counted in too_many_gpus_).
+DumpGpu* LongFraming::gpu(unsigned index, std::string_view id, size_t line_no) {
+  // Rows come round in the same GPU order: try the one after the last first.
+  const size_t n = gpus_.size();
+  if (n > 0) {
+    const size_t next = (last_slot_ + 1) % n;
+    if (gpus_[next].index == index) return &gpus_[last_slot_ = next];
+  }
+  if (const auto it = slots_.find(index); it != slots_.end())
+    return &gpus_[last_slot_ = it->second];
+  if (n >= log_reader::kMaxGpus) {
+    problem(too_many_gpus_, line_no, "GPU {}", index);
+    return nullptr;
+  }
+  gpus_.push_back({index, id, {}, {}});
+  slots_.emplace(index, n);
+  last_slot_ = n;
+  return &gpus_.back();
+}
+
+// The table's column of a field or identity string, added when the dump first names it.
+uint16_t LongFraming::column(const Target& tg) {
+  uint16_t& c = tg.kind == Target::Kind::kField ? field_column_[index_of(tg.field)]
+                                                : ident_column_[static_cast<size_t>(tg.ident)];
+  if (c == 0) {
+    c = static_cast<uint16_t>(table_names_.size());
+    table_names_.emplace_back(tg.kind == Target::Kind::kField
+                                  ? info(tg.field).dcgm_name
+                                  : kIdentColumn[static_cast<size_t>(tg.ident)]);
+    pstate_column_.resize(table_names_.size());
+    pstate_column_[c] = tg.kind == Target::Kind::kField && tg.field == Field::kPstate;
+  }
+  return c;
+}
+
+void LongFraming::read_line(std::string_view t, size_t line_no, bool last_unterminated) {
   ++data_lines_;
   text::split_trimmed(t, ',', cells_);
   if (last_unterminated) {
@@ -473,46 +364,45 @@ void LongReader::read_line(std::string_view t, size_t line_no, bool last_untermi
     return;
   }
   const std::string_view fv = cells_[static_cast<size_t>(H_.field)];
-  Target tg;
-  if (const auto it = targets_.find(fv); it != targets_.end()) {
-    tg = it->second;
-  } else {
-    tg = target_of_field_cell(fv);
-    targets_.emplace(fv, tg);
-    if (tg.kind == Target::Kind::kUnknown) unread_.add(fv);
-    if (tg.kind == Target::Kind::kField) mark_field(tg.field, fv);
+  auto [it, added] = targets_.try_emplace(fv);
+  if (added) {
+    it->second = target_of_field_cell(fv);
+    if (it->second.kind == Target::Kind::kUnknown) unread_.add(fv);
   }
+  const Target tg = it->second;
   ++rows_read_;
   if (tg.kind == Target::Kind::kUnknown) return;
-  GpuState* gp = gpu(static_cast<unsigned>(*gid), line_no);
-  if (gp == nullptr) return;
-  GpuState& g = *gp;
+  DumpGpu* g = gpu(static_cast<unsigned>(*gid), gv, line_no);
+  if (g == nullptr) return;
   if (tg.kind == Target::Kind::kIdent) {
-    set_ident(g, tg.ident, value);
+    const std::string_view v = string_value(value);
+    std::string_view& slot =
+        tg.ident == Ident::kDriver ? driver_ : g->ident[static_cast<size_t>(tg.ident)];
+    if (slot.empty()) slot = v;
+    column(tg);
     return;
   }
-  double x = 0;
-  const Cell cell = field_value(tg.field, value, x);
-  if (cell == Cell::kBad) problem(bad_value_, line_no, "{}: cannot read \"{}\"", fv, value);
-  g.entries.push_back(
-      {*ts, seq_++, static_cast<uint16_t>(index_of(tg.field)), cell, cell == Cell::kValue ? x : 0});
+  g->entries.push_back(
+      {*ts, value, static_cast<uint32_t>(std::min<size_t>(line_no, UINT32_MAX)), column(tg)});
 }
 
-// Merges a GPU's values into samples: in time order, a value joins the current sample when it was
-// taken within half the sampling interval of the sample's first value and its field is not in the
-// sample yet. DCGM stamps each field when it read it, so one round's fields differ by a little.
-void LongReader::build(GpuState& g, int64_t start_us) {
+// Merges a GPU's values into rows of the table: in time order, a value joins the current sample
+// when it was taken within half the sampling interval of the sample's first value and its field is
+// not in the sample yet. DCGM stamps each field when it read it, so one round's fields differ by a
+// little.
+void LongFraming::add_rows(DumpGpu& g) {
   auto& E = g.entries;
-  std::sort(E.begin(), E.end(), [](const Entry& a, const Entry& b) {
-    return a.ts_us != b.ts_us ? a.ts_us < b.ts_us : a.seq < b.seq;
-  });
+  const auto before = [](const Entry& a, const Entry& b) {
+    return a.ts_us != b.ts_us ? a.ts_us < b.ts_us : a.line < b.line;
+  };
+  if (!std::is_sorted(E.begin(), E.end(), before)) std::sort(E.begin(), E.end(), before);
+  const size_t ncols = table_names_.size();
   // The sampling interval: the median gap between successive values of one field.
-  std::array<int64_t, kFieldCount> last{};
-  last.fill(-1);
+  std::vector<int64_t> last(ncols, -1);
   std::vector<int64_t> gaps;
   for (const Entry& e : E) {
-    if (last[e.field] >= 0 && e.ts_us > last[e.field]) gaps.push_back(e.ts_us - last[e.field]);
-    last[e.field] = e.ts_us;
+    if (last[e.column] >= 0 && e.ts_us > last[e.column]) gaps.push_back(e.ts_us - last[e.column]);
+    last[e.column] = e.ts_us;
   }
   int64_t tol = 500000;  // one round only: half of DCGM's usual 1 s
   if (!gaps.empty()) {
@@ -520,31 +410,52 @@ void LongReader::build(GpuState& g, int64_t start_us) {
     std::nth_element(gaps.begin(), mid, gaps.end());
     tol = *mid / 2;
   }
-  std::array<uint32_t, kFieldCount> gen{};
-  std::array<int64_t, kFieldCount> in_sample_ts{};
-  uint32_t cur = 0;
+  // The identity cells every row of the GPU repeats.
+  std::vector<std::string_view> row(ncols);
+  auto start_row = [&] {
+    std::fill(row.begin(), row.end(), std::string_view{});
+    row[kGpuColumn] = g.id;
+    for (size_t i = 1; i < kIdentColumn.size(); ++i)
+      if (ident_column_[i] != 0)
+        row[ident_column_[i]] = i == static_cast<size_t>(Ident::kDriver) ? driver_ : g.ident[i];
+  };
+  std::vector<int64_t> in_sample_ts(ncols, -1);  // -1: not in the current sample
   int64_t first_ts = 0;
-  size_t row = 0;
+  size_t first_line = 0;
+  bool open = false;
   int64_t spread = 0;
+  auto close = [&] {
+    if (open) table_.add_row(row, first_line);
+  };
   for (const Entry& e : E) {
-    const Field f = static_cast<Field>(e.field);
-    const bool seen = cur > 0 && gen[e.field] == cur;
-    if (seen && in_sample_ts[e.field] == e.ts_us) {
+    const bool seen = open && in_sample_ts[e.column] >= 0;
+    if (seen && in_sample_ts[e.column] == e.ts_us) {
       ++duplicates_;
       continue;
     }
-    if (cur == 0 || seen || e.ts_us - first_ts > tol) {
-      ++cur;
+    if (!open || seen || e.ts_us - first_ts > tol) {
+      close();
+      open = true;
       first_ts = e.ts_us;
-      row = g.series.append_row(static_cast<double>(e.ts_us - start_us) / 1e6);
+      first_line = e.line;
+      start_row();
+      row[kTimeColumn] = table_.own(fmt::to_string(e.ts_us));
+      std::fill(in_sample_ts.begin(), in_sample_ts.end(), -1);
     } else {
       spread = std::max(spread, e.ts_us - first_ts);
     }
-    gen[e.field] = cur;
-    in_sample_ts[e.field] = e.ts_us;
-    g.count(f, e.cell);
-    if (e.cell == Cell::kValue) g.series.column_for_write(f)[row] = e.value;
+    in_sample_ts[e.column] = e.ts_us;
+    // DCGM's blank sentinels are no value (the catalogue's reader would take them for numbers),
+    // and neither is a P-state beyond P15 (NVML's "unknown" is 32).
+    std::string_view v = e.value;
+    if (const auto b = dcgm::blank(v)) {
+      v = *b;
+    } else if (pstate_column_[e.column]) {
+      if (const auto p = text::parse_int(v); p && (*p < 0 || *p > 15)) v = "N/A";
+    }
+    row[e.column] = v;
   }
+  close();
   if (spread > 0) {
     max_spread_us_ = std::max(max_spread_us_, spread);
     max_window_us_ = std::max(max_window_us_, tol);
@@ -553,12 +464,9 @@ void LongReader::build(GpuState& g, int64_t start_us) {
   E.shrink_to_fit();
 }
 
-Result<Recording> LongReader::run() {
-  const std::string_view body = text::strip_bom(text_);
-  if (auto e = check_input(body, "a DCGM field dump")) return *e;
-
-  const bool unterminated = body.back() != '\n';
-  text::LineReader lines(body);
+std::optional<Error> LongFraming::run() {
+  const bool unterminated = !body_.empty() && body_.back() != '\n';
+  text::LineReader lines(body_);
   std::string_view line;
   size_t first_line = 0;
   while (lines.next(line)) {
@@ -573,8 +481,9 @@ Result<Recording> LongReader::run() {
       if (H_.valid()) {
         header_line_ = t;
         header_line_no_ = line_no;
-      } else
+      } else {
         problem(before_header_, line_no, "not the dump's header: \"{}\"", t.substr(0, 60));
+      }
       continue;
     }
     if (t == header_line_) continue;  // the header again (dumps appended to one file)
@@ -588,42 +497,68 @@ Result<Recording> LongReader::run() {
         origin_, first_line));
   if (data_lines_ == 0 || rows_read_ == 0)
     return log_reader::no_readable_rows(origin_, "a DCGM dump header",
-                                        fmt::to_string(header_line_no_), data_lines_, text_,
+                                        fmt::to_string(header_line_no_), data_lines_, body_,
                                         {&wrong_count_, &bad_gpu_, &bad_time_, &truncated_});
-
-  int64_t start_us = std::numeric_limits<int64_t>::max();
-  for (const auto& g : gpus_)
-    for (const Entry& e : g.entries) start_us = std::min(start_us, e.ts_us);
-  if (start_us == std::numeric_limits<int64_t>::max())
+  // GPUs in index order, those with identity values only left out.
+  std::stable_sort(gpus_.begin(), gpus_.end(),
+                   [](const DumpGpu& a, const DumpGpu& b) { return a.index < b.index; });
+  for (const DumpGpu& g : gpus_)
+    if (g.entries.empty()) no_samples_.push_back(g.index);
+  if (no_samples_.size() == gpus_.size())
     return usage_error(
         fmt::format("{}: no values of fields gpudoctor reads (fields in the file: {})", origin_,
                     log_reader::join_names(unread_.list, 10)));
-  rec_.start_unix_ms = start_us / 1000;
-  const int64_t start_ms_us = rec_.start_unix_ms * 1000;
-  for (auto& g : gpus_) build(g, start_ms_us);
+  std::vector<std::string_view> names(table_names_.begin(), table_names_.end());
+  table_.set_header(names, header_line_no_);
+  // About one row per round of the fields the dump names.
+  size_t entries = 0;
+  for (const DumpGpu& g : gpus_) entries += g.entries.size();
+  const size_t fields = static_cast<size_t>(
+      std::count_if(field_column_.begin(), field_column_.end(), [](uint16_t c) { return c != 0; }));
+  table_.reserve(entries / std::max<size_t>(fields, 1) + gpus_.size(), names.size());
+  for (DumpGpu& g : gpus_)
+    if (!g.entries.empty()) add_rows(g);
+  return std::nullopt;
+}
 
-  rec_.source = "dcgm dump: " + origin_;
+void LongFraming::add_notes(Recording& rec) const {
   if (max_spread_us_ > 0)
-    note(
+    log_reader::add_note(
+        rec,
         fmt::format("DCGM stamps each field when it reads it: values of one GPU up to {} ms apart "
                     "merged into one sample (those within half the sampling interval, {} ms, of "
                     "the sample's first)",
                     fmt_number(static_cast<double>(max_spread_us_) / 1000.0),
                     fmt_number(static_cast<double>(max_window_us_) / 1000.0)));
-  finish_gpus("N/A or DCGM blanks");
+  if (!no_samples_.empty())
+    log_reader::add_note(rec, fmt::format("GPU(s) {} left out: no values of fields gpudoctor reads",
+                                          fmt::join(no_samples_, ", ")));
   if (!unread_.empty())
-    note(fmt::format("DCGM fields gpudoctor does not read, ignored: {}",
-                     log_reader::join_names(unread_.list)));
+    log_reader::add_note(rec, fmt::format("DCGM fields gpudoctor does not read, ignored: {}",
+                                          log_reader::join_names(unread_.list)));
   if (duplicates_ > 0)
-    note(fmt::format("{} repeated value(s) (same GPU, field and time) ignored", duplicates_));
-  skipped(before_header_, "before the header");
-  skipped(wrong_count_, "with the wrong number of columns");
-  skipped(bad_gpu_, "without a GPU id");
-  skipped(too_many_gpus_, log_reader::kTooManyGpus);
-  skipped(bad_time_, "with an unreadable time");
-  skipped(truncated_, "cut short at the end of the file");
-  log_reader::note_unreadable(rec_, bad_value_);
-  return std::move(rec_);
+    log_reader::add_note(
+        rec, fmt::format("{} repeated value(s) (same GPU, field and time) ignored", duplicates_));
+  log_reader::note_skipped(rec, before_header_, "before the header");
+  log_reader::note_skipped(rec, wrong_count_, "with the wrong number of columns");
+  log_reader::note_skipped(rec, bad_gpu_, "without a GPU id");
+  log_reader::note_skipped(rec, too_many_gpus_, log_reader::kTooManyGpus);
+  log_reader::note_skipped(rec, bad_time_, "with an unreadable time");
+  log_reader::note_skipped(rec, truncated_, "cut short at the end of the file");
+}
+
+Result<Recording> read_long(std::string_view text, const std::string& origin,
+                            const DcgmOptions& opt) {
+  const std::string_view body = text::strip_bom(text);
+  if (auto e = text::check_input(body, origin, "a DCGM field dump", opt.power_limit_w))
+    return std::move(*e);
+  LongFraming framing(body, origin);
+  if (auto e = framing.run()) return std::move(*e);
+  auto rec = read_tool_table(
+      framing.table(), origin,
+      {"DCGM field dump", "N/A or DCGM blanks", "dcgm dump", opt.power_limit_w, &opt.map});
+  if (rec.ok()) framing.add_notes(*rec);
+  return rec;
 }
 
 }  // namespace
@@ -653,12 +588,11 @@ Result<Recording> read_dcgm_long(std::string_view text, const std::string& origi
   if (looks_like_dcgm_scrape(text.substr(0, 4096))) {
     GenericCsvOptions o;
     o.power_limit_w = opt.power_limit_w;
+    o.map = opt.map;
     return read_dcgm_scrape(text, origin, o);
   }
-  return log_reader::guarded_read(origin, "DCGM field dump", [&] {
-    LongReader reader(text, origin, opt);
-    return reader.run();
-  });
+  return log_reader::guarded_read(origin, "DCGM field dump",
+                                  [&] { return read_long(text, origin, opt); });
 }
 
 }  // namespace gpudoctor

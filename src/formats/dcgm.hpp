@@ -22,6 +22,8 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
+#include <vector>
 
 #include "core/recording.hpp"
 #include "core/result.hpp"
@@ -32,6 +34,9 @@ struct DcgmOptions {
   // --power-limit: the limit in W for GPUs whose log has none (DCGM_FI_DEV_POWER_MGMT_LIMIT /
   // DCGM_FI_DEV_ENFORCED_POWER_LIMIT / DCGM_FI_DEV_POWER_MGMT_LIMIT_DEF).
   std::optional<double> power_limit_w;
+  // --map COLUMN=FIELD, as the CSV reader takes it (GenericCsvOptions::map): COLUMN a column of
+  // the tool's layout as the notes name it.
+  std::vector<std::pair<std::string, std::string>> map;
 };
 
 // True when the text looks like `dcgmi dmon` output: a "#Entity" header line (nvidia-smi dmon's

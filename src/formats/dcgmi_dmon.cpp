@@ -46,43 +46,26 @@ struct DcgmiHeader {
   bool positional = false;         // "#Entity" at column 0: dcgmi's own layout
 };
 
-// dcgmi's rows as the lines they are, split when the reader asks for one: the entity group
-// ("GPU") dropped, its number the EntityId cell, DCGM's blank sentinels blanked (the catalogue's
-// reader would take them for numbers) and, where a value holds spaces, the line sliced at the
-// header's offsets.
-class DcgmiRows : public log_reader::CellRows {
+// dcgmi's rows as the lines they are (log_reader::LineRows), split when the reader asks for one:
+// the entity group ("GPU") dropped, its number the EntityId cell, DCGM's blank sentinels blanked
+// (the catalogue's reader would take them for numbers) and, where a value holds spaces, the line
+// sliced at the header's offsets.
+class DcgmiRows : public log_reader::LineRows {
  public:
   void add_header(DcgmiHeader h, size_t file_line) {
+    LineRows::add_header(h.names, file_line);
     headers_.push_back(std::move(h));
-    if (headers_.size() == 1)
-      header_line_ = file_line;
-    else
-      rows_.push_back({{}, file_line, headers_.size() - 1, true});
   }
-  void add_row(std::string_view line, size_t file_line) {
-    rows_.push_back({line, file_line, headers_.size() - 1, false});
-  }
-  void set_last_row_cut() { last_row_cut_ = true; }
-  bool has_header() const { return !headers_.empty(); }
+  // The EntityId (the first cell once the group is dropped) must be a GPU's number.
+  void add_row(std::string_view line, size_t file_line) { LineRows::add_row(line, file_line, 0); }
 
-  size_t columns() const override { return headers_.front().names.size(); }
-  std::string_view name(size_t column) const override { return headers_.front().names[column]; }
-  size_t rows() const override { return rows_.size(); }
-  void row(size_t r, std::vector<std::string_view>& cells) const override {
-    const Row& x = rows_[r];
-    cells.clear();
-    const DcgmiHeader& h = headers_[x.header];
-    if (x.is_header) {
-      for (const auto& n : h.names) cells.emplace_back(n);
-      return;
-    }
-    split_ws(x.line, cells);
-    if (cells.size() > h.names.size() + 1) slice(h, x.line, cells);
+ protected:
+  void split(size_t header, std::string_view line,
+             std::vector<std::string_view>& cells) const override {
+    const DcgmiHeader& h = headers_[header];
+    split_ws(line, cells);
+    if (cells.size() > h.names.size() + 1) slice(h, line, cells);
     if (!cells.empty()) cells.erase(cells.begin());  // the entity group ("GPU")
-    if (!cells.empty()) {
-      // The GPU's number: a cell that is none is no GPU (counted as a row without one).
-      if (const auto i = text::parse_int(cells[0]); !i || *i < 0 || *i > 1000000) cells[0] = {};
-    }
     // DCGM's blank sentinels are no value (not in string columns: a serial number is none), and
     // neither is a P-state beyond P15 (DCGM prints NVML's "unknown", 32).
     for (size_t i = 1; i < cells.size(); ++i) {
@@ -94,18 +77,8 @@ class DcgmiRows : public log_reader::CellRows {
       }
     }
   }
-  size_t header_line() const override { return header_line_; }
-  size_t line(size_t r) const override { return rows_[r].line_no; }
-  bool is_header(size_t r) const override { return rows_[r].is_header; }
-  bool last_row_cut() const override { return last_row_cut_; }
 
  private:
-  struct Row {
-    std::string_view line;  // the line as written (offsets count from its start)
-    size_t line_no;
-    size_t header;   // the header it is read under (a header row: the one it names)
-    bool is_header;  // a header row: the columns change here
-  };
   // Cuts a row at the header's offsets (cells left as split when it does not fit): the entity
   // group and number, then one cell per column; only string columns may hold spaces.
   static void slice(const DcgmiHeader& h, std::string_view line,
@@ -127,10 +100,7 @@ class DcgmiRows : public log_reader::CellRows {
     cells.swap(out);
   }
 
-  std::deque<DcgmiHeader> headers_;
-  std::vector<Row> rows_;
-  size_t header_line_ = 0;
-  bool last_row_cut_ = false;
+  std::deque<DcgmiHeader> headers_;  // the layout of each of LineRows' headers
 };
 
 class DcgmiFraming {
@@ -299,14 +269,9 @@ Result<Recording> read_dcgmi(std::string_view text, const std::string& origin,
         "output?",
         origin));
   if (auto e = framing.no_rows_error()) return std::move(*e);
-  GenericCsvOptions o;
-  o.power_limit_w = opt.power_limit_w;
-  o.tool = "dcgmi dmon";
-  o.placeholder = "N/A";
-  auto rec = read_generic_csv(framing.table(), origin, o);
-  if (!rec.ok()) return rec;
-  rec->source = "dcgmi dmon: " + origin;
-  framing.add_notes(*rec);
+  auto rec = read_tool_table(framing.table(), origin,
+                             {"dcgmi dmon", "N/A", {}, opt.power_limit_w, &opt.map});
+  if (rec.ok()) framing.add_notes(*rec);
   return rec;
 }
 

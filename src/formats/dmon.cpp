@@ -5,7 +5,6 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
-#include <deque>
 #include <string>
 #include <utility>
 #include <vector>
@@ -99,67 +98,6 @@ std::string names_key(const std::vector<std::string_view>& tokens) {
   return k;
 }
 
-// ---------------------------------------------------------------------------------------------
-// The table the reader reads: dmon's rows as the lines they are, each split when the reader asks
-// for it (a table of cells would hold 16 bytes per cell, more than the text itself), and the
-// headers that change the columns between them.
-
-class DmonRows : public log_reader::CellRows {
- public:
-  void set_header(std::vector<std::string> names, size_t file_line) {
-    headers_.push_front(std::move(names));
-    header_line_ = file_line;
-  }
-  void add_header_row(std::vector<std::string> names, size_t file_line) {
-    headers_.push_back(std::move(names));
-    rows_.push_back({{}, file_line, static_cast<int>(headers_.size() - 1), -1, -1});
-  }
-  // A row; gpu: its GPU index cell (dmon's gpu column); drop: a cell left out (a date without a
-  // time), or -1.
-  void add_row(std::string_view text, size_t file_line, int gpu, int drop) {
-    rows_.push_back({text, file_line, -1, static_cast<int16_t>(gpu), static_cast<int16_t>(drop)});
-  }
-  void set_last_row_cut() { last_row_cut_ = true; }
-  bool has_header() const { return !headers_.empty(); }
-
-  size_t columns() const override { return headers_.front().size(); }
-  std::string_view name(size_t column) const override { return headers_.front()[column]; }
-  size_t rows() const override { return rows_.size(); }
-  void row(size_t r, std::vector<std::string_view>& cells) const override {
-    const Row& x = rows_[r];
-    cells.clear();
-    if (x.header >= 0) {
-      for (const auto& n : headers_[static_cast<size_t>(x.header)]) cells.emplace_back(n);
-      return;
-    }
-    split_ws(x.text, cells);
-    // dmon's gpu column is the GPU's index: a cell that is none is no GPU (the reader counts the
-    // row as one without a GPU, once it has the header's number of cells).
-    if (x.gpu >= 0 && static_cast<size_t>(x.gpu) < cells.size()) {
-      std::string_view& g = cells[static_cast<size_t>(x.gpu)];
-      if (const auto i = text::parse_int(g); !i || *i < 0 || *i > 1000000) g = {};
-    }
-    if (x.drop >= 0 && static_cast<size_t>(x.drop) < cells.size())
-      cells.erase(cells.begin() + x.drop);
-  }
-  size_t header_line() const override { return header_line_; }
-  size_t line(size_t r) const override { return rows_[r].line; }
-  bool is_header(size_t r) const override { return rows_[r].header >= 0; }
-  bool last_row_cut() const override { return last_row_cut_; }
-
- private:
-  struct Row {
-    std::string_view text;  // a row's line; empty for a header row
-    size_t line;
-    int header;  // a header row: its names in headers_; -1: a row
-    int16_t gpu, drop;
-  };
-  std::deque<std::vector<std::string>> headers_;  // the first header first (a deque: no moves)
-  std::vector<Row> rows_;
-  size_t header_line_ = 0;
-  bool last_row_cut_ = false;
-};
-
 // The k-th whitespace-separated token of a line ("" past its end).
 std::string_view nth_token(std::string_view t, size_t k) {
   size_t n = 0, i = 0;
@@ -187,7 +125,7 @@ class Framing {
   void run();
   bool any_header() const { return any_header_; }
   bool pmon() const { return pmon_; }
-  const DmonRows& table() const { return table_; }
+  const log_reader::LineRows& table() const { return table_; }
   void add_notes(Recording& rec) const;
 
  private:
@@ -211,7 +149,7 @@ class Framing {
 
   std::string_view body_;
   const std::string& origin_;
-  DmonRows table_;
+  log_reader::LineRows table_;
   Header h_;
   bool valid_ = false, any_header_ = false, pmon_ = false;
   std::vector<std::string_view> tokens_, merged_;
@@ -304,10 +242,7 @@ void Framing::emit_header() {
     names.push_back(column_name(h_.names[i], h_.units.empty() ? "" : h_.units[i]));
   }
   untimed_ = untimed_ || h_.time < 0;
-  if (!table_.has_header())
-    table_.set_header(std::move(names), h_.line);
-  else
-    table_.add_header_row(std::move(names), h_.line);
+  table_.add_header(std::move(names), h_.line);
   h_.emitted = true;
 }
 
@@ -365,14 +300,9 @@ Result<Recording> read(std::string_view text, const std::string& origin, const D
   if (framing.table().rows() == 0)
     return log_reader::no_readable_rows(origin, "a header line",
                                         fmt::to_string(framing.table().header_line()), 0, body, {});
-  GenericCsvOptions o;
-  o.power_limit_w = opt.power_limit_w;
-  o.tool = "nvidia-smi dmon";
-  o.placeholder = "'-'";
-  auto rec = read_generic_csv(framing.table(), origin, o);
-  if (!rec.ok()) return rec;
-  rec->source = "nvidia-smi dmon: " + origin;
-  framing.add_notes(*rec);
+  auto rec = read_tool_table(framing.table(), origin,
+                             {"nvidia-smi dmon", "'-'", {}, opt.power_limit_w, &opt.map});
+  if (rec.ok()) framing.add_notes(*rec);
   return rec;
 }
 

@@ -11,6 +11,8 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
+#include <vector>
 
 #include "core/recording.hpp"
 #include "core/result.hpp"
@@ -20,6 +22,9 @@ namespace gpudoctor {
 struct DmonOptions {
   // --power-limit: the limit in W (dmon logs neither a power limit nor the GPU's name).
   std::optional<double> power_limit_w;
+  // --map COLUMN=FIELD, as the CSV reader takes it (GenericCsvOptions::map): COLUMN a column of
+  // the tool's layout as the notes name it.
+  std::vector<std::pair<std::string, std::string>> map;
 };
 
 // True when the text looks like nvidia-smi dmon output: a '#' header line naming the gpu column

@@ -84,7 +84,24 @@ void CellTable::set_header(const std::vector<std::string_view>& names, size_t fi
 
 void CellTable::add_row(const std::vector<std::string_view>& cells, size_t file_line) {
   rows_.push_back({cells_.size(), cells.size(), file_line});
-  cells_.insert(cells_.end(), cells.begin(), cells.end());
+  for (const std::string_view c : cells) cells_.push_back(text::trim(c));
+}
+
+void CellTable::reserve(size_t rows, size_t cells_per_row) {
+  rows_.reserve(rows_.size() + rows);
+  cells_.reserve(cells_.size() + rows * cells_per_row);
+}
+
+std::string_view CellTable::own(std::string_view cell) {
+  // Cells copied one after another into blocks that are never reallocated (a string each would be
+  // 32 bytes and an allocation for a cell of 16 bytes or more).
+  constexpr size_t kBlock = 64 * 1024;
+  if (owned_.empty() || owned_.back().capacity() - owned_.back().size() < cell.size())
+    owned_.emplace_back().reserve(std::max(kBlock, cell.size()));
+  std::string& b = owned_.back();
+  const size_t at = b.size();
+  b.append(cell);
+  return std::string_view(b).substr(at, cell.size());
 }
 
 void CellTable::clear_rows() {
@@ -94,8 +111,44 @@ void CellTable::clear_rows() {
 
 void CellTable::row(size_t r, std::vector<std::string_view>& cells) const {
   const Row& row = rows_[r];
+  const auto first = cells_.begin() + static_cast<std::ptrdiff_t>(row.first);
+  cells.assign(first, first + static_cast<std::ptrdiff_t>(row.count));
+}
+
+size_t LineRows::add_header(std::vector<std::string> names, size_t file_line) {
+  headers_.push_back(std::move(names));
+  const size_t h = headers_.size() - 1;
+  if (h == 0)
+    header_line_ = file_line;
+  else
+    rows_.push_back({{}, file_line, static_cast<uint32_t>(h), -1, -1, true});
+  return h;
+}
+
+void LineRows::add_row(std::string_view line, size_t file_line, int gpu, int drop) {
+  rows_.push_back({line, file_line, static_cast<uint32_t>(headers_.size() - 1),
+                   static_cast<int16_t>(gpu), static_cast<int16_t>(drop), false});
+}
+
+void LineRows::split(size_t /*header*/, std::string_view line,
+                     std::vector<std::string_view>& cells) const {
+  text::split_ws(line, cells);
+}
+
+void LineRows::row(size_t r, std::vector<std::string_view>& cells) const {
+  const Row& x = rows_[r];
   cells.clear();
-  for (size_t i = row.first; i < row.first + row.count; ++i) cells.push_back(text::trim(cells_[i]));
+  if (x.is_header) {
+    for (const auto& n : headers_[x.header]) cells.emplace_back(n);
+    return;
+  }
+  split(x.header, x.line, cells);
+  if (x.gpu >= 0 && static_cast<size_t>(x.gpu) < cells.size()) {
+    std::string_view& g = cells[static_cast<size_t>(x.gpu)];
+    if (const auto i = text::parse_int(g); !i || *i < 0 || *i > 1000000) g = {};
+  }
+  if (x.drop >= 0 && static_cast<size_t>(x.drop) < cells.size())
+    cells.erase(cells.begin() + x.drop);
 }
 
 void append_csv_cell(std::string& out, std::string_view cell) {

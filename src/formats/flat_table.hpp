@@ -1,15 +1,17 @@
 // Rows of cells that a reader has already split, the shape every text log reader ends up with, and
-// two tables of them:
+// three tables of them:
 //   - FlatTable: structured inputs (JSON samples, W&B run files) flattened into rows of named
 //     cells; the columns are the union of the names in order of first appearance.
-//   - CellTable: the framing variants (formats/text_layouts): a header and rows of cells, each
-//     with the file's line it came from.
+//   - CellTable: the framing variants (formats/text_layouts, DCGM dumps): a header and rows of
+//     cells, each with the file's line it came from.
+//   - LineRows: the NVIDIA tools' whitespace-aligned logs (dmon, dcgmi dmon): rows kept as lines.
 // The column catalogue's reader takes either as it takes a CSV text (read_generic_csv), so a
 // tool's metric names are known in one place whatever framing carried them, and nothing is
 // written out as CSV to be parsed again. Not thread-safe; one table per reader call.
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 #include <deque>
 #include <functional>
 #include <string>
@@ -85,7 +87,9 @@ class CellTable : public CellRows {
   // views: of the input text, which outlives the table, or of a copy own() made.
   void set_header(const std::vector<std::string_view>& names, size_t file_line);
   void add_row(const std::vector<std::string_view>& cells, size_t file_line);
-  std::string_view own(std::string_view cell) { return owned_.emplace_back(cell); }
+  // Room for this many more rows of this many cells each.
+  void reserve(size_t rows, size_t cells_per_row);
+  std::string_view own(std::string_view cell);
   // Drops every row (the header stays).
   void clear_rows();
   size_t columns() const override { return header_.size(); }
@@ -105,7 +109,53 @@ class CellTable : public CellRows {
   size_t header_line_ = 0;
   std::vector<std::string_view> cells_;  // every row's cells, row after row
   std::vector<Row> rows_;
-  std::deque<std::string> owned_;
+  std::deque<std::string> owned_;  // blocks of copied cells, each filled up to its capacity only
+};
+
+// A tool's rows kept as the lines they are, each split when the reader asks for it (a table of
+// cells would hold 16 bytes per cell, more than the text itself), and the headers that change the
+// columns between them: nvidia-smi dmon, dcgmi dmon. A layout whose lines are not cut at
+// whitespace overrides split().
+class LineRows : public CellRows {
+ public:
+  // A header: the first names the table's columns, a later one is a header row (the columns
+  // change below it). Returns its number, for split().
+  size_t add_header(std::vector<std::string> names, size_t file_line);
+  // A row, read under the last header. gpu: the cell that is the GPU's index (after split), blanked
+  // where it is no index so that the reader counts the row as one without a GPU; drop: a cell left
+  // out (after split; a date without a time), or -1.
+  void add_row(std::string_view line, size_t file_line, int gpu = -1, int drop = -1);
+  // The file ends inside the last row.
+  void set_last_row_cut() { last_row_cut_ = true; }
+  bool has_header() const { return !headers_.empty(); }
+
+  size_t columns() const override { return headers_.front().size(); }
+  std::string_view name(size_t column) const override { return headers_.front()[column]; }
+  size_t rows() const override { return rows_.size(); }
+  void row(size_t r, std::vector<std::string_view>& cells) const override;
+  size_t header_line() const override { return header_line_; }
+  size_t line(size_t r) const override { return rows_[r].line_no; }
+  bool is_header(size_t r) const override { return rows_[r].is_header; }
+  bool last_row_cut() const override { return last_row_cut_; }
+
+ protected:
+  // A row's line cut into its cells (at whitespace unless overridden); header: the number
+  // add_header gave the header it is read under.
+  virtual void split(size_t header, std::string_view line,
+                     std::vector<std::string_view>& cells) const;
+
+ private:
+  struct Row {
+    std::string_view line;  // the line as written; empty for a header row
+    size_t line_no;
+    uint32_t header;  // the header it is read under (a header row: the one it names)
+    int16_t gpu, drop;
+    bool is_header;
+  };
+  std::deque<std::vector<std::string>> headers_;  // a deque: the names never move
+  std::vector<Row> rows_;
+  size_t header_line_ = 0;
+  bool last_row_cut_ = false;
 };
 
 // A CSV cell: as is, or quoted with doubled quotes when it holds a separator, quote or newline.

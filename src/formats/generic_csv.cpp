@@ -151,11 +151,13 @@ void Reader::finish() {
                         tn));
         break;
       case TimeMode::kEpoch:
-        note(fmt::format("times in column {} read as Unix epoch {}", tn,
-                         ms_per_unit_ == 1000   ? "seconds"
-                         : ms_per_unit_ == 1    ? "milliseconds"
-                         : ms_per_unit_ == 1e-3 ? "microseconds"
-                                                : "nanoseconds"));
+        // (Not for a tool's own layout whose time column names its unit: nothing was assumed.)
+        if (!time_unit_named_ || opt_.tool.empty())
+          note(fmt::format("times in column {} read as Unix epoch {}", tn,
+                           ms_per_unit_ == 1000   ? "seconds"
+                           : ms_per_unit_ == 1    ? "milliseconds"
+                           : ms_per_unit_ == 1e-3 ? "microseconds"
+                                                  : "nanoseconds"));
         break;
       case TimeMode::kElapsed:
         note(fmt::format("times in column {} read as elapsed {}: the start time is unknown", tn,
@@ -321,9 +323,10 @@ void Reader::finish() {
 
   if (!unknown_.empty()) {
     const std::vector<std::string_view> names(unknown_.begin(), unknown_.end());
-    // (--map reaches the CSV reader only, not a tool's layout read through it.)
-    note(fmt::format("ignored columns gpudoctor does not read: {}{}", log_reader::join_names(names),
-                     opt_.tool.empty() ? " (name them with --map COLUMN=FIELD)" : ""));
+    note(
+        fmt::format("ignored columns gpudoctor does not read: {} (name them with --map "
+                    "COLUMN=FIELD)",
+                    log_reader::join_names(names)));
   }
   // (The first few: a header of thousands of columns would make thousands of notes.)
   for (size_t i = 0; i < ignored_notes_.size() && i < 20; ++i) note(std::move(ignored_notes_[i]));
@@ -375,6 +378,18 @@ Result<Recording> read_generic_csv(const log_reader::CellRows& rows, const std::
     Reader reader(rows, origin, opt);
     return reader.run();
   });
+}
+
+Result<Recording> read_tool_table(const log_reader::CellRows& rows, const std::string& origin,
+                                  const ToolTable& t) {
+  GenericCsvOptions o;
+  o.power_limit_w = t.power_limit_w;
+  o.tool = t.tool;
+  o.placeholder = t.placeholder;
+  if (t.map != nullptr) o.map = *t.map;
+  auto rec = read_generic_csv(rows, origin, o);
+  if (rec.ok()) rec->source = fmt::format("{}: {}", t.label.empty() ? t.tool : t.label, origin);
+  return rec;
 }
 
 }  // namespace gpudoctor

@@ -56,4 +56,17 @@ Result<Recording> read_generic_csv(std::string_view text, const std::string& ori
 Result<Recording> read_generic_csv(const log_reader::CellRows& rows, const std::string& origin,
                                    const GenericCsvOptions& opt);
 
+// A tool's own layout framed as a table (nvidia-smi dmon, dcgmi dmon, DCGM field dumps, the
+// tools' tables): read under the tool's name (GenericCsvOptions::tool) with its placeholder for no
+// value, the recording's source "LABEL: origin". The framing adds its own notes after.
+struct ToolTable {
+  std::string_view tool;         // "nvidia-smi dmon"
+  std::string_view placeholder;  // "'-'"
+  std::string_view label;        // the source's label ("dcgm dump"); the tool's name when empty
+  std::optional<double> power_limit_w;
+  const std::vector<std::pair<std::string, std::string>>* map = nullptr;  // --map
+};
+Result<Recording> read_tool_table(const log_reader::CellRows& rows, const std::string& origin,
+                                  const ToolTable& t);
+
 }  // namespace gpudoctor

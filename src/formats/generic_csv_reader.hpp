@@ -169,6 +169,7 @@ class Reader {
   std::string last_time_text_, last_date_text_;
   double last_time_ms_ = 0;
   double ms_per_unit_ = 1000;
+  bool time_unit_named_ = false;  // the time column's name says its unit ("timestamp_us")
   bool have_first_ = false;
   double first_ms_ = 0;
   double tod_offset_ms_ = 0, tod_last_ms_ = 0;

@@ -241,6 +241,7 @@ void Reader::decide_time(const std::vector<std::string_view>& cells) {
     const double a = std::fabs(x);
     if (tc.m.time_unit_s > 0) {
       ms_per_unit_ = tc.m.time_unit_s * 1000;
+      time_unit_named_ = true;
       mode_ = a * tc.m.time_unit_s >= 1e8 ? TimeMode::kEpoch : TimeMode::kElapsed;
     } else if (a < 1e8) {
       ms_per_unit_ = 1000;
@@ -311,7 +312,9 @@ bool Reader::row_time_of(const std::vector<std::string_view>& cells, std::string
       break;
     case TimeMode::kEpoch:
       if (double x = 0; parse_num(v, x)) {
-        ms = std::round(x * ms_per_unit_);
+        // Whole milliseconds (no binary fraction of a second or minute), but the microseconds of
+        // a finer unit (DCGM stamps its values in microseconds) are kept.
+        ms = ms_per_unit_ >= 1 ? std::round(x * ms_per_unit_) : x * ms_per_unit_;
         ok = std::fabs(ms) < 1e16;
       }
       break;
@@ -450,7 +453,7 @@ void Reader::reset_rows() {
   wide_slots_valid_ = false;
   mode_ = TimeMode::kUndecided;
   have_last_time_ = false;
-  have_first_ = have_tod_ = any_unzoned_ = decimal_comma_ = false;
+  have_first_ = have_tod_ = any_unzoned_ = decimal_comma_ = time_unit_named_ = false;
   first_ms_ = tod_offset_ms_ = tod_last_ms_ = 0;
   round_ = 0;
   timed_rows_ = 0;
@@ -540,7 +543,8 @@ void Reader::read_rows() {
     if (timed && !row_time(cells_, line_no, ms)) continue;
     if (timed && !have_first_) {
       have_first_ = true;
-      first_ms_ = ms;
+      // The start is a whole millisecond; times finer than that count from it.
+      first_ms_ = std::floor(ms);
     }
     const std::string_view host =
         host_col_ >= 0 ? cells_[static_cast<size_t>(host_col_)] : std::string_view{};

@@ -47,6 +47,7 @@ Result<Recording> read_smi_csv_input(std::string_view text, Origin origin, Opts 
   SmiCsvOptions s;
   s.columns = o.columns;
   s.power_limit_w = o.power_limit_w;
+  s.map = o.map;
   return read_smi_csv(text, origin, s);
 }
 
@@ -54,12 +55,14 @@ Result<Recording> read_smi_csv_input(std::string_view text, Origin origin, Opts 
 Result<Recording> read_smi_table_input(std::string_view text, Origin origin, Opts o) {
   SmiTableOptions s;
   s.power_limit_w = o.power_limit_w;
+  s.map = o.map;
   return read_smi_table(text, origin, s);
 }
 
 Result<Recording> read_dmon_input(std::string_view text, Origin origin, Opts o) {
   DmonOptions d;
   d.power_limit_w = o.power_limit_w;
+  d.map = o.map;
   return read_dmon(text, origin, d);
 }
 
@@ -67,6 +70,7 @@ template <Result<Recording> (*F)(std::string_view, const std::string&, const Dcg
 Result<Recording> read_dcgm_input(std::string_view text, Origin origin, Opts o) {
   DcgmOptions d;
   d.power_limit_w = o.power_limit_w;
+  d.map = o.map;
   return F(text, origin, d);
 }
 

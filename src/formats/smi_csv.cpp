@@ -60,6 +60,7 @@ Result<Recording> read_smi_csv(std::string_view text, const std::string& origin,
   GenericCsvOptions g;
   g.header = opt.columns;
   g.power_limit_w = opt.power_limit_w;
+  g.map = opt.map;
   g.tool = "nvidia-smi";
   return read_generic_csv(text, origin, g);
 }

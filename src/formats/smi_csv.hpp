@@ -23,6 +23,8 @@ struct SmiCsvOptions {
   std::vector<std::string> columns;
   // --power-limit: the limit in W to use for GPUs whose log has no power limit column.
   std::optional<double> power_limit_w;
+  // --map COLUMN=FIELD (GenericCsvOptions::map).
+  std::vector<std::pair<std::string, std::string>> map;
 };
 
 // True when a header's cells hold a name only nvidia-smi --query-gpu writes (a dotted query name

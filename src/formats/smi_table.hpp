@@ -18,6 +18,8 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
+#include <vector>
 
 #include "core/recording.hpp"
 #include "core/result.hpp"
@@ -27,6 +29,9 @@ namespace gpudoctor {
 struct SmiTableOptions {
   // --power-limit: the limit in W for GPUs whose table shows no power cap ("N/A").
   std::optional<double> power_limit_w;
+  // --map COLUMN=FIELD, as the CSV reader takes it (GenericCsvOptions::map): COLUMN a column of
+  // the tool's layout as the notes name it.
+  std::vector<std::pair<std::string, std::string>> map;
 };
 
 // True when the text holds an nvidia-smi table: a "| NVIDIA-SMI ... Driver Version" banner or the

@@ -225,14 +225,11 @@ void Reader::commit(const Snapshot& s, std::optional<int64_t> ms) {
 Result<Recording> Reader::finish() {
   const Tool tool = tool_.value_or(Tool::kNvidiaSmi);
   const std::string_view name_of_tool = tool_name(tool);
-  GenericCsvOptions g;
-  g.power_limit_w = opt_.power_limit_w;
-  g.tool = name_of_tool;
-  g.placeholder = "N/A";
-  auto read = read_generic_csv(table_, origin_, g);
+  const std::string label = fmt::format("{} table", name_of_tool);
+  auto read =
+      read_tool_table(table_, origin_, {name_of_tool, "N/A", label, opt_.power_limit_w, &opt_.map});
   if (!read.ok()) return read;
   Recording& rec = read.value();
-  rec.source = fmt::format("{} table: {}", name_of_tool, origin_);
   rec.system.driver_version = driver_;
   rec.system.cuda_driver_version = cuda_;
   auto note = [&](std::string n) { log_reader::add_note(rec, std::move(n)); };

@@ -456,7 +456,7 @@ std::vector<Case> dcgm_dump_cases() {
       {f, "a megabyte value",
        kDumpHeader + kDumpRound1 + "0,1715682668412000,155," + kMegabyteOfDigits + "\n",
        read(2, std::string("1 unreadable value(s) taken as missing (first: in.log:4: ") +
-                   cut_message("155: cannot read \"") + ")")},
+                   cut_message("DCGM_FI_DEV_POWER_USAGE: cannot read \"") + ")")},
       {f, "a megabyte line of text", kDumpHeader + kDumpRound1 + kMegabyte + "\n" + kDumpRound2,
        read(2,
             "skipped 1 line(s) with the wrong number of columns (first: in.log:4: expected 4 "

@@ -154,6 +154,29 @@ TEST(Dmon, ReadsPowerOnlySelection) {
   EXPECT_TRUE(has_note(rec, "throughout) for: mtemp")) << all_notes(rec);
 }
 
+TEST(Dmon, MapReachesDmonsColumns) {
+  // --map names a column dmon prints that gpudoctor does not read, and overrides one it does; the
+  // names are dmon's, as the notes give them.
+  const std::string text =
+      "# gpu    pwr  gtemp    jpg     sm\n"
+      "# Idx      W      C      %      %\n"
+      "    0    150     60     41     90\n"
+      "    0    152     61     43     91\n";
+  const Recording plain = read_ok(text);
+  ASSERT_EQ(plain.gpus.size(), 1u);
+  EXPECT_FALSE(plain.gpus[0].has(Field::kUtilMem));
+  EXPECT_TRUE(has_note(plain, "ignored columns gpudoctor does not read: jpg (name them with --map"))
+      << all_notes(plain);
+  DmonOptions opt;
+  opt.map = {{"jpg", "util_mem_pct"}, {"pwr*", "ignore"}};
+  const Recording mapped = read_ok(text, opt);
+  ASSERT_EQ(mapped.gpus.size(), 1u);
+  EXPECT_EQ(col(mapped.gpus[0], Field::kUtilMem), (std::vector<double>{41, 43}));
+  EXPECT_FALSE(mapped.gpus[0].has(Field::kPower));
+  EXPECT_EQ(col(mapped.gpus[0], Field::kUtilGpu), (std::vector<double>{90, 91}));
+  EXPECT_FALSE(has_note(mapped, "ignored columns")) << all_notes(mapped);
+}
+
 TEST(Dmon, DashIsMissingNeverZero) {
   // An older driver (-s pucvmet, "temp", 5-wide columns), CRLF, a blank line, '-' values, and a
   // last line cut short.
