@@ -1,7 +1,8 @@
 // The trace's own synchronisation records (Kineto's cat "cuda_sync"): read by formats/
 // kineto_trace, used by analysis/trace_measures to class idle gaps as waits on another stream or
-// an event from the record rather than only from launch timing; the per-stream view and the
-// GPU events launched per step. Small hand-written traces, times in microseconds.
+// an event from the record rather than only from launch timing; the per-stream view (each
+// stream's idle split) and the GPU events launched per step. Small hand-written traces, times in
+// microseconds.
 #include <gtest/gtest.h>
 
 #include <string>
@@ -169,6 +170,64 @@ TEST(TraceSync, EachStreamGetsItsBusyTimeAndSpan) {
   ASSERT_EQ(j["streams"].size(), 2u);
   EXPECT_DOUBLE_EQ(j["streams"][0]["busy"].get<double>(), 0.5);
   EXPECT_EQ(j["sync_records"].get<int>(), 0);
+}
+
+// Each stream's idle time split by the rank's rule over that stream's events alone. Stream 20:
+// kernel A [5,50), then D [80,90) launched at 70: the stream ran dry at 50 with nothing queued
+// (host, 30 of its 85 us span). Stream 7: B [10,20); the CPU records an event on 20 and tells 7
+// to wait on it (a "Stream Wait Event" on 7 at 12), launches C (at 14, returned by 16), which
+// runs [60,70) once A is done: 7 waited [20,60) on 20's event (kernel wait, 40); E's launch call
+// began at 65 and was still in flight (to 125) when 7 ran dry at 70, E running [130,135) (other,
+// 60 of its 125 us span). The rank sees only the time nothing ran: [50,60) waiting on the
+// event, [70,80) for the host, [90,130) other.
+TEST(TraceSync, EachStreamsIdleTimeIsSplitByTheRanksRule) {
+  const std::string base = runtime("cudaLaunchKernel", 0, 2, 1) + kernel(5, 45, 1, 20) +
+                           runtime("cudaLaunchKernel", 3, 2, 2) + kernel(10, 10, 2, 7) +
+                           runtime("cudaEventRecord", 10, 1, 3) +
+                           runtime("cudaLaunchKernel", 14, 2, 4) + kernel(60, 10, 4, 7) +
+                           runtime("cudaLaunchKernel", 70, 2, 5) + kernel(80, 10, 5, 20) +
+                           runtime("cudaLaunchKernel", 65, 60, 7) + kernel(130, 5, 7, 7);
+  const TraceMeasures m = measure_trace(parsed(base + runtime("cudaStreamWaitEvent", 12, 1, 6) +
+                                               sync("Stream Wait Event", 12, 1, 6, 7, 20)));
+  ASSERT_EQ(m.streams.size(), 2u);
+  const StreamMeasure& s7 = m.streams[0];
+  const StreamMeasure& s20 = m.streams[1];
+  ASSERT_EQ(s7.stream, 7);
+  EXPECT_EQ(s7.span_ns, 125'000);
+  EXPECT_EQ(s7.busy_ns, 25'000);
+  EXPECT_EQ(s7.idle.host_ns, 0);
+  EXPECT_EQ(s7.idle.sync_ns, 40'000);
+  EXPECT_EQ(s7.idle.sync_recorded_ns, 40'000);
+  EXPECT_EQ(s7.idle.other_ns, 60'000);
+  ASSERT_EQ(s20.stream, 20);
+  EXPECT_EQ(s20.span_ns, 85'000);
+  EXPECT_EQ(s20.busy_ns, 55'000);
+  EXPECT_EQ(s20.idle.host_ns, 30'000);
+  EXPECT_EQ(s20.idle.sync_ns, 0);
+  EXPECT_EQ(s20.idle.other_ns, 0);
+  for (const auto& s : m.streams)
+    EXPECT_EQ(s.idle.host_ns + s.idle.sync_ns + s.idle.other_ns, s.span_ns - s.busy_ns);
+  // The rank: the same rule over all its events at once.
+  EXPECT_EQ(m.idle.sync_ns, 10'000);
+  EXPECT_EQ(m.idle.sync_recorded_ns, 10'000);
+  EXPECT_EQ(m.idle.host_ns, 10'000);
+  EXPECT_EQ(m.idle.other_ns, 40'000);
+  // In the JSON, fractions of each stream's span that sum with `busy` to 1.
+  const auto j = trace_measures_json(m);
+  const auto& j7 = j["streams"][0];
+  EXPECT_DOUBLE_EQ(j7["idle_host_wait"].get<double>(), 0);
+  EXPECT_DOUBLE_EQ(j7["idle_kernel_wait"].get<double>(), 0.32);
+  EXPECT_DOUBLE_EQ(j7["idle_other"].get<double>(), 0.48);
+  EXPECT_DOUBLE_EQ(j7["busy"].get<double>(), 0.2);
+  const auto& j20 = j["streams"][1];
+  EXPECT_DOUBLE_EQ(j20["idle_host_wait"].get<double>(), 0.3529);  // 30/85
+  EXPECT_DOUBLE_EQ(j20["idle_kernel_wait"].get<double>(), 0);
+  EXPECT_DOUBLE_EQ(j20["busy"].get<double>(), 0.6471);
+  // Without the record, 7's wait is still one on another stream or event (C's launch had
+  // returned before 7 ran dry: queued, held), but none of it recorded.
+  const TraceMeasures inferred = measure_trace(parsed(base));
+  EXPECT_EQ(inferred.streams[0].idle.sync_ns, 40'000);
+  EXPECT_EQ(inferred.streams[0].idle.sync_recorded_ns, 0);
 }
 
 // A GPU event belongs to the step its launch call began in (as HTA gives a GPU event its
