@@ -1,17 +1,20 @@
 // The trace's own synchronisation records (Kineto's cat "cuda_sync"): read by formats/
 // kineto_trace, used by analysis/trace_measures to class idle gaps as waits on another stream or
 // an event from the record rather than only from launch timing; the per-stream view (each
-// stream's idle split) and the GPU events launched per step. Small hand-written traces, times in
-// microseconds.
+// stream's idle split) and the GPU events launched per step; the trace fixtures of tests/data.
+// Small hand-written traces, times in microseconds.
 #include <gtest/gtest.h>
 
+#include <filesystem>
 #include <string>
 
 #include <fmt/format.h>
 
+#include "analysis/diagnosis.hpp"
 #include "analysis/trace_findings.hpp"
 #include "analysis/trace_measures.hpp"
 #include "formats/kineto_trace.hpp"
+#include "formats/load.hpp"
 #include "report/trace_report.hpp"
 
 namespace gpudoctor {
@@ -257,6 +260,57 @@ TEST(TraceSync, TheTextReportSaysWhatTheRecordsExplain) {
                       "the span"),
             std::string::npos)
       << text;
+}
+
+// The trace fixtures in tests/data/traces (also the fuzz target's seeds, scripts/fuzz.sh): each
+// is read and diagnosed. sync_streams.json, written for this test (not taken from a real run):
+// five kernels and a copy on streams 7 and 20, a "Stream Wait Event" (20 waits on 7's event), an
+// "Event Sync" and a "Context Sync" (its stream written 4294967295) of the whole device, one
+// ProfilerStep; the CPU blocked in the syncs as the GPU ran dry at 70, 80 and 143 us, and waited
+// for the host from 122 to 140.
+TEST(TraceSync, EveryTraceFixtureIsReadAndTheSyncSeedIsMeasured) {
+  namespace fs = std::filesystem;
+  const fs::path dir = fs::path(GPUDOCTOR_SOURCE_DIR) / "tests/data/traces";
+  size_t read = 0;
+  for (const auto& f : fs::directory_iterator(dir)) {
+    SCOPED_TRACE(f.path().string());
+    auto rec = load_telemetry(f.path().string(), LoadOptions{});
+    ASSERT_TRUE(rec.ok()) << rec.error().message;
+    ASSERT_EQ(rec->traces.size(), 1u);
+    EXPECT_EQ(rec->traces[0].cut_at_byte, 0u);
+    const Diagnosis d = diagnose(rec.value());
+    ASSERT_TRUE(d.trace.is_object());
+    EXPECT_EQ(d.trace["ranks"].size(), 1u);
+    ++read;
+  }
+  EXPECT_GE(read, 2u);
+  auto rec = load_telemetry((dir / "sync_streams.json").string(), LoadOptions{});
+  ASSERT_TRUE(rec.ok()) << rec.error().message;
+  const TraceRank& t = rec->traces[0];
+  EXPECT_EQ(t.rank, 1);
+  EXPECT_EQ(t.events_read, 23u);
+  const TraceMeasures m = measure_trace(t);
+  EXPECT_EQ(m.device, "NVIDIA A100-SXM4-40GB");
+  EXPECT_EQ(m.kernels, 5u);
+  EXPECT_EQ(m.nccl_kernels, 1u);
+  EXPECT_EQ(m.memory_ops, 1u);
+  EXPECT_EQ(m.sync_records, 3u);
+  EXPECT_EQ(m.device_syncs, 2u);
+  EXPECT_EQ(m.stream_waits, 1u);
+  ASSERT_EQ(m.steps.size(), 1u);
+  EXPECT_EQ(m.steps[0].launched, 6u);
+  EXPECT_EQ(m.split.span_ns, 144'000);
+  EXPECT_EQ(m.split.idle_ns, 39'000);
+  EXPECT_EQ(m.idle.host_ns, 18'000);
+  EXPECT_EQ(m.idle.sync_ns, 21'000);
+  EXPECT_EQ(m.idle.sync_recorded_ns, 21'000);
+  ASSERT_EQ(m.streams.size(), 2u);
+  EXPECT_EQ(m.streams[0].stream, 7);
+  EXPECT_EQ(m.streams[0].idle.sync_recorded_ns, 82'000);  // [70,75), [80,140), [143,160)
+  EXPECT_EQ(m.streams[1].stream, 20);
+  EXPECT_EQ(m.streams[1].idle.sync_recorded_ns, 2'000);  // [80,82)
+  for (const auto& s : m.streams)
+    EXPECT_EQ(s.idle.host_ns + s.idle.sync_ns + s.idle.other_ns, s.span_ns - s.busy_ns);
 }
 
 }  // namespace
