@@ -298,7 +298,10 @@ Json trace_measures_json(const TraceMeasures& m) {
                             {"events", s.events},
                             {"busy_ms", ms(s.busy_ns)},
                             {"span_ms", ms(s.span_ns)},
-                            {"busy", frac(s.busy_ns, s.span_ns)}});
+                            {"busy", frac(s.busy_ns, s.span_ns)},
+                            {"idle_host_wait", frac(s.idle.host_ns, s.span_ns)},
+                            {"idle_kernel_wait", frac(s.idle.sync_ns, s.span_ns)},
+                            {"idle_other", frac(s.idle.other_ns, s.span_ns)}});
   j["kernels"] = m.kernels;
   j["kernel_ms"] = ms(m.kernel_ns);
   j["nccl_kernels"] = m.nccl_kernels;

@@ -75,20 +75,85 @@ int64_t stream_key(const TraceEvent& e) {
   return (static_cast<int64_t>(e.device) << 32) | static_cast<uint32_t>(e.stream);
 }
 
-// Sorted and merged by their ends as they begin: the latest end of the spans begun by `at`.
+// Over spans sorted by start, asked in increasing order: the latest end of the spans begun by
+// `a`.
 class LatestEnd {
  public:
-  explicit LatestEnd(Spans& v) : v_(v) { std::sort(v_.begin(), v_.end()); }
+  explicit LatestEnd(const Spans& v) : v_(v) {}
   int64_t at(int64_t a) {
     while (next_ < v_.size() && v_[next_].first <= a) end_ = std::max(end_, v_[next_++].second);
     return end_;
   }
 
  private:
-  Spans& v_;
+  const Spans& v_;
   size_t next_ = 0;
   int64_t end_ = INT64_MIN;
 };
+
+// What IdleSplit's rule reads besides the GPU events: the rank's launch calls by correlation id,
+// its "Stream Wait Event" records by stream (times sorted), and the spans the CPU was blocked
+// in a synchronisation, by call and by the trace's record (each sorted by start).
+struct GapRule {
+  const std::unordered_map<int64_t, const TraceEvent*>& launch_of;
+  const std::unordered_map<int64_t, std::vector<int64_t>>& waits;
+  const Spans& syncs;
+  const Spans& synced;
+};
+
+// The idle gaps between GPU events, by what they waited for (IdleSplit).
+struct IdleGaps {
+  Spans host, sync, other, recorded;
+  IdleSplit split() const { return {length(host), length(sync), length(other), length(recorded)}; }
+};
+
+// The gaps between `events` (sorted by start: the whole rank's, or one stream's) classed by
+// IdleSplit's rule, each by the event that ends it and that event's launch call. The same rule
+// makes the rank's split and each stream's.
+IdleGaps idle_gaps(const std::vector<const TraceEvent*>& events, const GapRule& rule) {
+  IdleGaps g;
+  if (events.empty()) return g;
+  int64_t busy_end = events.front()->start_ns;
+  LatestEnd sync_end(rule.syncs), synced_end(rule.synced);  // the CPU blocked, by call or record
+  std::unordered_map<int64_t, int64_t> last_launch;         // stream key -> its last event's launch
+  for (const TraceEvent* e : events) {
+    const auto it =
+        e->correlation >= 0 ? rule.launch_of.find(e->correlation) : rule.launch_of.end();
+    const TraceEvent* call = it != rule.launch_of.end() ? it->second : nullptr;
+    const int64_t key = stream_key(*e), issued = call ? call->start_ns : e->start_ns;
+    const auto last = last_launch.find(key);
+    if (e->start_ns > busy_end) {
+      const int64_t a = busy_end;
+      const Span gap{a, e->start_ns};
+      // A "Stream Wait Event" recorded on this stream after its previous event was launched
+      // and by this one's launch: this event waited on another stream's event.
+      bool waited = false;
+      if (const auto w = rule.waits.find(key); w != rule.waits.end()) {
+        const int64_t after = last != last_launch.end() ? last->second : INT64_MIN;
+        const auto k = std::upper_bound(w->second.begin(), w->second.end(), after);
+        waited = k != w->second.end() && *k <= issued;
+      }
+      if (synced_end.at(a) >= a) {
+        g.sync.push_back(gap);  // the CPU blocked in a sync the trace recorded
+        g.recorded.push_back(gap);
+      } else if (sync_end.at(a) >= a) {
+        g.sync.push_back(gap);  // the CPU blocked in a sync call as the GPU ran dry
+      } else if (call && call->start_ns >= a) {
+        g.host.push_back(gap);  // nothing queued
+      } else if (waited) {
+        g.sync.push_back(gap);  // queued, waiting on another stream's event: recorded
+        g.recorded.push_back(gap);
+      } else if (call && call->end_ns() <= a) {
+        g.sync.push_back(gap);  // queued, held for a dependency
+      } else {
+        g.other.push_back(gap);
+      }
+    }
+    last_launch[key] = issued;
+    busy_end = std::max(busy_end, e->end_ns());
+  }
+  return g;
+}
 
 double percentile(std::vector<int64_t>& v, double q) {
   if (v.empty()) return 0;
@@ -212,6 +277,27 @@ TraceMeasures measure_trace(const TraceRank& t) {
   m.nccl_overlap_ns = length(intersect(nccl, compute));
   m.dataloader_ns = length(dataloader);
 
+  for (auto& [key, v] : waits) std::sort(v.begin(), v.end());
+  std::sort(syncs.begin(), syncs.end());
+  std::sort(synced.begin(), synced.end());
+  const GapRule rule{launch_of, waits, syncs, synced};
+
+  // Launch delay, and the idle gaps by what the GPU waited for (IdleSplit).
+  std::sort(gpu.begin(), gpu.end(),
+            [](const TraceEvent* a, const TraceEvent* b) { return a->start_ns < b->start_ns; });
+  std::vector<int64_t> delays, launched_at;
+  std::unordered_map<int64_t, std::vector<const TraceEvent*>> on_stream;  // each sorted by start
+  for (const TraceEvent* e : gpu) {
+    on_stream[stream_key(*e)].push_back(e);
+    const auto it = e->correlation >= 0 ? launch_of.find(e->correlation) : launch_of.end();
+    if (it == launch_of.end()) continue;
+    if (e->kind == TraceKind::kKernel) delays.push_back(e->start_ns - it->second->start_ns);
+    launched_at.push_back(it->second->start_ns);
+  }
+  const IdleGaps idle = idle_gaps(gpu, rule);
+  m.idle = idle.split();
+  m.idle_host_wait_ns = m.idle.host_ns;
+
   for (auto& [key, spans] : by_stream) {
     StreamMeasure s;
     s.device = static_cast<int32_t>(key >> 32);
@@ -220,60 +306,12 @@ TraceMeasures measure_trace(const TraceRank& t) {
     spans = merged(std::move(spans));
     s.busy_ns = length(spans);
     s.span_ns = spans.back().second - spans.front().first;
+    s.idle = idle_gaps(on_stream[key], rule).split();
     m.streams.push_back(s);
   }
   std::sort(m.streams.begin(), m.streams.end(), [](const StreamMeasure& a, const StreamMeasure& b) {
     return std::pair(a.device, a.stream) < std::pair(b.device, b.stream);
   });
-  for (auto& [key, v] : waits) std::sort(v.begin(), v.end());
-
-  // Launch delay, and the idle gaps by what the GPU waited for (IdleSplit).
-  std::sort(gpu.begin(), gpu.end(),
-            [](const TraceEvent* a, const TraceEvent* b) { return a->start_ns < b->start_ns; });
-  Spans idle_host, idle_sync, idle_other, idle_recorded;
-  std::vector<int64_t> delays, launched_at;
-  int64_t busy_end = gpu.front()->start_ns;
-  LatestEnd sync_end(syncs), synced_end(synced);     // the CPU blocked, by call or by record
-  std::unordered_map<int64_t, int64_t> last_launch;  // stream key -> its last event's launch
-  for (const TraceEvent* e : gpu) {
-    const auto it = e->correlation >= 0 ? launch_of.find(e->correlation) : launch_of.end();
-    const TraceEvent* call = it != launch_of.end() ? it->second : nullptr;
-    if (call && e->kind == TraceKind::kKernel) delays.push_back(e->start_ns - call->start_ns);
-    if (call) launched_at.push_back(call->start_ns);
-    const int64_t key = stream_key(*e), issued = call ? call->start_ns : e->start_ns;
-    const auto last = last_launch.find(key);
-    if (e->start_ns > busy_end) {
-      const int64_t a = busy_end;
-      const Span gap{a, e->start_ns};
-      // A "Stream Wait Event" recorded on this stream after its previous event was launched
-      // and by this one's launch: this event waited on another stream's event.
-      bool waited = false;
-      if (const auto w = waits.find(key); w != waits.end()) {
-        const int64_t after = last != last_launch.end() ? last->second : INT64_MIN;
-        const auto k = std::upper_bound(w->second.begin(), w->second.end(), after);
-        waited = k != w->second.end() && *k <= issued;
-      }
-      if (synced_end.at(a) >= a) {
-        idle_sync.push_back(gap);  // the CPU blocked in a sync the trace recorded
-        idle_recorded.push_back(gap);
-      } else if (sync_end.at(a) >= a) {
-        idle_sync.push_back(gap);  // the CPU blocked in a sync call as the GPU ran dry
-      } else if (call && call->start_ns >= a) {
-        idle_host.push_back(gap);  // nothing queued
-      } else if (waited) {
-        idle_sync.push_back(gap);  // queued, waiting on another stream's event: recorded
-        idle_recorded.push_back(gap);
-      } else if (call && call->end_ns() <= a) {
-        idle_sync.push_back(gap);  // queued, held for a dependency
-      } else {
-        idle_other.push_back(gap);
-      }
-    }
-    last_launch[key] = issued;
-    busy_end = std::max(busy_end, e->end_ns());
-  }
-  m.idle = {length(idle_host), length(idle_sync), length(idle_other), length(idle_recorded)};
-  m.idle_host_wait_ns = m.idle.host_ns;
   m.launches = delays.size();
   m.launch_delay_median_us = percentile(delays, 0.5) / 1000;
   m.launch_delay_p90_us = percentile(delays, 0.9) / 1000;
@@ -294,10 +332,10 @@ TraceMeasures measure_trace(const TraceRank& t) {
     s.split = split_of(compute, nccl, memory, s.start_ns, end);
     // Idle time of the step outside the rank's GPU events' span (before the first, after the
     // last) follows no gap: other.
-    s.idle.host_ns = length(clip(idle_host, s.start_ns, end));
-    s.idle.sync_ns = length(clip(idle_sync, s.start_ns, end));
+    s.idle.host_ns = length(clip(idle.host, s.start_ns, end));
+    s.idle.sync_ns = length(clip(idle.sync, s.start_ns, end));
     s.idle.other_ns = std::max<int64_t>(0, s.split.idle_ns - s.idle.host_ns - s.idle.sync_ns);
-    s.idle.sync_recorded_ns = length(clip(idle_recorded, s.start_ns, end));
+    s.idle.sync_recorded_ns = length(clip(idle.recorded, s.start_ns, end));
     s.dataloader_ns = length(clip(dataloader, s.start_ns, s.start_ns + s.dur_ns));
   }
   // Each GPU event to the step its launch call began in (steps do not overlap).

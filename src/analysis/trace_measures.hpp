@@ -44,7 +44,9 @@ struct TimeSplit {
 //         for a dependency (an event wait the trace did not record, stream order).
 //   other: the rest: no launch call matched (events without correlation ids), or the launch
 //         call was still in flight when the GPU ran dry.
-// Time when one stream idles while another runs is busy time, not idle, at the rank's level.
+// Time when one stream idles while another runs is busy time, not idle, at the rank's level;
+// each stream's own idle time is split by the same rule over that stream's events alone
+// (StreamMeasure::idle).
 struct IdleSplit {
   int64_t host_ns = 0;
   int64_t sync_ns = 0;
@@ -53,11 +55,16 @@ struct IdleSplit {
 };
 
 // One stream of one device: its GPU events, the time they ran (their union) and the time from
-// its first event's start to its last one's end; idle is the difference.
+// its first event's start to its last one's end; idle is the difference, split as the rank's is
+// (IdleSplit's rule, applied to the gaps between this stream's events: each judged by the
+// stream's event that ends it), so idle.host_ns + idle.sync_ns + idle.other_ns is
+// span_ns - busy_ns. What HTA's idle time breakdown calls host wait is host_ns; its kernel wait
+// is here sync_ns (waiting on another stream or an event, or the CPU blocked in a sync).
 struct StreamMeasure {
   int32_t device = -1, stream = -1;
   size_t events = 0;
   int64_t busy_ns = 0, span_ns = 0;
+  IdleSplit idle;
 };
 
 struct KernelBand {

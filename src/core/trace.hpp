@@ -50,6 +50,12 @@ struct TraceRank {
   size_t events_read = 0;                 // every entry of traceEvents
   std::map<std::string, size_t> skipped;  // events not kept, by category ("cpu_op", ...)
   bool ns_resolution = false;             // timestamps carried nanosecond decimals
+  // Where the input ended before the JSON did (a profiler stopped mid-write, a pipe cut by
+  // Ctrl-C): the bytes read, 0 for a whole trace; whether it ended inside traceEvents (else in
+  // what follows the list), and whether an event cut short there was dropped.
+  uint64_t cut_at_byte = 0;
+  bool cut_in_events = false;
+  bool cut_event_dropped = false;
 };
 
 }  // namespace gpudoctor

@@ -170,6 +170,23 @@ class Cursor {
   size_t i_ = 0;
 };
 
+// Where JSON text that the input ended inside stops being JSON, or nothing where it is JSON as
+// far as it goes (a value cut short, a scalar perhaps cut): a brace missing mid-file makes the
+// framing run on to the end of the input, and is a syntax error, not a cut.
+inline std::optional<size_t> breaks_at(std::string_view partial) {
+  Cursor c(partial);
+  if (c.skip()) {
+    if (c.at_end()) return std::nullopt;
+    return c.pos();
+  }
+  const size_t at = std::min(c.pos(), partial.size());
+  const std::string_view rest = partial.substr(at);
+  if (rest.empty()) return std::nullopt;
+  for (std::string_view w : {"true", "false", "null"})
+    if (w.starts_with(rest)) return std::nullopt;  // a literal cut short
+  return at;
+}
+
 inline constexpr int64_t kMaxMicros = 3'000'000'000'000'000;
 
 // Microseconds as Kineto writes them ("1712195495505582.988", "41.0", "3e2") in nanoseconds,
@@ -220,8 +237,22 @@ inline bool to_int(std::string_view t, int64_t& v) {
 class Feed {
  public:
   explicit Feed(ByteStream& in) : in_(in) {}
-  std::optional<Error> error;                  // a read that failed (a corrupt archive ...)
-  uint64_t pos() const { return base_ + i_; }  // bytes before the cursor
+  std::optional<Error> error;                          // a read that failed (a corrupt archive ...)
+  uint64_t pos() const { return base_ + i_; }          // bytes before the cursor
+  uint64_t size_read() const { return base_ + len_; }  // the input's bytes read so far
+  // Whether the input ended inside (or before) the last value asked for: value() failed for
+  // want of bytes, or a scalar ran to the end (where it may have been cut). A read error is not
+  // an end: `error` says it.
+  bool ended_in_value() const { return ended_in_value_ && !error; }
+  // The last value framed, or where value() failed for want of bytes, the bytes it had (up to
+  // the end); valid until the next call. last_start(): where it starts in the input.
+  std::string_view last_value() const { return last_; }
+  uint64_t last_start() const { return last_start_; }
+  // Nothing but blanks left before the end of the input.
+  bool at_end() {
+    space();
+    return i_ >= len_ && eof_ && !error;
+  }
 
   void space() {
     for (;;) {
@@ -250,8 +281,14 @@ class Feed {
   // The next whole value, from its first byte to its last (a scalar runs to the next ',', '}',
   // ']', ':' or blank); valid until the next call. False at the end of the input or of a read.
   bool value(std::string_view& out) {
+    ended_in_value_ = false;
     space();
-    if (i_ >= len_) return false;
+    last_ = {};
+    last_start_ = pos();
+    if (i_ >= len_) {
+      ended_in_value_ = true;
+      return false;
+    }
     const char first = buf_[i_];
     size_t k = 0;  // bytes of the value framed so far, from i_
     if (first == '{' || first == '[' || first == '"') {
@@ -293,16 +330,26 @@ class Feed {
           ++k;
         }
         if (done) break;
-        if (!more(i_)) return false;  // the value is cut short
+        if (!more(i_)) {
+          ended_in_value_ = true;  // the value is cut short
+          last_ = std::string_view(buf_.data() + i_, len_ - i_);
+          last_start_ = pos();
+          return false;
+        }
       }
     } else {
       for (;;) {
         while (i_ + k < len_ && !ends_scalar(buf_[i_ + k])) ++k;
-        if (i_ + k < len_ || !more(i_)) break;
+        if (i_ + k < len_) break;
+        if (!more(i_)) {
+          ended_in_value_ = true;  // the scalar ran to the end: perhaps cut
+          break;
+        }
       }
       if (k == 0) return false;
     }
-    out = std::string_view(buf_.data() + i_, k);
+    out = last_ = std::string_view(buf_.data() + i_, k);
+    last_start_ = pos();
     i_ += k;
     return true;
   }
@@ -343,6 +390,9 @@ class Feed {
   size_t i_ = 0, len_ = 0;
   uint64_t base_ = 0;  // the input's bytes before buf_[0]
   bool eof_ = false;
+  bool ended_in_value_ = false;
+  std::string_view last_;
+  uint64_t last_start_ = 0;
 };
 
 }  // namespace gpudoctor::kineto_scan

@@ -72,21 +72,34 @@ class TraceParser {
         {
           std::string_view v, k;
           std::string owned;
-          if (f_.peek() != '"' || !f_.value(v) || !Cursor(v).string(k, owned))
+          if (f_.peek() != '"' || !f_.value(v) || !Cursor(v).string(k, owned)) {
+            if (ended_after(any_events)) break;
             return broken("a member name");
+          }
           key = std::string(k);
         }
-        if (!f_.eat(':')) return broken("':'");
+        if (!f_.eat(':')) {
+          if (ended_after(any_events)) break;
+          return broken("':'");
+        }
         bool ok = true;
         if (key == "traceEvents") {
-          any_events = true;
           ok = events();
+          any_events = ok;
         } else {
+          const int64_t base = base_ns_;
           ok = member(key);
+          // A member after the events cut short (a number perhaps cut too): not read.
+          if (f_.ended_in_value() && ended_after(any_events)) {
+            base_ns_ = base;
+            break;
+          }
         }
         if (!ok) return broken(fmt::format("the value of \"{}\"", key));
+        if (out_.cut_at_byte > 0) break;  // the input ended inside traceEvents
       } while (f_.eat(','));
-      if (!f_.eat('}')) return broken("',' or '}'");
+      if (out_.cut_at_byte == 0 && !f_.eat('}') && !ended_after(any_events))
+        return broken("',' or '}'");
     }
     if (f_.error) return *f_.error;
     if (!any_events)
@@ -130,13 +143,47 @@ class TraceParser {
     return framed([](Cursor& c) { return c.skip(); });
   }
 
+  // Whether the input ended (rather than broke) after the event list was read whole: what
+  // follows it (deviceProperties, baseTimeNanoseconds in some traces) is then missing, not wrong.
+  bool ended_after(bool events_read) {
+    if (!events_read || out_.cut_at_byte > 0) return false;
+    if (f_.ended_in_value() ? !clean_cut() : !f_.at_end()) return false;
+    out_.cut_at_byte = f_.size_read();
+    return true;
+  }
+
+  // Whether the value the input ended inside is JSON as far as it goes; where it is not, the
+  // byte it breaks at is the one the error names.
+  bool clean_cut() {
+    const auto at = kineto_scan::breaks_at(f_.last_value());
+    if (at) fail_at_ = f_.last_start() + *at + 1;
+    return !at;
+  }
+
+  // traceEvents' array. Where the input ends inside it (a profiler stopped mid-write, a pipe cut
+  // by Ctrl-C: an end, not a syntax error) the whole events read so far are kept and the one cut
+  // short dropped; with no whole event before the end it stays an error.
   bool events() {
     if (!f_.eat('[')) return false;
     if (f_.eat(']')) return true;
     do {
-      if (!framed([&](Cursor& c) { return event(c); })) return false;
+      const size_t before = out_.events_read;
+      const bool ok = framed([&](Cursor& c) { return event(c); });
+      // A scalar running to the end may have been cut: never taken for a whole event.
+      if (!ok || f_.ended_in_value()) {
+        if (!f_.ended_in_value() || !clean_cut() || before == 0) return false;
+        out_.events_read = before;
+        out_.cut_in_events = true;
+        out_.cut_event_dropped = !f_.last_value().empty();  // not where it ends after a ','
+        out_.cut_at_byte = f_.size_read();
+        return true;
+      }
     } while (f_.eat(','));
-    return f_.eat(']');
+    if (f_.eat(']')) return true;
+    if (!f_.at_end() || out_.events_read == 0) return false;
+    out_.cut_in_events = true;  // between two whole events
+    out_.cut_at_byte = f_.size_read();
+    return true;
   }
 
   uint32_t intern(std::string_view name) {
@@ -304,6 +351,8 @@ class TraceParser {
   int64_t base_ns_ = 0;
 };
 
+constexpr int64_t kWallClockFloorNs = 978'307'200'000'000'000;  // 2001-01-01 UTC
+
 size_t count_kind(const TraceRank& t, TraceKind k) {
   return static_cast<size_t>(std::count_if(t.events.begin(), t.events.end(),
                                            [k](const TraceEvent& e) { return e.kind == k; }));
@@ -366,6 +415,12 @@ Result<Recording> read_kineto_trace(ByteStream& in, const std::string& origin, c
   TraceRank& t = parsed.value();
   const size_t kernels = count_kind(t, TraceKind::kKernel);
   const size_t copies = count_kind(t, TraceKind::kMemcpy) + count_kind(t, TraceKind::kMemset);
+  if (kernels + copies == 0 && t.cut_in_events)
+    return no_data_error(fmt::format(
+        "{}: a profiler trace cut short before its first GPU kernel or memory copy ({} events "
+        "read{}; the input ends inside its event list at byte {}, and Kineto writes the GPU's "
+        "events after the CPU's): nothing here says how the GPU was used",
+        origin, t.events_read, t.rank >= 0 ? fmt::format(", rank {}", t.rank) : "", t.cut_at_byte));
   if (kernels + copies == 0)
     return no_data_error(fmt::format(
         "{}: a profiler trace with no GPU kernels or memory copies ({} events{}): a CPU-only "
@@ -390,6 +445,28 @@ Result<Recording> read_kineto_trace(ByteStream& in, const std::string& origin, c
       count_kind(t, TraceKind::kStep), count_kind(t, TraceKind::kDataLoader), skipped_n,
       fmt::join(skipped, ", ")));
   if (t.ns_resolution) rec.notes.push_back("profiler trace: nanosecond-resolution timestamps");
+  if (t.cut_at_byte > 0) {
+    rec.notes.push_back(
+        t.cut_in_events
+            ? fmt::format(
+                  "profiler trace cut short: the input ends inside its event list (traceEvents) "
+                  "at byte {} (a profiler stopped mid-write, or a pipe cut): the {} whole events "
+                  "before it are read{}; what followed the list is missing",
+                  t.cut_at_byte, t.events_read,
+                  t.cut_event_dropped ? ", the one cut short dropped" : "")
+            : fmt::format(
+                  "profiler trace cut short: the input ends at byte {}, after its event list "
+                  "(all {} events read whole); what followed the list is missing",
+                  t.cut_at_byte, t.events_read));
+    // Times before 2001 are the profiler's own clock: the baseTimeNanoseconds that newer traces
+    // write after the events, which puts them on the wall clock, was cut off.
+    if (first < kWallClockFloorNs) {
+      rec.start_unix_ms = 0;
+      rec.notes.push_back(
+          "profiler trace cut short: its times are the profiler's own clock, not the wall clock "
+          "(the baseTimeNanoseconds written after the events is missing): no start date");
+    }
+  }
   rec.traces.push_back(std::move(t));
   return rec;
 }

@@ -1,16 +1,20 @@
 // The trace's own synchronisation records (Kineto's cat "cuda_sync"): read by formats/
 // kineto_trace, used by analysis/trace_measures to class idle gaps as waits on another stream or
-// an event from the record rather than only from launch timing; the per-stream view and the
-// GPU events launched per step. Small hand-written traces, times in microseconds.
+// an event from the record rather than only from launch timing; the per-stream view (each
+// stream's idle split) and the GPU events launched per step; the trace fixtures of tests/data.
+// Small hand-written traces, times in microseconds.
 #include <gtest/gtest.h>
 
+#include <filesystem>
 #include <string>
 
 #include <fmt/format.h>
 
+#include "analysis/diagnosis.hpp"
 #include "analysis/trace_findings.hpp"
 #include "analysis/trace_measures.hpp"
 #include "formats/kineto_trace.hpp"
+#include "formats/load.hpp"
 #include "report/trace_report.hpp"
 
 namespace gpudoctor {
@@ -171,6 +175,64 @@ TEST(TraceSync, EachStreamGetsItsBusyTimeAndSpan) {
   EXPECT_EQ(j["sync_records"].get<int>(), 0);
 }
 
+// Each stream's idle time split by the rank's rule over that stream's events alone. Stream 20:
+// kernel A [5,50), then D [80,90) launched at 70: the stream ran dry at 50 with nothing queued
+// (host, 30 of its 85 us span). Stream 7: B [10,20); the CPU records an event on 20 and tells 7
+// to wait on it (a "Stream Wait Event" on 7 at 12), launches C (at 14, returned by 16), which
+// runs [60,70) once A is done: 7 waited [20,60) on 20's event (kernel wait, 40); E's launch call
+// began at 65 and was still in flight (to 125) when 7 ran dry at 70, E running [130,135) (other,
+// 60 of its 125 us span). The rank sees only the time nothing ran: [50,60) waiting on the
+// event, [70,80) for the host, [90,130) other.
+TEST(TraceSync, EachStreamsIdleTimeIsSplitByTheRanksRule) {
+  const std::string base = runtime("cudaLaunchKernel", 0, 2, 1) + kernel(5, 45, 1, 20) +
+                           runtime("cudaLaunchKernel", 3, 2, 2) + kernel(10, 10, 2, 7) +
+                           runtime("cudaEventRecord", 10, 1, 3) +
+                           runtime("cudaLaunchKernel", 14, 2, 4) + kernel(60, 10, 4, 7) +
+                           runtime("cudaLaunchKernel", 70, 2, 5) + kernel(80, 10, 5, 20) +
+                           runtime("cudaLaunchKernel", 65, 60, 7) + kernel(130, 5, 7, 7);
+  const TraceMeasures m = measure_trace(parsed(base + runtime("cudaStreamWaitEvent", 12, 1, 6) +
+                                               sync("Stream Wait Event", 12, 1, 6, 7, 20)));
+  ASSERT_EQ(m.streams.size(), 2u);
+  const StreamMeasure& s7 = m.streams[0];
+  const StreamMeasure& s20 = m.streams[1];
+  ASSERT_EQ(s7.stream, 7);
+  EXPECT_EQ(s7.span_ns, 125'000);
+  EXPECT_EQ(s7.busy_ns, 25'000);
+  EXPECT_EQ(s7.idle.host_ns, 0);
+  EXPECT_EQ(s7.idle.sync_ns, 40'000);
+  EXPECT_EQ(s7.idle.sync_recorded_ns, 40'000);
+  EXPECT_EQ(s7.idle.other_ns, 60'000);
+  ASSERT_EQ(s20.stream, 20);
+  EXPECT_EQ(s20.span_ns, 85'000);
+  EXPECT_EQ(s20.busy_ns, 55'000);
+  EXPECT_EQ(s20.idle.host_ns, 30'000);
+  EXPECT_EQ(s20.idle.sync_ns, 0);
+  EXPECT_EQ(s20.idle.other_ns, 0);
+  for (const auto& s : m.streams)
+    EXPECT_EQ(s.idle.host_ns + s.idle.sync_ns + s.idle.other_ns, s.span_ns - s.busy_ns);
+  // The rank: the same rule over all its events at once.
+  EXPECT_EQ(m.idle.sync_ns, 10'000);
+  EXPECT_EQ(m.idle.sync_recorded_ns, 10'000);
+  EXPECT_EQ(m.idle.host_ns, 10'000);
+  EXPECT_EQ(m.idle.other_ns, 40'000);
+  // In the JSON, fractions of each stream's span that sum with `busy` to 1.
+  const auto j = trace_measures_json(m);
+  const auto& j7 = j["streams"][0];
+  EXPECT_DOUBLE_EQ(j7["idle_host_wait"].get<double>(), 0);
+  EXPECT_DOUBLE_EQ(j7["idle_kernel_wait"].get<double>(), 0.32);
+  EXPECT_DOUBLE_EQ(j7["idle_other"].get<double>(), 0.48);
+  EXPECT_DOUBLE_EQ(j7["busy"].get<double>(), 0.2);
+  const auto& j20 = j["streams"][1];
+  EXPECT_DOUBLE_EQ(j20["idle_host_wait"].get<double>(), 0.3529);  // 30/85
+  EXPECT_DOUBLE_EQ(j20["idle_kernel_wait"].get<double>(), 0);
+  EXPECT_DOUBLE_EQ(j20["busy"].get<double>(), 0.6471);
+  // Without the record, 7's wait is still one on another stream or event (C's launch had
+  // returned before 7 ran dry: queued, held), but none of it recorded.
+  const TraceMeasures inferred = measure_trace(parsed(base));
+  EXPECT_EQ(inferred.streams[0].idle.sync_ns, 40'000);
+  EXPECT_EQ(inferred.streams[0].idle.sync_recorded_ns, 0);
+}
+
 // A GPU event belongs to the step its launch call began in (as HTA gives a GPU event its
 // launch's iteration), wherever it runs.
 TEST(TraceSync, GpuEventsCountTowardTheStepTheirLaunchBeganIn) {
@@ -198,6 +260,57 @@ TEST(TraceSync, TheTextReportSaysWhatTheRecordsExplain) {
                       "the span"),
             std::string::npos)
       << text;
+}
+
+// The trace fixtures in tests/data/traces (also the fuzz target's seeds, scripts/fuzz.sh): each
+// is read and diagnosed. sync_streams.json, written for this test (not taken from a real run):
+// five kernels and a copy on streams 7 and 20, a "Stream Wait Event" (20 waits on 7's event), an
+// "Event Sync" and a "Context Sync" (its stream written 4294967295) of the whole device, one
+// ProfilerStep; the CPU blocked in the syncs as the GPU ran dry at 70, 80 and 143 us, and waited
+// for the host from 122 to 140.
+TEST(TraceSync, EveryTraceFixtureIsReadAndTheSyncSeedIsMeasured) {
+  namespace fs = std::filesystem;
+  const fs::path dir = fs::path(GPUDOCTOR_SOURCE_DIR) / "tests/data/traces";
+  size_t read = 0;
+  for (const auto& f : fs::directory_iterator(dir)) {
+    SCOPED_TRACE(f.path().string());
+    auto rec = load_telemetry(f.path().string(), LoadOptions{});
+    ASSERT_TRUE(rec.ok()) << rec.error().message;
+    ASSERT_EQ(rec->traces.size(), 1u);
+    EXPECT_EQ(rec->traces[0].cut_at_byte, 0u);
+    const Diagnosis d = diagnose(rec.value());
+    ASSERT_TRUE(d.trace.is_object());
+    EXPECT_EQ(d.trace["ranks"].size(), 1u);
+    ++read;
+  }
+  EXPECT_GE(read, 2u);
+  auto rec = load_telemetry((dir / "sync_streams.json").string(), LoadOptions{});
+  ASSERT_TRUE(rec.ok()) << rec.error().message;
+  const TraceRank& t = rec->traces[0];
+  EXPECT_EQ(t.rank, 1);
+  EXPECT_EQ(t.events_read, 23u);
+  const TraceMeasures m = measure_trace(t);
+  EXPECT_EQ(m.device, "NVIDIA A100-SXM4-40GB");
+  EXPECT_EQ(m.kernels, 5u);
+  EXPECT_EQ(m.nccl_kernels, 1u);
+  EXPECT_EQ(m.memory_ops, 1u);
+  EXPECT_EQ(m.sync_records, 3u);
+  EXPECT_EQ(m.device_syncs, 2u);
+  EXPECT_EQ(m.stream_waits, 1u);
+  ASSERT_EQ(m.steps.size(), 1u);
+  EXPECT_EQ(m.steps[0].launched, 6u);
+  EXPECT_EQ(m.split.span_ns, 144'000);
+  EXPECT_EQ(m.split.idle_ns, 39'000);
+  EXPECT_EQ(m.idle.host_ns, 18'000);
+  EXPECT_EQ(m.idle.sync_ns, 21'000);
+  EXPECT_EQ(m.idle.sync_recorded_ns, 21'000);
+  ASSERT_EQ(m.streams.size(), 2u);
+  EXPECT_EQ(m.streams[0].stream, 7);
+  EXPECT_EQ(m.streams[0].idle.sync_recorded_ns, 82'000);  // [70,75), [80,140), [143,160)
+  EXPECT_EQ(m.streams[1].stream, 20);
+  EXPECT_EQ(m.streams[1].idle.sync_recorded_ns, 2'000);  // [80,82)
+  for (const auto& s : m.streams)
+    EXPECT_EQ(s.idle.host_ns + s.idle.sync_ns + s.idle.other_ns, s.span_ns - s.busy_ns);
 }
 
 }  // namespace
