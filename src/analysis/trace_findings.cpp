@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <optional>
 #include <string>
 #include <vector>
@@ -9,6 +10,7 @@
 #include <fmt/format.h>
 
 #include "analysis/workload.hpp"
+#include "core/trace.hpp"
 
 namespace gpudoctor {
 
@@ -106,9 +108,16 @@ Finding finding_of(Cause cause, const std::vector<Hit>& hits, double confidence,
   f.gpus.erase(std::unique(f.gpus.begin(), f.gpus.end()), f.gpus.end());
   f.share = round2(share);
   f.severity = severity_of(share, f.confidence);
-  const double start_ns = static_cast<double>(rec.start_unix_ms) * 1e6;
   // On the recording's clock; may be negative here (a trace before the telemetry): clamped by
-  // the caller once it has checked the overlap.
+  // the caller once it has checked the overlap. Without a wall-clock start (a trace cut before
+  // the base time Kineto writes after its events), from the traces' first event.
+  double start_ns = static_cast<double>(rec.start_unix_ms) * 1e6;
+  if (rec.start_unix_ms <= 0) {
+    int64_t origin = INT64_MAX;
+    for (const TraceRank& t : rec.traces)
+      for (const TraceEvent& e : t.events) origin = std::min(origin, e.start_ns);
+    if (origin != INT64_MAX) start_ns = static_cast<double>(origin);
+  }
   f.start_s = (static_cast<double>(first) - start_ns) / 1e9;
   f.end_s = std::max(f.start_s, (static_cast<double>(last) - start_ns) / 1e9);
   f.summary = std::move(summary);

@@ -100,6 +100,15 @@ void expect_cut_read(const Result<Recording>& rec, const TraceRank& whole) {
   ASSERT_TRUE(d.trace.is_object());
   EXPECT_EQ(d.trace["ranks"].size(), 1u);
   EXPECT_TRUE(has_note(d.input_notes, "profiler trace cut short"));
+  // Its findings count from the trace's first event, not from the profiler clock's zero (hours
+  // before the trace).
+  ASSERT_FALSE(d.findings.empty());
+  const double span_s =
+      static_cast<double>(t.events.back().start_ns - t.events.front().start_ns) / 1e9;
+  for (const auto& f : d.findings) {
+    EXPECT_GE(f.start_s, 0.0);
+    EXPECT_LE(f.end_s, span_s + 60) << f.start_s;
+  }
 }
 
 TEST(TraceCut, AnHtaTraceCutInsideItsEventsIsReadUpToTheCutFromAFile) {
