@@ -565,21 +565,11 @@ Result<Recording> read_long(std::string_view text, const std::string& origin,
 
 bool looks_like_dcgm_long(std::string_view head) {
   if (looks_like_dcgm_scrape(head)) return true;  // (read_dcgm_long hands it on)
-  return log_reader::guarded_check([&] {
-    head = text::strip_bom(head);
-    if (head.empty() || text::looks_binary(head.substr(0, 4096))) return false;
-    text::LineReader lines(head);
-    std::string_view line;
-    std::vector<std::string_view> cells;
-    size_t scanned = 0;
-    while (lines.next(line) && scanned < 16) {
-      const std::string_view t = text::trim(line);
-      if (t.empty()) continue;
-      ++scanned;
-      text::split_trimmed(t, ',', cells);
-      if (long_header(cells).valid()) return true;
-    }
-    return false;
+  std::vector<std::string_view> cells;
+  return log_reader::by_first_lines(head, 16, [&](std::string_view t) -> std::optional<bool> {
+    text::split_trimmed(t, ',', cells);
+    if (long_header(cells).valid()) return true;
+    return std::nullopt;
   });
 }
 

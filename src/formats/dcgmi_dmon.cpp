@@ -278,22 +278,12 @@ Result<Recording> read_dcgmi(std::string_view text, const std::string& origin,
 }  // namespace
 
 bool looks_like_dcgmi_dmon(std::string_view head) {
-  return log_reader::guarded_check([&] {
-    head = text::strip_bom(head);
-    if (head.empty() || text::looks_binary(head.substr(0, 4096))) return false;
-    text::LineReader lines(head);
-    std::string_view line;
-    std::vector<std::string_view> tokens;
-    size_t scanned = 0;
-    while (lines.next(line) && scanned < 64) {
-      const std::string_view t = text::trim(line);
-      if (t.empty()) continue;
-      ++scanned;
-      if (t.front() != '#') continue;
-      split_ws(t.substr(1), tokens);
-      if (is_dcgmi_entity_header(tokens)) return true;
-    }
-    return false;
+  std::vector<std::string_view> tokens;
+  return log_reader::by_first_lines(head, 64, [&](std::string_view t) -> std::optional<bool> {
+    if (t.front() != '#') return std::nullopt;
+    split_ws(t.substr(1), tokens);
+    if (is_dcgmi_entity_header(tokens)) return true;
+    return std::nullopt;
   });
 }
 

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -309,34 +310,25 @@ Result<Recording> read(std::string_view text, const std::string& origin, const D
 }  // namespace
 
 bool looks_like_dmon(std::string_view head) {
-  return log_reader::guarded_check([&] {
-    head = text::strip_bom(head);
-    if (head.empty() || text::looks_binary(head.substr(0, 4096))) return false;
-    text::LineReader lines(head);
-    std::string_view line;
-    std::vector<std::string_view> tokens;
-    size_t other = 0, scanned = 0;
-    while (lines.next(line) && scanned < 64) {
-      const std::string_view t = text::trim(line);
-      if (t.empty()) continue;
-      ++scanned;
-      if (t.front() == '#') {
-        split_ws(t.substr(1), tokens);
-        if (is_pmon_header(tokens)) return false;
-        if (is_names_line(tokens) && std::any_of(tokens.begin(), tokens.end(), is_metric_name))
-          return true;
-        if (is_units_line(tokens)) continue;
-      } else {
-        // dmon rows (a file cut from the middle of a log) hold numbers, '-', dates and times.
-        split_ws(t, tokens);
-        const bool row_like = std::all_of(tokens.begin(), tokens.end(), [](std::string_view s) {
-          return s == "-" || (s.front() >= '0' && s.front() <= '9');
-        });
-        if (row_like) continue;
-      }
-      if (++other > 3) return false;
+  std::vector<std::string_view> tokens;
+  size_t other = 0;
+  return log_reader::by_first_lines(head, 64, [&](std::string_view t) -> std::optional<bool> {
+    if (t.front() == '#') {
+      split_ws(t.substr(1), tokens);
+      if (is_pmon_header(tokens)) return false;
+      if (is_names_line(tokens) && std::any_of(tokens.begin(), tokens.end(), is_metric_name))
+        return true;
+      if (is_units_line(tokens)) return std::nullopt;
+    } else {
+      // dmon rows (a file cut from the middle of a log) hold numbers, '-', dates and times.
+      split_ws(t, tokens);
+      const bool row_like = std::all_of(tokens.begin(), tokens.end(), [](std::string_view s) {
+        return s == "-" || (s.front() >= '0' && s.front() <= '9');
+      });
+      if (row_like) return std::nullopt;
     }
-    return false;
+    if (++other > 3) return false;
+    return std::nullopt;
   });
 }
 

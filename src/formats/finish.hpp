@@ -22,6 +22,7 @@
 #include "core/gpu_models.hpp"
 #include "core/recording.hpp"
 #include "core/result.hpp"
+#include "text/text.hpp"
 
 namespace gpudoctor::log_reader {
 
@@ -144,6 +145,26 @@ bool guarded_check(Check&& check) noexcept {
   } catch (const std::exception&) {
     return false;
   }
+}
+
+// A format check by a text's first lines: `look` sees each of the first `most` lines that are not
+// blank (trimmed) of a head that is text (its byte order mark dropped, not binary) and answers
+// true or false once it knows, nothing to read on. No answer is "no", and so is an exception.
+template <class Look>
+bool by_first_lines(std::string_view head, size_t most, Look&& look) noexcept {
+  return guarded_check([&] {
+    head = text::strip_bom(head);
+    if (head.empty() || text::looks_binary(head.substr(0, 4096))) return false;
+    text::LineReader lines(head);
+    std::string_view line;
+    for (size_t seen = 0; seen < most && lines.next(line);) {
+      const std::string_view t = text::trim(line);
+      if (t.empty()) continue;
+      ++seen;
+      if (const std::optional<bool> answer = look(t)) return *answer;
+    }
+    return false;
+  });
 }
 
 // --gpu-name: names the GPUs the log left unnamed (nvidia-smi dmon names none), sets their
