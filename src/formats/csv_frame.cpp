@@ -37,6 +37,7 @@ Records::Next Records::next(std::vector<std::string_view>& cells, size_t& line_n
       pos_ = std::min(text_.size(), pos_ + len + 1);
       continue;
     }
+    text::passed(line.data());
     if (std::memchr(line.data(), '"', line.size()) == nullptr) {
       pos_ = std::min(text_.size(), pos_ + len + 1);
       raw = t;

@@ -1,5 +1,6 @@
 #include "formats/encoding.hpp"
 
+#include <algorithm>
 #include <cstdint>
 #include <cstring>
 
@@ -99,8 +100,17 @@ Encoding detect_encoding(std::string_view bytes) {
     }
     return zero_odd >= zero_even ? Encoding::kUtf16Le : Encoding::kUtf16Be;
   }
-  if (valid_utf8(bytes)) return Encoding::kUtf8;
-  return Encoding::kWindows1252;
+  // In pieces cut before an ASCII byte (never inside a character, and a sequence an ASCII byte
+  // cuts is invalid either way), telling the framing's page release how far the check has read.
+  constexpr size_t kPiece = size_t{8} << 20;
+  for (size_t b = 0; b < bytes.size();) {
+    size_t e = std::min(bytes.size(), b + kPiece);
+    while (e < bytes.size() && static_cast<unsigned char>(bytes[e]) >= 0x80) ++e;
+    if (!valid_utf8(bytes.substr(b, e - b))) return Encoding::kWindows1252;
+    text::passed(bytes.data() + e);
+    b = e;
+  }
+  return Encoding::kUtf8;
 }
 
 std::string_view decode_to_utf8(std::string_view bytes, Encoding enc, std::string& storage) {

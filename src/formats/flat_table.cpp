@@ -138,6 +138,7 @@ void LineRows::split(size_t /*header*/, std::string_view line,
 void LineRows::row(size_t r, std::vector<std::string_view>& cells) const {
   const Row& x = rows_[r];
   cells.clear();
+  text::passed(x.line.data());  // the rows are read in order: the lines behind may go
   if (x.is_header) {
     for (const auto& n : headers_[x.header]) cells.emplace_back(n);
     return;

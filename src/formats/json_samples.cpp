@@ -389,6 +389,7 @@ Result<Recording> read_json_samples_unguarded(std::string_view text, const std::
                                  !breaks_at_a_line_start(body.substr(start, end - start));
       if (!read_in_place) end = value_end(body, start);
       const std::string_view chunk = body.substr(start, end - start);
+      text::passed(chunk.data());
       if (read_in_place) {
         flat.sample(View{scan, {}}, scan.root());
       } else {

@@ -337,6 +337,7 @@ Result<Recording> load_telemetry(const std::string& path, const LoadOptions& opt
   if (!mapped) return mapped.error();
   if (const Compression c = detect_compression(head); c != Compression::kNone)
     return load_compressed(mapped->text(), c, path, options);
+  const text::ReleasePassed release(mapped->text());
   return load_text(mapped->text(), path, options);
 }
 

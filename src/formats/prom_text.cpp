@@ -206,6 +206,7 @@ Result<Recording> read_prom_text_unguarded(std::string_view text, const std::str
     size_t end = body.find('\n', pos);
     if (end == std::string_view::npos) end = body.size();
     std::string_view line = text::trim(body.substr(pos, end - pos));
+    text::passed(line.data());
     pos = end + 1;
     ++line_no;
     if (line.empty() || is_exposition_comment(line)) continue;

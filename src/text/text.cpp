@@ -8,6 +8,9 @@
 #include <cstring>
 #include <system_error>
 
+#include <sys/mman.h>
+#include <unistd.h>
+
 #include <fmt/format.h>
 
 namespace gpudoctor::text {
@@ -88,6 +91,37 @@ bool looks_binary(std::string_view head) {
   return control > 0 && control * 100 > head.size();  // over 1% control bytes
 }
 
+namespace {
+// How far behind the reading position pages are kept (what the current record may still look at;
+// touching a dropped page is correct anyway), and how often a release is worth a system call.
+constexpr size_t kPassedLag = size_t{4} << 20;
+constexpr size_t kPassedStep = detail::kPassedStepBytes;
+}  // namespace
+
+ReleasePassed::ReleasePassed(std::string_view mapped) noexcept {
+  detail::PassedWindow& w = detail::passed_window;
+  w.begin = w.dropped = mapped.data();
+  w.end = mapped.data() + mapped.size();
+  w.next = w.begin + kPassedStep;
+}
+
+ReleasePassed::~ReleasePassed() {
+  detail::passed_window = {};
+}
+
+void detail::release_passed(const char* p) noexcept {
+  PassedWindow& w = passed_window;
+  if (p + kPassedStep < w.next) w.dropped = w.begin;  // a new pass from further back
+  w.next = p + kPassedStep;
+  if (p < w.begin + kPassedLag) return;
+  static const auto page = static_cast<uintptr_t>(::sysconf(_SC_PAGESIZE));
+  const auto upto = (reinterpret_cast<uintptr_t>(p) - kPassedLag) & ~(page - 1);
+  const auto from = (reinterpret_cast<uintptr_t>(w.dropped) + page - 1) & ~(page - 1);
+  if (upto <= from) return;
+  ::madvise(reinterpret_cast<void*>(from), upto - from, MADV_DONTNEED);  // advice: may fail
+  w.dropped = reinterpret_cast<const char*>(upto);
+}
+
 bool LineReader::next(std::string_view& line) {
   if (rest_.empty()) return false;
   const void* nl = std::memchr(rest_.data(), '\n', rest_.size());
@@ -103,6 +137,7 @@ bool LineReader::next(std::string_view& line) {
   }
   if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
   ++line_number_;
+  passed(rest_.data());
   return true;
 }
 

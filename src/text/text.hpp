@@ -55,6 +55,41 @@ inline std::string_view cut_short_suffix(std::string_view body) {
   return ends_inside_a_line(body) ? " (the file ends inside it: cut short)" : "";
 }
 
+// The pages of a mapped file that reading has passed go back to the kernel as reading goes on, so
+// that a log costs the series kept, not its text (a 20 GB log need not fit in memory). The loader
+// registers the mapping for the reading thread (ReleasePassed); the framing (LineReader,
+// csv::Records, the encoding check) says how far it has read (passed). A page touched again
+// later (a reader that reads the rows a second time) is read back from the file: dropping is
+// only ever a cost, never a change of what a reader sees. Nothing is dropped of text that is not
+// a registered mapping (decoded or decompressed text, standard input, tests' strings).
+class ReleasePassed {
+ public:
+  // `mapped`: a read-only private mapping of a file, for the life of this object.
+  explicit ReleasePassed(std::string_view mapped) noexcept;
+  ~ReleasePassed();
+  ReleasePassed(const ReleasePassed&) = delete;
+  ReleasePassed& operator=(const ReleasePassed&) = delete;
+};
+namespace detail {
+struct PassedWindow {
+  const char* begin = nullptr;  // the registered mapping
+  const char* end = nullptr;
+  const char* dropped = nullptr;  // pages before it are handed back
+  const char* next = nullptr;     // the next position worth a release
+};
+// How often a release is worth a system call.
+inline constexpr size_t kPassedStepBytes = size_t{16} << 20;
+inline thread_local PassedWindow passed_window;
+void release_passed(const char* p) noexcept;
+}  // namespace detail
+// Reading has passed p (a position in the text being read): the pages well behind it may go.
+// A few comparisons when there is nothing to do. A position behind the last one starts a new pass.
+inline void passed(const char* p) noexcept {
+  const detail::PassedWindow& w = detail::passed_window;
+  if (p >= w.begin && p < w.end && (p >= w.next || p + detail::kPassedStepBytes < w.next))
+    detail::release_passed(p);
+}
+
 // Iterates the lines of a text: LF or CRLF endings (the CR is removed), the last line may lack an
 // ending. line_number() is 1-based and counts every line, blank ones too.
 class LineReader {
