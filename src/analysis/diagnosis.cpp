@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <iterator>
 #include <limits>
 #include <map>
 #include <set>
@@ -17,6 +18,7 @@
 #include "analysis/workload.hpp"
 #include "core/clock_reasons.hpp"
 #include "core/duration.hpp"
+#include "core/parallel.hpp"
 
 namespace gpudoctor {
 
@@ -327,11 +329,14 @@ Cleaned clean_input(const Recording& input, const QualityScan& quality) {
 
 // Each GPU's derived series, phases and windows, and every window's features before any detector
 // runs (a detector may read other GPUs' windows).
+// Each GPU on its own (several at once where the process may use several CPUs).
 void prepare_gpus(Context& ctx) {
-  for (const auto& s : ctx.rec.gpus) ctx.gpus.push_back(prepare(s, ctx.cfg));
-  for (auto& d : ctx.gpus) segment(d, ctx.cfg);
-  for (size_t g = 0; g < ctx.gpus.size(); ++g)
+  ctx.gpus.resize(ctx.rec.gpus.size());
+  parallel_for(ctx.gpus.size(), 0, [&](size_t g) {
+    ctx.gpus[g] = prepare(ctx.rec.gpus[g], ctx.cfg);
+    segment(ctx.gpus[g], ctx.cfg);
     for (auto& w : ctx.gpus[g].windows) w.f = ctx.features(g, w.i0, w.i1);
+  });
 }
 
 // Every GPU's observed time, the denominator of a finding's share of the run.
@@ -361,19 +366,25 @@ Judgement judge_windows(const Context& ctx) {
   for (size_t g = 0; g < ctx.gpus.size(); ++g)
     for (const auto& w : ctx.gpus[g].windows)
       if (!w.idle) jd.steady_samples[g] += w.i1 - w.i0;
-  for (size_t g = 0; g < ctx.gpus.size(); ++g) {
+  // Each GPU's windows on their own (the detectors read the context, never change it), then in
+  // GPU order.
+  std::vector<std::vector<Judged>> by_gpu(ctx.gpus.size());
+  parallel_for(ctx.gpus.size(), 0, [&](size_t g) {
     for (const auto& w : ctx.gpus[g].windows) {
       if (!w.idle && jd.steady_samples[g] < static_cast<size_t>(cfg.min_samples)) continue;
       jd.per_gpu[g].windows_h += window_hours(ctx, g, w);
       for (const Detector* det : kDetectors) {
         auto c = det->check(ctx, g, w);
         if (!c) continue;
-        jd.judged.push_back(
+        by_gpu[g].push_back(
             {g, &w, det->cause, std::move(*c), lost_hours(ctx, g, w), window_hours(ctx, g, w)});
         break;
       }
     }
-  }
+  });
+  for (auto& judged : by_gpu)
+    jd.judged.insert(jd.judged.end(), std::make_move_iterator(judged.begin()),
+                     std::make_move_iterator(judged.end()));
   // Per GPU and for the run, per cause: lost hours and covered hours (for verdicts).
   for (const auto& j : jd.judged) {
     jd.per_gpu[j.gpu].judged_h += j.hours;

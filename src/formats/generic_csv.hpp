@@ -41,6 +41,13 @@ struct GenericCsvOptions {
   // How the log writes "no value" where that is one placeholder ("'-'" for dmon), for the note
   // about columns that never hold a value ("('-' throughout)").
   std::string_view placeholder;
+  // Threads that read the rows of a large text (0: one per CPU the process may run on, at most
+  // 16), and the bytes of text each chunk holds (0: 8 MiB). Any values give the same recording;
+  // tests cut small files into many chunks.
+  unsigned threads = 0;
+  size_t chunk_bytes = 0;
+  // Set (tests, the bench): counts the chunks read by other readers and merged as they were.
+  size_t* chunks_merged = nullptr;
 };
 
 // True when the text looks like a CSV whose header names columns gpudoctor recognises through the

@@ -103,6 +103,21 @@ class Reader {
   void find_footer();
   void split_side_by_side();
   void read_rows();
+  // Reads the records of `rows` (the body, or a part of it after line `line_before`); `last`: the
+  // part ends the file. Returns the number of the last line read. A chunk's reader stops at a
+  // header that changes the columns (chunk_->stopped).
+  size_t read_span(std::string_view rows, size_t line_before, bool last);
+  void after_rows();
+  // The rows of a large text read by several threads, in chunks cut at line ends and merged in
+  // order (generic_csv_chunks.cpp): the same result as one pass. False, nothing read, when the
+  // text is read in one pass instead (one thread, a small text, quotes, no GPU or time column).
+  bool read_in_chunks(std::string_view rows);
+  // A reader of one chunk: this reader's layout and time form, none of its rows.
+  Reader for_chunk() const;
+  // Appends a chunk reader's rows (its lines counted after `line_base`) to this one's; false, and
+  // nothing changed, when they depend on the rows before the chunk (a GPU's first time there not
+  // after its last one here; GPUs past the limit).
+  bool merge(Reader& part, size_t line_base);
   void reset_rows();
   bool row_time(const std::vector<std::string_view>& cells, size_t line_no, double& ms);
   bool row_time_of(const std::vector<std::string_view>& cells, std::string_view v, size_t line_no,
@@ -123,6 +138,10 @@ class Reader {
   }
   // The file's line of a record (a table's rows carry the file's own lines already).
   static size_t file_line(size_t n) { return n; }
+
+  struct ChunkState {
+    bool stopped = false;  // a header changed the columns inside the chunk
+  };
 
   std::string_view text_;
   const std::string& origin_;
@@ -191,6 +210,7 @@ class Reader {
   size_t header_changes_ = 0, header_change_line_ = 0;
   std::vector<double> row_times_;
   std::vector<uint32_t> positions_;
+  std::optional<ChunkState> chunk_;  // set: this reader reads one chunk of a text for another
   std::vector<std::string> position_ids_;
   size_t timed_rows_ = 0;
   Recording rec_;

@@ -465,11 +465,16 @@ void Reader::reset_rows() {
 }
 
 void Reader::read_rows() {
-  Records records(table_ ? std::string_view() : body_.substr(rows_offset_), sep_,
-                  rows_line_before_);
+  const std::string_view rows = table_ ? std::string_view() : body_.substr(rows_offset_);
+  if (table_ || !read_in_chunks(rows)) read_span(rows, rows_line_before_, true);
+  after_rows();
+}
+
+size_t Reader::read_span(std::string_view rows, size_t line_before, bool last) {
+  Records records(rows, sep_, line_before);
   size_t ncols = cols_.size();
   bool empty_last_name = !header_.empty() && header_.back().empty();
-  const bool cut_at_end = text::ends_inside_a_line(body_);
+  const bool cut_at_end = last && text::ends_inside_a_line(body_);
   size_t line_no = 0, table_row = 0;
   std::string_view raw;
   while (true) {
@@ -518,11 +523,17 @@ void Reader::read_rows() {
       continue;
     }
     if (!table_ && (cells_.size() != ncols || !is_digit(text::trim(cells_.front()).front())) &&
-        !cells_.front().empty() && is_new_header(cells_) && change_header(cells_, raw, line_no)) {
-      --data_lines_;
-      ncols = cols_.size();
-      empty_last_name = !header_.empty() && header_.back().empty();
-      continue;
+        !cells_.front().empty() && is_new_header(cells_)) {
+      if (chunk_) {  // the layout changes: the rows from here on are read in order, not here
+        chunk_->stopped = true;
+        return records.line();
+      }
+      if (change_header(cells_, raw, line_no)) {
+        --data_lines_;
+        ncols = cols_.size();
+        empty_last_name = !header_.empty() && header_.back().empty();
+        continue;
+      }
     }
     // "a,b,c," under "a,b,c" (a trailing separator), and the reverse.
     if (cells_.size() == ncols + 1 && cells_.back().empty()) cells_.pop_back();
@@ -638,6 +649,10 @@ void Reader::read_rows() {
     read_cells(g, row, -1, cells_, line_no);
     ++rows_read_;
   }
+  return records.line();
+}
+
+void Reader::after_rows() {
   // A "GPU" column that numbers the rows (pandas' reset_index writes "index"): many GPUs of one
   // row each. Read again without it.
   // (A snapshot of many GPUs, one row each at one time, is not that: the times must differ.)

@@ -13,6 +13,7 @@
 #include <fmt/format.h>
 #include <grpcpp/grpcpp.h>
 
+#include "core/parallel.hpp"
 #include "podresources_v1.grpc.pb.h"
 
 namespace gpudoctor::host {
@@ -114,14 +115,8 @@ struct PodResourcesWatcher::Impl {
 PodResourcesWatcher::PodResourcesWatcher(Options o)
     : o_(std::move(o)), impl_(std::make_unique<Impl>()) {
   // The thread, and the threads gRPC starts from it, leave Ctrl-C to the main thread.
-  sigset_t blocked, old;
-  sigemptyset(&blocked);
-  sigaddset(&blocked, SIGINT);
-  sigaddset(&blocked, SIGTERM);
-  sigaddset(&blocked, SIGPIPE);
-  pthread_sigmask(SIG_BLOCK, &blocked, &old);
+  const WorkerSignals mask;
   thread_ = std::thread([this] { run(); });
-  pthread_sigmask(SIG_SETMASK, &old, nullptr);
 }
 
 PodResourcesWatcher::~PodResourcesWatcher() {

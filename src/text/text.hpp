@@ -82,6 +82,18 @@ inline constexpr size_t kPassedStepBytes = size_t{16} << 20;
 inline thread_local PassedWindow passed_window;
 void release_passed(const char* p) noexcept;
 }  // namespace detail
+// No release on this thread while it lives: the thread reads parts of the text out of order (a
+// chunk of a log read by several threads), and says what it has passed once they are merged.
+class PassedPause {
+ public:
+  PassedPause() noexcept : saved_(detail::passed_window) { detail::passed_window = {}; }
+  ~PassedPause() { detail::passed_window = saved_; }
+  PassedPause(const PassedPause&) = delete;
+  PassedPause& operator=(const PassedPause&) = delete;
+
+ private:
+  detail::PassedWindow saved_;
+};
 // Reading has passed p (a position in the text being read): the pages well behind it may go.
 // A few comparisons when there is nothing to do. A position behind the last one starts a new pass.
 inline void passed(const char* p) noexcept {

@@ -1,13 +1,49 @@
 #include <gtest/gtest.h>
 
+#include <atomic>
+#include <chrono>
+#include <stdexcept>
+#include <thread>
+#include <vector>
+
 #include "core/clock_reasons.hpp"
 #include "core/duration.hpp"
+#include "core/parallel.hpp"
 #include "core/reading.hpp"
 #include "core/recording.hpp"
 #include "sources/source.hpp"
 
 namespace gpudoctor {
 namespace {
+
+// Every index once, on several threads when asked, and the first exception comes back here.
+TEST(ParallelFor, EveryIndexOnceAndErrorsReturn) {
+  EXPECT_GE(usable_cpus(), 1U);
+  for (const unsigned threads : {1U, 3U, 0U}) {
+    std::vector<std::atomic<int>> seen(1000);
+    std::atomic<size_t> other_threads{0};
+    const auto me = std::this_thread::get_id();
+    parallel_for(seen.size(), threads, [&](size_t i) {
+      ++seen[i];
+      if (std::this_thread::get_id() != me) ++other_threads;
+      // Index 0 waits (5 s at most) for another thread to have done one: they do run.
+      for (int k = 0; threads == 3 && i == 0 && other_threads == 0 && k < 500; ++k)
+        std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    });
+    for (const auto& s : seen) EXPECT_EQ(s.load(), 1);
+    if (threads == 1) {
+      EXPECT_EQ(other_threads.load(), 0U);
+    } else if (threads == 3) {
+      EXPECT_GT(other_threads.load(), 0U);
+    }
+  }
+  EXPECT_THROW(parallel_for(100, 3,
+                            [](size_t i) {
+                              if (i == 42) throw std::runtime_error("index 42");
+                            }),
+               std::runtime_error);
+  parallel_for(0, 4, [](size_t) { FAIL() << "no index"; });
+}
 
 TEST(Reading, StatesAreDistinctAndNeverZero) {
   EXPECT_TRUE(Reading::of(0).has_value());

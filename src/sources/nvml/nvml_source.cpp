@@ -13,6 +13,7 @@
 
 #include <fmt/format.h>
 
+#include "core/parallel.hpp"
 #include "sources/nvml/nvml_device.hpp"
 
 namespace gpudoctor {
@@ -119,17 +120,13 @@ Result<std::unique_ptr<NvmlSource>> NvmlSource::open(const SourceOptions& option
   src->start_s_ = monotonic_s();
   // Workers inherit a mask without SIGINT/SIGTERM/SIGPIPE: Ctrl-C is the main thread's business
   // and must not interrupt an NVML call in a worker.
-  sigset_t blocked, old;
-  sigemptyset(&blocked);
-  sigaddset(&blocked, SIGINT);
-  sigaddset(&blocked, SIGTERM);
-  sigaddset(&blocked, SIGPIPE);
-  pthread_sigmask(SIG_BLOCK, &blocked, &old);
-  for (auto& w : src->workers_) {
-    Worker* raw = w.get();
-    raw->thread = std::thread([raw, sync = src->sync_] { raw->run(sync->mu, sync->done); });
+  {
+    const WorkerSignals mask;
+    for (auto& w : src->workers_) {
+      Worker* raw = w.get();
+      raw->thread = std::thread([raw, sync = src->sync_] { raw->run(sync->mu, sync->done); });
+    }
   }
-  pthread_sigmask(SIG_SETMASK, &old, nullptr);
   return src;
 }
 

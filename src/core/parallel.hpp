@@ -1,0 +1,36 @@
+// Work spread over the CPUs the process may run on: the one thread pool idea of the library (the
+// rows of a large log, the GPUs of a diagnosis). Results never depend on the number of threads:
+// each index's work is the same code on the same data, merged in index order by the caller.
+#pragma once
+
+#include <signal.h>
+
+#include <cstddef>
+#include <functional>
+
+namespace gpudoctor {
+
+// While it lives, the threads this thread starts inherit a signal mask without SIGINT, SIGTERM
+// and SIGPIPE: signals are the main thread's business (Ctrl-C finishes the current line or file
+// there), and a worker's blocking call must not be cut by one. Every worker thread of gpudoctor
+// starts under one.
+class WorkerSignals {
+ public:
+  WorkerSignals() noexcept;
+  ~WorkerSignals();
+  WorkerSignals(const WorkerSignals&) = delete;
+  WorkerSignals& operator=(const WorkerSignals&) = delete;
+
+ private:
+  sigset_t old_;
+};
+
+// CPUs this process may run on (taskset, a cgroup's cpuset), at least 1.
+unsigned usable_cpus();
+
+// Runs fn(i) for every i in [0, n), on up to `threads` threads (this one among them; 0: one per
+// usable CPU, at most 16), the others started under WorkerSignals. Returns when every call has
+// returned; the first exception one threw is rethrown here.
+void parallel_for(size_t n, unsigned threads, const std::function<void(size_t)>& fn);
+
+}  // namespace gpudoctor

@@ -1,0 +1,236 @@
+// The CSV reader's rows on several threads (formats/generic_csv_chunks.cpp) give the recording one
+// pass gives, bit for bit: every CSV-like fixture and real log cut into chunks of a few hundred
+// bytes, and texts made to break each assumption a chunk's reader makes (a GPU's time going back
+// across a cut, a new header, a quote, a GPU first seen late, cells and times unreadable past a
+// cut, a cut last line).
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include <fmt/format.h>
+
+#include "formats/encoding.hpp"
+#include "formats/generic_csv.hpp"
+
+namespace gpudoctor {
+namespace {
+
+namespace fs = std::filesystem;
+
+bool same_bits(const std::vector<double>& a, const std::vector<double>& b) {
+  return a.size() == b.size() &&
+         (a.empty() || std::memcmp(a.data(), b.data(), a.size() * sizeof(double)) == 0);
+}
+
+// Every member a reader fills, compared exactly (NaNs by their bits).
+std::string differs(const Result<Recording>& a, const Result<Recording>& b) {
+  if (a.ok() != b.ok()) return "one read, one failed";
+  if (!a.ok()) return a.error().message == b.error().message ? "" : "errors differ";
+  const Recording& x = a.value();
+  const Recording& y = b.value();
+  if (x.notes != y.notes) return "notes differ";
+  if (x.start_unix_ms != y.start_unix_ms || x.source != y.source) return "start or source";
+  if (x.system.driver_version != y.system.driver_version) return "driver version";
+  if (x.gpus.size() != y.gpus.size()) return "GPU count";
+  for (size_t i = 0; i < x.gpus.size(); ++i) {
+    const GpuSeries& g = x.gpus[i];
+    const GpuSeries& h = y.gpus[i];
+    const std::string at = fmt::format("GPU {}: ", i);
+    if (g.info.index != h.info.index || g.info.name != h.info.name || g.info.uuid != h.info.uuid ||
+        g.info.pci_bus_id != h.info.pci_bus_id || g.info.serial != h.info.serial ||
+        g.info.persistence_mode != h.info.persistence_mode || g.info.mig_mode != h.info.mig_mode ||
+        g.info.architecture != h.info.architecture || g.host != h.host)
+      return at + "identity";
+    if (!same_bits(g.time_s, h.time_s)) return at + "times";
+    for (size_t f = 0; f < kFieldCount; ++f) {
+      if ((g.columns[f] == nullptr) != (h.columns[f] == nullptr)) return at + "column presence";
+      if (g.columns[f] && !same_bits(*g.columns[f], *h.columns[f]))
+        return at + fmt::format("column {}", f);
+    }
+    if (g.unsupported != h.unsupported || g.power_limit_source != h.power_limit_source)
+      return at + "unsupported or limit source";
+  }
+  return "";
+}
+
+Result<Recording> read(std::string_view text, unsigned threads, size_t chunk, size_t* merged,
+                       std::string_view tool = {}) {
+  GenericCsvOptions o;
+  o.threads = threads;
+  o.chunk_bytes = chunk;
+  o.chunks_merged = merged;
+  o.tool = tool;
+  return read_generic_csv(text, "in.csv", o);
+}
+
+// One pass against chunks of three sizes (a few hundred, a few tens, a handful in the text) on 3
+// threads; returns the chunks merged.
+size_t expect_same(std::string_view text, const std::string& what, std::string_view tool = {}) {
+  const auto one = read(text, 1, 0, nullptr, tool);
+  size_t merged = 0;
+  const size_t n = text.size();
+  for (const size_t chunk : {std::max<size_t>(61, n / 400), std::max<size_t>(997, n / 23),
+                             std::max<size_t>(4096, n / 5)}) {
+    const auto many = read(text, 3, chunk, &merged, tool);
+    EXPECT_EQ(differs(one, many), "") << what << ", chunks of " << chunk << " bytes";
+  }
+  return merged;
+}
+
+std::string utf8_of(const fs::path& p) {
+  std::ifstream in(p, std::ios::binary);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  const std::string bytes = ss.str();
+  std::string storage;
+  const std::string_view s = text::decode_to_utf8(bytes, text::detect_encoding(bytes), storage);
+  return std::string(s);
+}
+
+// Every fixture and real log the CSV reader takes (and those it refuses: the same error).
+TEST(CsvChunks, EveryLogReadsAsInOnePass) {
+  const fs::path root(GPUDOCTOR_SOURCE_DIR);
+  size_t files = 0, chunked = 0;
+  for (const fs::path& dir : {root / "tests/data/logs", root / "../shared/data/real-logs"}) {
+    if (!fs::is_directory(dir)) continue;
+    for (const auto& e : fs::recursive_directory_iterator(dir)) {
+      if (!e.is_regular_file() || e.file_size() > (size_t{8} << 20)) continue;
+      const std::string ext = e.path().extension().string();
+      if (ext != ".csv" && ext != ".txt" && ext != ".log" && ext != ".tsv") continue;
+      const std::string text = utf8_of(e.path());
+      const std::string name = e.path().filename().string();
+      ++files;
+      chunked += expect_same(text, name) > 0;
+      if (e.path().parent_path().filename() == "smi-csv")
+        chunked += expect_same(text, name + " as nvidia-smi's", "nvidia-smi") > 0;
+    }
+  }
+  EXPECT_GE(files, 40U);
+  EXPECT_GE(chunked, 20U) << "of " << files << " files";
+}
+
+// An nvidia-smi-like log of `rows` rounds of `gpus` GPUs, 1 s apart; `edit` changes row r's line.
+template <class Edit>
+std::string smi_log(size_t rows, size_t gpus, Edit&& edit) {
+  std::string s = "timestamp, index, name, power.draw [W], utilization.gpu [%]\n";
+  for (size_t r = 0; r < rows; ++r)
+    for (size_t g = 0; g < gpus; ++g) {
+      std::string line =
+          fmt::format("2026/12/03 10:{:02}:{:02}.000, {}, NVIDIA H100 80GB HBM3, {}.{} W, {} %\n",
+                      r / 60 % 60, r % 60, g, 100 + (r * 7 + g) % 300, r % 100, (r * 13 + g) % 101);
+      edit(r, g, line);
+      s += line;
+    }
+  return s;
+}
+
+TEST(CsvChunks, PlainLogIsMergedChunkByChunk) {
+  const std::string s = smi_log(600, 4, [](size_t, size_t, std::string&) {});
+  EXPECT_GT(expect_same(s, "plain"), 50U);
+}
+
+// A GPU's time going back right after a cut: its chunk depends on the rows before it and is read
+// again in order (the row skipped and counted as one pass does).
+TEST(CsvChunks, TimeGoingBackAcrossACut) {
+  const std::string s = smi_log(600, 4, [](size_t r, size_t g, std::string& line) {
+    if (g == 2 && r % 37 == 5) line.replace(line.find("10:"), 8, "09:00:00");
+  });
+  expect_same(s, "time back");
+  const auto rec = read(s, 3, 200, nullptr);
+  ASSERT_TRUE(rec.ok());
+  bool noted = false;
+  for (const auto& n : rec.value().notes) noted = noted || n.find("not after") != std::string::npos;
+  EXPECT_TRUE(noted);
+}
+
+TEST(CsvChunks, UnreadableCellsAndTimesPastACutKeepTheirLines) {
+  const std::string s = smi_log(300, 2, [](size_t r, size_t g, std::string& line) {
+    if (r == 250 && g == 1) line.replace(line.find(" W,"), 3, " Wx,");
+    if (r == 260 && g == 0) line.replace(0, 4, "20xx");
+  });
+  expect_same(s, "bad cells");
+  const auto rec = read(s, 3, 200, nullptr);
+  ASSERT_TRUE(rec.ok());
+  bool line_named = false;
+  for (const auto& n : rec.value().notes)
+    line_named =
+        line_named || n.find(fmt::format("in.csv:{}:", 2 + 250 * 2 + 1)) != std::string::npos;
+  EXPECT_TRUE(line_named);
+}
+
+TEST(CsvChunks, NewHeaderQuoteLateGpuAndCutLastLine) {
+  // The columns change two thirds of the way in (nvidia-smi restarted with others).
+  std::string changed = smi_log(400, 2, [](size_t, size_t, std::string&) {});
+  changed += "timestamp, index, power.draw [W], temperature.gpu\n";
+  for (size_t r = 0; r < 200; ++r)
+    changed += fmt::format("2026/12/03 11:{:02}:{:02}.000, {}, {}.5 W, {}\n", r / 60, r % 60, r % 2,
+                           150 + r % 50, 40 + r % 30);
+  expect_same(changed, "new header");
+  // A quoted name late in the file.
+  expect_same(smi_log(400, 2,
+                      [](size_t r, size_t, std::string& line) {
+                        if (r == 350) line.replace(line.find("NVIDIA"), 6, "\"NVIDIA, Inc\"");
+                      }),
+              "quote");
+  // Quoted names that hold line ends, where a cut may fall inside them: one holds what reads as
+  // a row of its own when a chunk starts there.
+  expect_same(smi_log(400, 2,
+                      [](size_t r, size_t, std::string& line) {
+                        if (r >= 300 && r % 3 == 0) {
+                          const std::string row = line.substr(0, line.size() - 1);
+                          line.replace(line.find("NVIDIA"), 6, "\"NVIDIA\n" + row + "\n\"");
+                        }
+                      }),
+              "quoted line ends");
+  // A GPU first seen (and first named) far into the file.
+  expect_same(smi_log(400, 3,
+                      [](size_t r, size_t g, std::string& line) {
+                        if (g == 2 && r < 300) line.clear();
+                        if (g == 1 && r < 200) line.replace(line.find("NVIDIA"), 21, "[N/A]");
+                      }),
+              "late GPU");
+  // The file ends inside its last line.
+  std::string cut = smi_log(400, 2, [](size_t, size_t, std::string&) {});
+  cut.resize(cut.size() - 9);
+  expect_same(cut, "cut");
+}
+
+// The rules that tell units apart by the values see every chunk's: memory in bytes and
+// utilisation as a ratio show only past the head.
+TEST(CsvChunks, UnitsToldByValuesFromEveryChunk) {
+  std::string s = "timestamp,gpu,memory_used,utilization,power\n";
+  for (size_t r = 0; r < 3000; ++r)
+    for (size_t g = 0; g < 2; ++g)
+      s += fmt::format("{},{},{},{},{}\n", 1764756000 + r, g, r < 2000 ? 500 : 2000000000 + r,
+                       r < 2000 ? (r % 2 == 0 ? "0" : "1") : "0.5", r < 2000 ? 200 : 250000);
+  EXPECT_GT(expect_same(s, "units by values"), 10U);
+  const auto rec = read(s, 3, 997, nullptr);
+  ASSERT_TRUE(rec.ok());
+  std::string notes;
+  for (const auto& n : rec.value().notes) notes += n + "\n";
+  EXPECT_NE(notes.find("bytes"), std::string::npos) << notes;
+  EXPECT_NE(notes.find("ratio"), std::string::npos) << notes;
+}
+
+// A time of day alone needs the rows before it (past midnight it goes back): read in one pass,
+// the same as ever.
+TEST(CsvChunks, TimeOfDayAcrossMidnight) {
+  std::string s = "time,gpu,power_w\n";
+  for (size_t r = 0; r < 2000; ++r)
+    s += fmt::format("{:02}:{:02}:{:02},{},{}\n", (23 + r / 3600) % 24, (50 + r / 60) % 60, r % 60,
+                     r % 2, 100 + r % 200);
+  size_t merged = 0;
+  const auto one = read(s, 1, 0, nullptr);
+  const auto many = read(s, 3, 200, &merged);
+  EXPECT_EQ(differs(one, many), "");
+  EXPECT_EQ(merged, 0U);
+}
+
+}  // namespace
+}  // namespace gpudoctor
