@@ -7,6 +7,7 @@
 #include <fmt/format.h>
 
 #include "core/duration.hpp"
+#include "core/parallel.hpp"
 
 namespace gpudoctor {
 namespace {
@@ -36,7 +37,10 @@ double lag_diff(const std::vector<double>& x, const std::vector<size_t>& idx, si
 QualityScan scan_quality(const Recording& rec, const DiagnosisConfig& cfg) {
   QualityScan q;
   q.drop.resize(rec.gpus.size());
-  for (size_t g = 0; g < rec.gpus.size(); ++g) {
+  // Each GPU on its own (several at once where the process may use several CPUs); the issues in
+  // GPU order after.
+  std::vector<std::vector<DataQualityIssue>> issues(rec.gpus.size());
+  parallel_for(rec.gpus.size(), 0, [&](size_t g) {
     const GpuSeries& s = rec.gpus[g];
     const unsigned idx = s.info.index;
     const size_t n = s.size();
@@ -56,10 +60,10 @@ QualityScan scan_quality(const Recording& rec, const DiagnosisConfig& cfg) {
         last = s.time_s[i];
       }
       if (count)
-        q.issues.push_back({"time_backwards", idx, first, first, count,
-                            fmt::format("{} sample(s) whose time went back or stood still "
-                                        "(left out)",
-                                        count)});
+        issues[g].push_back({"time_backwards", idx, first, first, count,
+                             fmt::format("{} sample(s) whose time went back or stood still "
+                                         "(left out)",
+                                         count)});
     }
     std::vector<size_t> kept;
     for (size_t i = 0; i < n; ++i)
@@ -82,7 +86,7 @@ QualityScan scan_quality(const Recording& rec, const DiagnosisConfig& cfg) {
         if (!std::isnan(p) && p != std::floor(p)) {
           for (size_t m = j; m < k; ++m) drop[kept[m]] = 1;
           const double t0 = s.time_s[kept[j]], t1 = s.time_s[kept[k - 1]];
-          q.issues.push_back(
+          issues[g].push_back(
               {"frozen", idx, t0, t1, repeats,
                fmt::format("{} rows repeat the row before value for value for {} (a logger that "
                            "stopped reading the GPU): left out",
@@ -102,9 +106,9 @@ QualityScan scan_quality(const Recording& rec, const DiagnosisConfig& cfg) {
         for (size_t j = 1; j < kept.size(); ++j) {
           const double t0 = s.time_s[kept[j - 1]], t1 = s.time_s[kept[j]];
           if (t1 - t0 >= gap)
-            q.issues.push_back({"gap", idx, t0, t1, 0,
-                                fmt::format("no sample for {} (the interval is {:.3g} s)",
-                                            human_duration(t1 - t0), interval)});
+            issues[g].push_back({"gap", idx, t0, t1, 0,
+                                 fmt::format("no sample for {} (the interval is {:.3g} s)",
+                                             human_duration(t1 - t0), interval)});
         }
       }
     }
@@ -132,7 +136,7 @@ QualityScan scan_quality(const Recording& rec, const DiagnosisConfig& cfg) {
           if (dk <= d1 / 4) found = k;
         }
         if (!found) continue;
-        q.issues.push_back(
+        issues[g].push_back(
             {"interleaved", idx, kept.empty() ? 0 : s.time_s[kept.front()],
              kept.empty() ? 0 : s.time_s[kept.back()], kept.size(),
              fmt::format("{} jumps by {:.0f} from row to row but only {:.0f} between rows {} "
@@ -142,7 +146,10 @@ QualityScan scan_quality(const Recording& rec, const DiagnosisConfig& cfg) {
         break;
       }
     }
-    for (uint8_t d : drop) q.any_drop = q.any_drop || d;
+  });
+  for (size_t g = 0; g < rec.gpus.size(); ++g) {
+    q.issues.insert(q.issues.end(), issues[g].begin(), issues[g].end());
+    q.any_drop = q.any_drop || std::find(q.drop[g].begin(), q.drop[g].end(), 1) != q.drop[g].end();
   }
   return q;
 }

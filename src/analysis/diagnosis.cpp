@@ -707,7 +707,8 @@ Diagnosis diagnose(const Recording& input, const DiagnosisConfig& cfg) {
   const double observed_h = observed_hours(ctx);
   out.gpu_hours = round_to(observed_h, 3);
   out.findings = findings_of(ctx, jd, observed_h);
-  for (size_t g = 0; g < ctx.gpus.size(); ++g) out.gpus.push_back(gpu_result(ctx, g, jd));
+  out.gpus.resize(ctx.gpus.size());
+  parallel_for(ctx.gpus.size(), 0, [&](size_t g) { out.gpus[g] = gpu_result(ctx, g, jd); });
   judge_run(out, ctx, jd, observed_h);
   say_limits(out, ctx, jd, std::move(cleaned.said));
   add_trace_findings(out, rec, trace_thresholds(cfg));
