@@ -1,14 +1,21 @@
 // gpudoctor: why are my NVIDIA GPUs not doing the work I paid for?
 #include <clocale>
+#include <cstdio>
+#include <string>
 #include <vector>
 
 #include <fmt/format.h>
 
 #include "build_from.hpp"  // generated at build time: GPUDOCTOR_BUILD_FROM
 #include "cli/commands.hpp"
+#include "core/parallel.hpp"
 
 int main(int argc, char** argv) {
   std::setlocale(LC_ALL, "C");  // numbers in output never depend on the user's locale
+  if (const std::string e = gpudoctor::threads_env_error(); !e.empty()) {
+    std::fprintf(stderr, "gpudoctor: %s\n", e.c_str());
+    return 2;
+  }
   using namespace gpudoctor::cli;
   CLI::App app{
       "gpudoctor: tells you whether your NVIDIA GPUs really work, and why not.\n"

@@ -5,11 +5,16 @@
 
 #include <algorithm>
 #include <atomic>
+#include <charconv>
+#include <cstdlib>
+#include <cstring>
 #include <exception>
 #include <mutex>
 #include <system_error>
 #include <thread>
 #include <vector>
+
+#include <fmt/format.h>
 
 namespace gpudoctor {
 
@@ -33,9 +38,41 @@ unsigned usable_cpus() {
   return std::max(1U, std::thread::hardware_concurrency());
 }
 
+namespace {
+
+constexpr unsigned kMostAutoThreads = 16, kMostThreads = 256;
+
+// GPUDOCTOR_THREADS as a count, or 0 when unset or wrong.
+unsigned threads_from_env(std::string* error) {
+  const char* v = std::getenv("GPUDOCTOR_THREADS");
+  if (v == nullptr || *v == '\0') return 0;
+  unsigned n = 0;
+  const char* end = v + std::strlen(v);
+  const auto r = std::from_chars(v, end, n);
+  if (r.ec != std::errc() || r.ptr != end || n < 1 || n > kMostThreads) {
+    if (error)
+      *error = fmt::format("GPUDOCTOR_THREADS: expected a whole number from 1 to {}, got \"{}\"",
+                           kMostThreads, v);
+    return 0;
+  }
+  return n;
+}
+
+}  // namespace
+
+unsigned default_threads() {
+  if (const unsigned n = threads_from_env(nullptr)) return n;
+  return std::min(usable_cpus(), kMostAutoThreads);
+}
+
+std::string threads_env_error() {
+  std::string error;
+  threads_from_env(&error);
+  return error;
+}
+
 void parallel_for(size_t n, unsigned threads, const std::function<void(size_t)>& fn) {
-  constexpr unsigned kMostThreads = 16;
-  threads = std::min({threads != 0 ? threads : usable_cpus(), kMostThreads,
+  threads = std::min({threads != 0 ? threads : default_threads(), kMostThreads,
                       static_cast<unsigned>(std::min<size_t>(n, kMostThreads))});
   if (threads <= 1) {
     for (size_t i = 0; i < n; ++i) fn(i);

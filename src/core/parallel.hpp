@@ -7,6 +7,7 @@
 
 #include <cstddef>
 #include <functional>
+#include <string>
 
 namespace gpudoctor {
 
@@ -28,8 +29,15 @@ class WorkerSignals {
 // CPUs this process may run on (taskset, a cgroup's cpuset), at least 1.
 unsigned usable_cpus();
 
-// Runs fn(i) for every i in [0, n), on up to `threads` threads (this one among them; 0: one per
-// usable CPU, at most 16), the others started under WorkerSignals. Returns when every call has
+// The threads work is spread over by default: GPUDOCTOR_THREADS where it is set (a whole number
+// from 1 to 256; 1 keeps everything on the calling thread), else one per usable CPU, at most 16.
+unsigned default_threads();
+// What is wrong with GPUDOCTOR_THREADS ("GPUDOCTOR_THREADS: expected ..."), or "" when it is unset
+// or right: the program refuses to start with a wrong one rather than guess.
+std::string threads_env_error();
+
+// Runs fn(i) for every i in [0, n), on up to `threads` threads (this one among them; 0:
+// default_threads()), the others started under WorkerSignals. Returns when every call has
 // returned; the first exception one threw is rethrown here.
 void parallel_for(size_t n, unsigned threads, const std::function<void(size_t)>& fn);
 

@@ -41,8 +41,9 @@ struct GenericCsvOptions {
   // How the log writes "no value" where that is one placeholder ("'-'" for dmon), for the note
   // about columns that never hold a value ("('-' throughout)").
   std::string_view placeholder;
-  // Threads that read the rows of a large text (0: one per CPU the process may run on, at most
-  // 16), and the bytes of text each chunk holds (0: 8 MiB). Any values give the same recording;
+  // Threads that read the rows of a large text (0: core/parallel's default_threads(), one per
+  // CPU the process may run on unless GPUDOCTOR_THREADS says), and the bytes of text each chunk
+  // holds (0: 8 MiB). Any values give the same recording;
   // tests cut small files into many chunks.
   unsigned threads = 0;
   size_t chunk_bytes = 0;

@@ -31,7 +31,6 @@ namespace gpudoctor::generic_csv_reader {
 namespace {
 
 constexpr size_t kChunkBytes = size_t{8} << 20;
-constexpr unsigned kMostThreads = 16;
 
 // The end of the line at or after `pos` (past its '\n'), or the text's end.
 size_t line_end(std::string_view text, size_t pos) {
@@ -178,7 +177,7 @@ bool Reader::merge(Reader& part, size_t line_base) {
 }
 
 bool Reader::read_in_chunks(std::string_view rows) {
-  const unsigned threads = std::min(kMostThreads, opt_.threads != 0 ? opt_.threads : usable_cpus());
+  const unsigned threads = opt_.threads != 0 ? opt_.threads : default_threads();
   const size_t chunk = opt_.chunk_bytes != 0 ? opt_.chunk_bytes : kChunkBytes;
   if (threads < 2 || chunk_ || wide_ || key_col_ < 0 || time_col_ < 0 || rows.size() < 2 * chunk)
     return false;

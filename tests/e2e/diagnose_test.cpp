@@ -47,6 +47,20 @@ TEST(Diagnose, VerdictsOfScenarios) {
   }
 }
 
+// GPUDOCTOR_THREADS: any count gives the same diagnosis; a wrong one is refused before anything.
+TEST(Diagnose, ThreadsFromTheEnvironment) {
+  const std::string db = sim_db("straggler,gpus=8,duration=4m,interval=1s");
+  const auto one = run_with("GPUDOCTOR_THREADS=1", "diagnose " + quote(db) + " --format json");
+  const auto three = run_with("GPUDOCTOR_THREADS=3", "diagnose " + quote(db) + " --format json");
+  ASSERT_EQ(one.exit_code, 0) << one.err;
+  ASSERT_EQ(three.exit_code, 0) << three.err;
+  EXPECT_EQ(one.out, three.out);
+  const auto bad = run_with("GPUDOCTOR_THREADS=lots", "diagnose " + quote(db));
+  EXPECT_EQ(bad.exit_code, 2);
+  EXPECT_EQ(bad.err,
+            "gpudoctor: GPUDOCTOR_THREADS: expected a whole number from 1 to 256, got \"lots\"\n");
+}
+
 TEST(Diagnose, GpuSelectionAndTimeRange) {
   const std::string db = sim_db("mixed,duration=4m,interval=1s");
   auto j = diagnose_json(db);

@@ -1,8 +1,12 @@
 #include <gtest/gtest.h>
 
+#include <stdlib.h>
+
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <stdexcept>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -43,6 +47,24 @@ TEST(ParallelFor, EveryIndexOnceAndErrorsReturn) {
                             }),
                std::runtime_error);
   parallel_for(0, 4, [](size_t) { FAIL() << "no index"; });
+}
+
+// GPUDOCTOR_THREADS sets the default; a wrong value is said, not guessed at.
+TEST(ParallelFor, ThreadsFromTheEnvironment) {
+  ::unsetenv("GPUDOCTOR_THREADS");
+  EXPECT_EQ(default_threads(), std::min(usable_cpus(), 16U));
+  EXPECT_EQ(threads_env_error(), "");
+  ::setenv("GPUDOCTOR_THREADS", "3", 1);
+  EXPECT_EQ(default_threads(), 3U);
+  EXPECT_EQ(threads_env_error(), "");
+  for (const char* bad : {"0", "257", "two", "2x", "-1"}) {
+    ::setenv("GPUDOCTOR_THREADS", bad, 1);
+    EXPECT_EQ(threads_env_error(),
+              std::string("GPUDOCTOR_THREADS: expected a whole number from 1 to 256, got \"") +
+                  bad + "\"");
+    EXPECT_EQ(default_threads(), std::min(usable_cpus(), 16U));
+  }
+  ::unsetenv("GPUDOCTOR_THREADS");
 }
 
 TEST(Reading, StatesAreDistinctAndNeverZero) {
