@@ -6,10 +6,14 @@
 #include <algorithm>
 #include <atomic>
 #include <charconv>
+#include <cmath>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <exception>
+#include <fstream>
 #include <mutex>
+#include <string>
 #include <system_error>
 #include <thread>
 #include <vector>
@@ -31,11 +35,27 @@ WorkerSignals::~WorkerSignals() {
   pthread_sigmask(SIG_SETMASK, &old_, nullptr);
 }
 
+unsigned cgroup_cpu_quota(const std::string& cpu_max) {
+  // "QUOTA PERIOD" in microseconds, or "max PERIOD": no limit.
+  double quota = 0, period = 0;
+  if (std::sscanf(cpu_max.c_str(), "%lf %lf", &quota, &period) != 2 || !(quota > 0) ||
+      !(period > 0))
+    return 0;
+  return static_cast<unsigned>(std::max(1.0, std::ceil(quota / period)));
+}
+
 unsigned usable_cpus() {
+  unsigned n = std::max(1U, std::thread::hardware_concurrency());
   cpu_set_t set;
   CPU_ZERO(&set);
-  if (::sched_getaffinity(0, sizeof set, &set) == 0) return std::max(1, CPU_COUNT(&set));
-  return std::max(1U, std::thread::hardware_concurrency());
+  if (::sched_getaffinity(0, sizeof set, &set) == 0)
+    n = static_cast<unsigned>(std::max(1, CPU_COUNT(&set)));
+  // A container's CPU limit (cgroup v2, as docker --cpus and Kubernetes' limits set it).
+  std::ifstream in("/sys/fs/cgroup/cpu.max");
+  std::string line;
+  if (in && std::getline(in, line))
+    if (const unsigned q = cgroup_cpu_quota(line)) n = std::min(n, q);
+  return n;
 }
 
 namespace {
@@ -80,14 +100,20 @@ void parallel_for(size_t n, unsigned threads, const std::function<void(size_t)>&
   }
   std::atomic<size_t> next{0};
   std::mutex m;
+  // The lowest index that threw: what a loop in order would have thrown (every lower index was
+  // taken before it, so all of them ran).
   std::exception_ptr first;
+  size_t first_index = n;
   auto run = [&] {
     for (size_t i; (i = next.fetch_add(1)) < n;) {
       try {
         fn(i);
       } catch (...) {
         const std::lock_guard lock(m);
-        if (!first) first = std::current_exception();
+        if (i < first_index) {
+          first = std::current_exception();
+          first_index = i;
+        }
         next = n;  // the others stop at their next index
       }
     }

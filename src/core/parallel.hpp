@@ -26,8 +26,12 @@ class WorkerSignals {
   sigset_t old_;
 };
 
-// CPUs this process may run on (taskset, a cgroup's cpuset), at least 1.
+// CPUs this process may run on (taskset, a cgroup's cpuset), within its cgroup's CPU limit
+// (/sys/fs/cgroup/cpu.max: a container given 2 CPUs of 64 runs 2 threads), at least 1.
 unsigned usable_cpus();
+// The whole CPUs a cgroup v2 `cpu.max` line allows ("200000 100000": 2, "150000 100000": 2), or
+// 0 for no limit ("max 100000") or a line that is not one.
+unsigned cgroup_cpu_quota(const std::string& cpu_max);
 
 // The threads work is spread over by default: GPUDOCTOR_THREADS where it is set (a whole number
 // from 1 to 256; 1 keeps everything on the calling thread), else one per usable CPU, at most 16.
@@ -38,7 +42,8 @@ std::string threads_env_error();
 
 // Runs fn(i) for every i in [0, n), on up to `threads` threads (this one among them; 0:
 // default_threads()), the others started under WorkerSignals. Returns when every call has
-// returned; the first exception one threw is rethrown here.
+// returned; the exception of the lowest index that threw is rethrown here (the one a loop in
+// order meets first).
 void parallel_for(size_t n, unsigned threads, const std::function<void(size_t)>& fn);
 
 }  // namespace gpudoctor

@@ -100,8 +100,8 @@ constexpr size_t kPassedStep = detail::kPassedStepBytes;
 
 ReleasePassed::ReleasePassed(std::string_view mapped) noexcept {
   detail::PassedWindow& w = detail::passed_window;
-  w.begin = w.dropped = mapped.data();
-  w.end = mapped.data() + mapped.size();
+  w.begin = w.dropped = reinterpret_cast<uintptr_t>(mapped.data());
+  w.end = w.begin + mapped.size();
   w.next = w.begin + kPassedStep;
 }
 
@@ -111,15 +111,16 @@ ReleasePassed::~ReleasePassed() {
 
 void detail::release_passed(const char* p) noexcept {
   PassedWindow& w = passed_window;
-  if (p + kPassedStep < w.next) w.dropped = w.begin;  // a new pass from further back
-  w.next = p + kPassedStep;
-  if (p < w.begin + kPassedLag) return;
+  const auto at = reinterpret_cast<uintptr_t>(p);
+  if (at + kPassedStep < w.next) w.dropped = w.begin;  // a new pass from further back
+  w.next = at + kPassedStep;
+  if (at < w.begin + kPassedLag) return;
   static const auto page = static_cast<uintptr_t>(::sysconf(_SC_PAGESIZE));
-  const auto upto = (reinterpret_cast<uintptr_t>(p) - kPassedLag) & ~(page - 1);
-  const auto from = (reinterpret_cast<uintptr_t>(w.dropped) + page - 1) & ~(page - 1);
+  const uintptr_t upto = (at - kPassedLag) & ~(page - 1);
+  const uintptr_t from = (w.dropped + page - 1) & ~(page - 1);
   if (upto <= from) return;
   ::madvise(reinterpret_cast<void*>(from), upto - from, MADV_DONTNEED);  // advice: may fail
-  w.dropped = reinterpret_cast<const char*>(upto);
+  w.dropped = upto;
 }
 
 bool LineReader::next(std::string_view& line) {

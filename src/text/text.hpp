@@ -71,11 +71,10 @@ class ReleasePassed {
   ReleasePassed& operator=(const ReleasePassed&) = delete;
 };
 namespace detail {
-struct PassedWindow {
-  const char* begin = nullptr;  // the registered mapping
-  const char* end = nullptr;
-  const char* dropped = nullptr;  // pages before it are handed back
-  const char* next = nullptr;     // the next position worth a release
+struct PassedWindow {            // addresses as integers
+  uintptr_t begin = 0, end = 0;  // the registered mapping
+  uintptr_t dropped = 0;         // pages before it are handed back
+  uintptr_t next = 0;            // the next position worth a release
 };
 // How often a release is worth a system call.
 inline constexpr size_t kPassedStepBytes = size_t{16} << 20;
@@ -97,8 +96,10 @@ class PassedPause {
 // Reading has passed p (a position in the text being read): the pages well behind it may go.
 // A few comparisons when there is nothing to do. A position behind the last one starts a new pass.
 inline void passed(const char* p) noexcept {
+  // (As integers: p may point into any other text, and next past the mapping's end.)
   const detail::PassedWindow& w = detail::passed_window;
-  if (p >= w.begin && p < w.end && (p >= w.next || p + detail::kPassedStepBytes < w.next))
+  const auto at = reinterpret_cast<uintptr_t>(p);
+  if (at >= w.begin && at < w.end && (at >= w.next || at + detail::kPassedStepBytes < w.next))
     detail::release_passed(p);
 }
 
