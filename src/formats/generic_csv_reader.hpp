@@ -78,6 +78,11 @@ struct InfoCol {
   int wide;
 };
 
+// What a reader of one chunk of a text says back (generic_csv_chunks.cpp).
+struct ChunkState {
+  bool stopped = false;  // a header changed the columns inside the chunk
+};
+
 class Reader {
  public:
   Reader(std::string_view text, const std::string& origin, const GenericCsvOptions& opt)
@@ -138,10 +143,6 @@ class Reader {
   }
   // The file's line of a record (a table's rows carry the file's own lines already).
   static size_t file_line(size_t n) { return n; }
-
-  struct ChunkState {
-    bool stopped = false;  // a header changed the columns inside the chunk
-  };
 
   std::string_view text_;
   const std::string& origin_;
