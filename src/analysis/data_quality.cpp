@@ -22,14 +22,24 @@ double median(std::vector<double> v) {
   return v[v.size() / 2];
 }
 
-// Median absolute difference between samples k apart (over the kept samples).
-double lag_diff(const std::vector<double>& x, const std::vector<size_t>& idx, size_t k) {
-  std::vector<double> d;
-  for (size_t j = k; j < idx.size(); ++j) {
-    const double a = x[idx[j]], b = x[idx[j - k]];
+// The samples the scan keeps: every one (no index kept) until a sample is left out.
+struct Kept {
+  size_t n = 0;
+  std::vector<size_t> idx;  // empty while every sample is kept
+  size_t operator[](size_t j) const { return idx.empty() ? j : idx[j]; }
+  size_t size() const { return n; }
+};
+
+// Median absolute difference between samples k apart (over the kept samples); d is scratch.
+double lag_diff(ColumnView x, const Kept& kept, size_t k, std::vector<double>& d) {
+  d.clear();
+  for (size_t j = k; j < kept.size(); ++j) {
+    const double a = x[kept[j]], b = x[kept[j - k]];
     if (!std::isnan(a) && !std::isnan(b)) d.push_back(std::abs(a - b));
   }
-  return d.size() < 20 ? std::numeric_limits<double>::quiet_NaN() : median(std::move(d));
+  if (d.size() < 20) return std::numeric_limits<double>::quiet_NaN();
+  std::nth_element(d.begin(), d.begin() + static_cast<long>(d.size() / 2), d.end());
+  return d[d.size() / 2];
 }
 
 }  // namespace
@@ -65,15 +75,26 @@ QualityScan scan_quality(const Recording& rec, const DiagnosisConfig& cfg) {
                                          "(left out)",
                                          count)});
     }
-    std::vector<size_t> kept;
-    for (size_t i = 0; i < n; ++i)
-      if (!drop[i]) kept.push_back(i);
+    Kept kept;
+    if (std::find(drop.begin(), drop.end(), 1) == drop.end()) {
+      kept.n = n;
+    } else {
+      for (size_t i = 0; i < n; ++i)
+        if (!drop[i]) kept.idx.push_back(i);
+      kept.n = kept.idx.size();
+    }
     // Frozen rows: every value the same as the row before, while a live power reading (to the
     // 10 mW a sensor reports, never repeated exactly for long) says the values should move.
-    const auto* power = s.column(Field::kPower);
+    const auto power = s.column(Field::kPower);
+    // A column with one value throughout repeats on every row: the others tell.
+    std::vector<ColumnView> moving;
+    for (const auto& c : s.columns)
+      if (c && !c.is_constant()) moving.push_back(c.view());
     auto row_same = [&](size_t a, size_t b) {
-      for (const auto& c : s.columns)
-        if (c && !same((*c)[a], (*c)[b])) return false;
+      // Power first: the reading that moves from row to row, so most rows differ there.
+      if (power && !same((*power)[a], (*power)[b])) return false;
+      for (const auto& c : moving)
+        if (!same(c[a], c[b])) return false;
       return true;
     };
     for (size_t j = 1; j < kept.size();) {
@@ -98,9 +119,10 @@ QualityScan scan_quality(const Recording& rec, const DiagnosisConfig& cfg) {
     // Gaps: a time step many intervals long.
     {
       std::vector<double> steps;
+      steps.reserve(kept.size());
       for (size_t j = 1; j < kept.size(); ++j)
         steps.push_back(s.time_s[kept[j]] - s.time_s[kept[j - 1]]);
-      const double interval = median(steps);
+      const double interval = median(std::move(steps));
       if (!std::isnan(interval) && interval > 0) {
         const double gap = std::max(30.0, cfg.gap_intervals * interval);
         for (size_t j = 1; j < kept.size(); ++j) {
@@ -124,21 +146,23 @@ QualityScan scan_quality(const Recording& rec, const DiagnosisConfig& cfg) {
       const Probe probes[] = {{Field::kMemUsed, 256, "memory used"},
                               {Field::kTemp, 3, "temperature"},
                               {Field::kMemTotal, 256, "memory total"}};
+      std::vector<double> scratch;
+      scratch.reserve(kept.size());
       for (const auto& p : probes) {
-        const auto* c = s.column(p.f);
+        const auto c = s.column(p.f);
         if (!c) continue;
-        const double d1 = lag_diff(*c, kept, 1);
+        const double d1 = lag_diff(*c, kept, 1, scratch);
         if (!(d1 >= p.material)) continue;
         size_t found = 0;
         double dk = 0;
         for (size_t k = 2; k <= 8 && !found; ++k) {
-          dk = lag_diff(*c, kept, k);
+          dk = lag_diff(*c, kept, k, scratch);
           if (dk <= d1 / 4) found = k;
         }
         if (!found) continue;
         issues[g].push_back(
-            {"interleaved", idx, kept.empty() ? 0 : s.time_s[kept.front()],
-             kept.empty() ? 0 : s.time_s[kept.back()], kept.size(),
+            {"interleaved", idx, kept.size() == 0 ? 0 : s.time_s[kept[0]],
+             kept.size() == 0 ? 0 : s.time_s[kept[kept.size() - 1]], kept.size(),
              fmt::format("{} jumps by {:.0f} from row to row but only {:.0f} between rows {} "
                          "apart: {} GPUs look interleaved on alternate rows without an index "
                          "column, read as one (give the index column, or --map it)",

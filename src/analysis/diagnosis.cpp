@@ -222,11 +222,11 @@ nlohmann::ordered_json gpu_metrics(const Context& ctx, size_t g,
   }
   // Busy but idle: share of steady samples with util >= busy and power < low_power_ratio.
   double bi_n = 0, bi = 0;
-  const auto* u = d.util;
+  const ColumnView u = d.util;
   const auto& pr_of = d.power_ratio;
   // Memory churn: the largest change of memory used per second, as a share of the total.
   double churn = kNaN;
-  const auto* mem = d.col(Field::kMemUsed);
+  const auto mem = d.col(Field::kMemUsed);
   for (const Judged* j : steady) {
     for (size_t i = j->w->i0; i < j->w->i1; ++i) {
       if (u && known((*u)[i]) && known(pr_of[i])) {
@@ -528,7 +528,7 @@ GpuDiagnosis gpu_result(const Context& ctx, size_t g, const Judgement& jd) {
   gd.power_limit_source = d.limit_source;
   if (!d.limit_source.empty()) gd.power_limit_confidence = d.limit_confidence;
   {
-    const auto* enf = d.col(Field::kPowerLimitEnforced);
+    auto enf = d.col(Field::kPowerLimitEnforced);
     if (!enf) enf = d.col(Field::kPowerLimit);
     const double e = median_of(enf);
     if (known(e)) gd.enforced_limit_w = round_to(e, 1);
@@ -536,6 +536,12 @@ GpuDiagnosis gpu_result(const Context& ctx, size_t g, const Judgement& jd) {
   std::vector<const Judged*> steady;
   double lost = 0, conf = 0, conf_h = 0;
   bool lost_known = false;
+  {
+    size_t samples = 0;
+    for (const auto& j : jd.judged)
+      if (j.gpu == g) samples += j.w->i1 - j.w->i0;
+    gd.judged.reserve(samples);
+  }
   for (const auto& j : jd.judged) {
     if (j.gpu != g) continue;
     if (!j.w->idle) steady.push_back(&j);

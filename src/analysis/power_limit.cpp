@@ -22,9 +22,10 @@ double median(std::vector<double> v) {
   return v[v.size() / 2];
 }
 
-std::vector<double> known_values(const std::vector<double>* c) {
+std::vector<double> known_values(ColumnView c) {
   std::vector<double> out;
   if (!c) return out;
+  out.reserve(c->size());
   for (double x : *c)
     if (known(x)) out.push_back(x);
   return out;
@@ -39,8 +40,9 @@ bool cap_reason(double r) {
 
 double power_plateau_w(std::vector<double> v) {
   if (v.size() < 20) return 0;
-  std::sort(v.begin(), v.end());
   const size_t n = v.size();
+  // The 95th percentile (the order of the rest does not matter: the median below is by rank).
+  std::nth_element(v.begin(), v.begin() + static_cast<long>((n - 1) * 95 / 100), v.end());
   const double top = v[(n - 1) * 95 / 100];
   if (!(top > 0)) return 0;
   const double band = std::max(1.5, 0.02 * top);
@@ -106,12 +108,12 @@ std::vector<double> power_levels_w(std::vector<double> v, double min_share) {
 PowerLimitEvidence resolve_power_limit(const GpuSeries& s, const DiagnosisConfig& cfg) {
   PowerLimitEvidence e;
   const size_t n = s.size();
-  const auto* power = s.column(Field::kPower);
-  const auto* percent = s.column(Field::kPowerPercent);
-  const auto* util = s.column(Field::kUtilGpu);
+  const auto power = s.column(Field::kPower);
+  const auto percent = s.column(Field::kPowerPercent);
+  auto util = s.column(Field::kUtilGpu);
   if (!util) util = s.column(Field::kGpmGraphicsUtil);
-  const auto* reasons = s.column(Field::kClockEventReasons);
-  const auto* enforced_col = s.column(Field::kPowerLimitEnforced);
+  const auto reasons = s.column(Field::kClockEventReasons);
+  auto enforced_col = s.column(Field::kPowerLimitEnforced);
   if (!enforced_col) enforced_col = s.column(Field::kPowerLimit);
   double model_tdp_w = 0;  // 0: the name is not in the model table
   if (!s.info.name.empty())
@@ -136,6 +138,7 @@ PowerLimitEvidence resolve_power_limit(const GpuSeries& s, const DiagnosisConfig
   // Busy samples' power, for a plateau.
   if (power) {
     std::vector<double> busy;
+    busy.reserve(n);
     double top = 0;
     for (size_t i = 0; i < n; ++i)
       if (known((*power)[i])) top = std::max(top, (*power)[i]);

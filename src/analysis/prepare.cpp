@@ -17,9 +17,18 @@ struct Run {
 
 }  // namespace
 
-double median_of(const std::vector<double>* c) {
+double median_of(ColumnView c) {
   if (!c) return kNaN;
+  // A column that holds one value throughout (a limit, a maximum clock, the memory size) is its
+  // own median: no copy.
+  {
+    const auto first = std::find_if(c->begin(), c->end(), [](double x) { return known(x); });
+    if (first == c->end()) return kNaN;
+    if (std::all_of(first, c->end(), [v = *first](double x) { return x == v || !known(x); }))
+      return *first;
+  }
   std::vector<double> v;
+  v.reserve(c->size());
   for (double x : *c)
     if (known(x)) v.push_back(x);
   if (v.empty()) return kNaN;
@@ -58,6 +67,7 @@ GpuData prepare(const GpuSeries& s, const DiagnosisConfig& cfg) {
   const size_t n = s.size();
   {
     std::vector<double> gaps;
+    gaps.reserve(n);
     for (size_t i = 1; i < n; ++i) gaps.push_back(s.time_s[i] - s.time_s[i - 1]);
     if (!gaps.empty()) {
       std::nth_element(gaps.begin(), gaps.begin() + static_cast<long>(gaps.size() / 2), gaps.end());
@@ -86,11 +96,11 @@ GpuData prepare(const GpuSeries& s, const DiagnosisConfig& cfg) {
 
   d.util = s.column(Field::kUtilGpu);
   if (!d.util) d.util = s.column(Field::kGpmGraphicsUtil);
-  const auto* util = d.util;
-  const auto* power = s.column(Field::kPower);
-  const auto* sm = s.column(Field::kGpmSmUtil);
-  const auto* pstate = s.column(Field::kPstate);
-  const auto* reasons = s.column(Field::kClockEventReasons);
+  const ColumnView util = d.util;
+  const auto power = s.column(Field::kPower);
+  const auto sm = s.column(Field::kGpmSmUtil);
+  const auto pstate = s.column(Field::kPstate);
+  const auto reasons = s.column(Field::kClockEventReasons);
   d.efficiency.assign(n, kNaN);
   d.active.assign(n, 0);
   // Activity, from the most direct signal the sample has: GPU-Util, SM activity, power against
@@ -119,7 +129,7 @@ GpuData prepare(const GpuSeries& s, const DiagnosisConfig& cfg) {
       driver_idle = clocks[clocks.size() / 2] <= 0.5 * clocks[(clocks.size() - 1) * 99 / 100];
     }
   }
-  std::vector<int> act_of(n, -1);
+  std::vector<int8_t> act_of(n, -1);
   double last_power = kNaN;  // the latest power reading (a long-format log splits its rows)
   for (size_t i = 0; i < n; ++i) {
     if (power && known((*power)[i])) last_power = (*power)[i];
@@ -133,7 +143,7 @@ GpuData prepare(const GpuSeries& s, const DiagnosisConfig& cfg) {
     else if (known(a))
       e = a;
     d.efficiency[i] = known(e) ? std::clamp(e, 0.0, 1.5) : kNaN;
-    int act = -1;
+    int8_t act = -1;
     const double r_i = reasons ? (*reasons)[i] : kNaN;
     const bool idle_reason =
         known(r_i) && r_i >= 0 && r_i < 1e15 && (static_cast<uint64_t>(r_i) & kReasonIdle) != 0;

@@ -19,6 +19,6 @@ GpuData prepare(const GpuSeries& s, const DiagnosisConfig& cfg);
 void segment(GpuData& d, const DiagnosisConfig& cfg);
 
 // The median of a column's known values; NaN when it has none (or there is no column).
-double median_of(const std::vector<double>* c);
+double median_of(ColumnView c);
 
 }  // namespace gpudoctor::diag

@@ -6,15 +6,19 @@ namespace gpudoctor {
 
 std::vector<double>& GpuSeries::column_for_write(Field f) {
   auto& c = columns[index_of(f)];
-  if (!c) c = std::make_unique<std::vector<double>>(time_s.size(), kMissing);
-  return *c;
+  if (!c) c = Column(std::vector<double>(time_s.size(), kMissing));
+  return c.values();
 }
 
 size_t GpuSeries::append_row(double t_s) {
   time_s.push_back(t_s);
   for (auto& c : columns)
-    if (c) c->push_back(kMissing);
+    if (c) c.push_back(kMissing);
   return time_s.size() - 1;
+}
+
+void GpuSeries::compact() {
+  for (auto& c : columns) c.compact();
 }
 
 Recording without_gpus(const Recording& rec) {
@@ -93,8 +97,7 @@ void keep_rows(GpuSeries& g, const std::vector<size_t>& rows) {
     v.resize(kept);
   };
   compact(g.time_s);
-  for (auto& c : g.columns)
-    if (c) compact(*c);
+  for (auto& c : g.columns) c.keep_rows(rows);
 }
 
 GpuSeries slice_series(const GpuSeries& g, const std::vector<std::pair<double, double>>& ranges) {
@@ -137,8 +140,7 @@ void trim_recording(Recording& rec, double since_s, double until_s) {
       v.erase(v.begin(), v.begin() + b);
     };
     cut(g.time_s);
-    for (auto& c : g.columns)
-      if (c) cut(*c);
+    for (auto& c : g.columns) c.keep_range(static_cast<size_t>(b), static_cast<size_t>(e));
     std::vector<ProcessSpan> kept;
     for (auto& p : g.processes) {
       if (p.last_s < since_s || p.first_s >= until_s) continue;

@@ -16,6 +16,7 @@
 #include <string>
 #include <vector>
 
+#include "core/column.hpp"
 #include "core/device.hpp"
 #include "core/fields.hpp"
 #include "core/trace.hpp"
@@ -42,40 +43,13 @@ struct OwnerSpan {
 
 // One GPU's telemetry. A value: copies are deep (every member, columns included).
 struct GpuSeries {
-  // One field's column, or none: owned through a pointer (a field the input lacks costs one null
-  // pointer) but copied as a value, so that GpuSeries and Recording copy like any struct and no
-  // copy written by hand can leave a member out.
-  class Column {
-   public:
-    Column() = default;
-    Column(std::nullptr_t) {}
-    Column(std::unique_ptr<std::vector<double>> v) : v_(std::move(v)) {}
-    Column(const Column& o) : v_(o.v_ ? std::make_unique<std::vector<double>>(*o.v_) : nullptr) {}
-    Column(Column&&) noexcept = default;
-    Column& operator=(const Column& o) {
-      if (this != &o) v_ = o.v_ ? std::make_unique<std::vector<double>>(*o.v_) : nullptr;
-      return *this;
-    }
-    Column& operator=(Column&&) noexcept = default;
-    ~Column() = default;
-
-    explicit operator bool() const { return v_ != nullptr; }
-    std::vector<double>& operator*() const { return *v_; }
-    std::vector<double>* operator->() const { return v_.get(); }
-    std::vector<double>* get() const { return v_.get(); }
-    void reset() { v_.reset(); }
-    friend bool operator==(const Column& c, std::nullptr_t) { return c.v_ == nullptr; }
-
-   private:
-    std::unique_ptr<std::vector<double>> v_;
-  };
-
   DeviceInfo info;
   // The host the GPU is in, where one input holds GPUs of several hosts (a Prometheus server);
   // "" otherwise (the Recording's system.hostname says it).
   std::string host;
   std::vector<double> time_s;  // seconds since Recording::start_unix_ms, increasing
   // One column per field, present only for fields the input had; same length as time_s.
+  using Column = FieldColumn;
   std::array<Column, kFieldCount> columns{};
   std::map<Field, int32_t> unsupported;  // field -> NVML code, where known
   std::vector<ProcessSpan> processes;
@@ -90,12 +64,15 @@ struct GpuSeries {
   std::string power_limit_source;
 
   bool has(Field f) const { return columns[index_of(f)] != nullptr; }
-  const std::vector<double>* column(Field f) const { return columns[index_of(f)].get(); }
-  // Creates the column (NaN-filled to the current length) if needed.
+  // The field's values (a view: valid until the series changes), or none (false).
+  ColumnView column(Field f) const { return columns[index_of(f)].view(); }
+  // Creates the column (NaN-filled to the current length) if needed; every value, to change.
   std::vector<double>& column_for_write(Field f);
   // Appends a time and NaN to every present column; returns the new row index.
   size_t append_row(double t_s);
   size_t size() const { return time_s.size(); }
+  // Folds each column that holds one value throughout into that value once (core/column.hpp).
+  void compact();
 };
 
 // The host around a job (`gpudoctor run`): whole-machine CPU and I/O wait, and the job's own

@@ -52,8 +52,8 @@ void LiveExporter::trim_window(double now_s) {
 }
 
 std::optional<double> LiveExporter::memory_churn(const GpuSeries& g) const {
-  const auto* used = g.column(Field::kMemUsed);
-  const auto* total = g.column(Field::kMemTotal);
+  const auto used = g.column(Field::kMemUsed);
+  const auto total = g.column(Field::kMemTotal);
   if (!used || !total || g.size() < 2) return std::nullopt;
   const double since = g.time_s.back() - live_options_.churn_window_s;
   std::optional<double> worst;

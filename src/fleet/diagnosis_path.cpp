@@ -64,8 +64,8 @@ void account(const PromRun& run, const Diagnosis& d, FleetBy by, Tallies& out) {
     for (const auto& x : d.gpus)
       if (x.index == g.info.index) gd = &x;
     const double step = median_step(g);
-    const std::vector<double>* used = g.column(Field::kMemUsed);
-    const std::vector<double>* total = g.column(Field::kMemTotal);
+    const ColumnView used = g.column(Field::kMemUsed);
+    const ColumnView total = g.column(Field::kMemTotal);
     const FleetGpu gpu_id{g.host, g.info.uuid.empty() ? g.info.name : g.info.uuid};
     out.gpus.insert(gpu_id);
     LedgerBook book;

@@ -381,7 +381,7 @@ std::string write_dmon(const Recording& rec) {
     out += fmt::format(" {:04}{:02}{:02}  {:02}:{:02}:{:02} {:>5}", tm.tm_year + 1900,
                        tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec, g.info.index);
     for (const Col& c : kCols) {
-      const std::vector<double>* col = c.field ? g.column(*c.field) : nullptr;
+      const ColumnView col = c.field ? g.column(*c.field) : nullptr;
       if (!col || is_missing((*col)[r]))
         out += fmt::format(" {:>6}", "-");
       else

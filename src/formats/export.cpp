@@ -56,7 +56,7 @@ std::string write_csv(const Recording& rec) {
     out += fmt::format(",{}", g.info.index);
     for (Field f : fields) {
       out += ',';
-      if (const auto* c = g.column(f); c && !is_missing((*c)[row])) out += number((*c)[row]);
+      if (const auto c = g.column(f); c && !is_missing((*c)[row])) out += number((*c)[row]);
     }
     out += '\n';
   });
@@ -71,7 +71,7 @@ std::string write_jsonl(const Recording& rec) {
     o["time"] = iso8601_utc(rec.start_unix_ms + std::llround(g.time_s[row] * 1000));
     o["gpu"] = g.info.index;
     for (Field f : fields) {
-      const auto* c = g.column(f);
+      const auto c = g.column(f);
       o[std::string(info(f).id)] =
           c && !is_missing((*c)[row]) ? nlohmann::json((*c)[row]) : nlohmann::json(nullptr);
     }

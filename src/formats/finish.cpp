@@ -131,7 +131,7 @@ ModelMatch match_model(std::string_view name) {
 
 bool has_logged_power_limit(const GpuSeries& g) {
   return std::any_of(kLimitFields.begin(), kLimitFields.end(), [&](Field f) {
-    const auto* c = g.column(f);
+    const auto c = g.column(f);
     return c && std::any_of(c->begin(), c->end(), [](double v) { return !is_missing(v); });
   });
 }
@@ -148,8 +148,8 @@ namespace {
 // percent over the samples with both, those at 10 % or more where there are some (a small percent
 // is rounded coarsely). nullopt without such samples.
 std::optional<double> limit_from_percent(const GpuSeries& g) {
-  const auto* power = g.column(Field::kPower);
-  const auto* pct = g.column(Field::kPowerPercent);
+  const auto power = g.column(Field::kPower);
+  const auto pct = g.column(Field::kPowerPercent);
   if (power == nullptr || pct == nullptr) return std::nullopt;
   for (const double floor : {10.0, 1.0}) {
     std::vector<double> limits;

@@ -94,7 +94,7 @@ Result<Recording> Reader::finish_reading() {
     for (size_t fi = 0; fi < kFieldCount; ++fi) {
       // (The default limit: filled from the model table by the finishing step.)
       if (static_cast<Field>(fi) == Field::kPowerLimitDefault) continue;
-      const auto* c = g.column(static_cast<Field>(fi));
+      const auto c = g.column(static_cast<Field>(fi));
       if (c && std::any_of(c->begin(), c->end(), [](double v) { return !is_missing(v); }))
         return true;
     }
@@ -223,8 +223,8 @@ void Reader::finish() {
       if (fc.wide >= 0 && g.wide != fc.wide) continue;
       if (g.scaled[fi]) continue;
       g.scaled[fi] = true;
-      if (auto* col = g.series.columns[fi].get())
-        for (auto& v : *col) v = text::scaled(v, auto_factor[fi]);
+      if (auto& col = g.series.columns[fi])
+        for (auto& v : col.values()) v = text::scaled(v, auto_factor[fi]);
     }
   }
 

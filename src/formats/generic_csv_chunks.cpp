@@ -61,11 +61,12 @@ void append_series(GpuSeries& into, GpuSeries& part) {
     auto& c = into.columns[fi];
     auto& pc = part.columns[fi];
     if (!c && !pc) continue;
-    if (!c) c = std::make_unique<std::vector<double>>(n0, kMissing);
+    if (!c) c = GpuSeries::Column(std::vector<double>(n0, kMissing));
+    auto& v = c.values();
     if (pc)
-      c->insert(c->end(), pc->begin(), pc->end());
+      v.insert(v.end(), pc.values().begin(), pc.values().end());
     else
-      c->resize(n0 + n1, kMissing);
+      v.resize(n0 + n1, kMissing);
   }
   into.time_s.insert(into.time_s.end(), part.time_s.begin(), part.time_s.end());
   DeviceInfo& d = into.info;

@@ -390,9 +390,7 @@ void Reader::read_cells(GpuState& g, size_t row, int wide,
                           : parse_cell(fc.col, fc.unit, v, x, cell_unit);
     switch (kind) {
       case Cell::kValue: {
-        std::vector<double>* column = g.series.columns[fi].get();
-        if (column == nullptr) column = &g.series.column_for_write(fc.field);
-        double& cell = (*column)[row];
+        double& cell = g.series.column_for_write(fc.field)[row];
         if (c.m.role == Role::kReason && !is_missing(cell))
           cell = static_cast<double>(static_cast<uint64_t>(cell) | static_cast<uint64_t>(x));
         else

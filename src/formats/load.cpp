@@ -302,9 +302,7 @@ Result<Recording> load_stdin(const LoadOptions& options) {
   return rec;
 }
 
-}  // namespace
-
-Result<Recording> load_telemetry(const std::string& path, const LoadOptions& options) {
+Result<Recording> load_as_read(const std::string& path, const LoadOptions& options) {
   if (path == "-") return load_stdin(options);
   struct stat st {};
   if (::stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode)) {
@@ -339,6 +337,17 @@ Result<Recording> load_telemetry(const std::string& path, const LoadOptions& opt
     return load_compressed(mapped->text(), c, path, options);
   const text::ReleasePassed release(mapped->text());
   return load_text(mapped->text(), path, options);
+}
+
+}  // namespace
+
+Result<Recording> load_telemetry(const std::string& path, const LoadOptions& options) {
+  auto rec = load_as_read(path, options);
+  // A field with one value throughout (a limit, a maximum clock, the memory size: most of a full
+  // nvidia-smi log's fields) is kept once, not once per sample.
+  if (rec.ok())
+    for (auto& g : rec.value().gpus) g.compact();
+  return rec;
 }
 
 }  // namespace gpudoctor

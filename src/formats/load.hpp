@@ -32,7 +32,8 @@ struct LoadOptions {
 std::vector<std::string> input_formats();
 // Reads a file: a SQLite recording, or any log (mapped, then read by load_text); `-` is standard
 // input; a compressed file is decompressed first; a W&B or MLflow run folder is read as one run.
-// Any other folder is refused with a word on how to read a folder of logs.
+// Any other folder is refused with a word on how to read a folder of logs. A column with one value
+// throughout comes back as that value once (GpuSeries::compact).
 Result<Recording> load_telemetry(const std::string& path, const LoadOptions& options);
 // Reads a log held in memory, choosing the reader by content as load_telemetry does; origin names
 // it in messages ("run.csv"). Recordings (SQLite) are read from files only.

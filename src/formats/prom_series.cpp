@@ -468,12 +468,12 @@ Recording series_by_gpu(const std::vector<PromSeries>& series, const std::string
       if (!has_value[r]) continue;
       g.time_s[keep] = g.time_s[r];
       for (auto& c : g.columns)
-        if (c) (*c)[keep] = (*c)[r];
+        if (c) c.values()[keep] = c.values()[r];
       ++keep;
     }
     g.time_s.resize(keep);
     for (auto& c : g.columns)
-      if (c) c->resize(keep);
+      if (c) c.values().resize(keep);
     if (keep > 0) rec.gpus.push_back(std::move(g));
   }
   return rec;

@@ -189,7 +189,7 @@ std::string write_smi_csv(const Recording& rec, bool units) {
                    or_na(g.info.name), or_na(g.info.pci_bus_id), or_na(g.info.uuid));
     for (const Field f : fields) {
       fmt::format_to(it, ", ");
-      if (const auto* col = g.column(f))
+      if (const auto col = g.column(f))
         write_value(out, f, (*col)[r], units);
       else
         fmt::format_to(it, "{}", missing_marker(g, f));

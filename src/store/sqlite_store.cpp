@@ -478,8 +478,12 @@ Result<Nothing> RecordingWriter::add_recording(const Recording& rec) {
       t_ms[i] = static_cast<double>(std::llround(g.time_s[i] * 1000));
     for (size_t first = 0; first < g.size(); first += kRecordingBlockRows) {
       const size_t n = std::min(g.size() - first, static_cast<size_t>(kRecordingBlockRows));
-      for (size_t f = 0; f < kFieldCount; ++f)
-        cols[f] = {g.columns[f] ? g.columns[f]->data() + first : nullptr, 1};
+      for (size_t f = 0; f < kFieldCount; ++f) {
+        const ColumnView c = g.columns[f].view();
+        cols[f] = !c             ? Strided{}
+                  : c.constant() ? Strided{c.data(), 0}
+                                 : Strided{c.data() + first, 1};
+      }
       if (auto r = write_rows(gpu, static_cast<int64_t>(first), n, t_ms.data() + first, cols, true);
           !r)
         return r;
@@ -713,9 +717,19 @@ class RecordingReader {
     return kOk;
   }
 
+  // A field column while its blocks come: the same value over rows [0, covered) so far, or built
+  // out (a constant column is never built out: it stays one value and its length).
+  struct Uniform {
+    bool seen = false, uniform = true;
+    double v = kMissing;
+    int64_t covered = 0;
+  };
+
   Result<Nothing> read_blocks() {
     // Blocks in file order; each lands at its first_row. Fields by name, so files written with
     // an older or newer catalogue still read (unknown fields are skipped).
+    std::vector<std::array<Uniform, kFieldCount>> so_far(rec_.gpus.size());
+    std::vector<double> scratch;
     Stmt st;
     if (sqlite3_prepare_v2(db_, "SELECT gpu, field, first_row, n, data FROM samples", -1, &st.s,
                            nullptr) != SQLITE_OK)
@@ -731,20 +745,67 @@ class RecordingReader {
       const int64_t n = sqlite3_column_int64(st.s, 3);
       if (first < 0 || n < 0 || first + n > static_cast<int64_t>(g.size()))
         return damaged(fmt::format("block {} of GPU {} is out of range", first, g.info.index));
-      double* out;
+      const void* blob = sqlite3_column_blob(st.s, 4);
+      const int bytes = sqlite3_column_bytes(st.s, 4);
+      auto wrong_size = [&] {
+        return damaged(fmt::format("block {} of GPU {} has the wrong size", first, g.info.index));
+      };
       if (field == kTimeColumn) {
-        out = g.time_s.data() + first;
-      } else if (const auto f = field_by_id(field)) {
-        out = g.column_for_write(*f).data() + first;
-      } else {
+        double* out = g.time_s.data() + first;
+        if (!decode_block(blob, bytes, n, out)) return wrong_size();
+        for (int64_t i = 0; i < n; ++i) out[i] /= 1000.0;
         continue;
       }
-      if (!decode_block(sqlite3_column_blob(st.s, 4), sqlite3_column_bytes(st.s, 4), n, out))
-        return damaged(fmt::format("block {} of GPU {} has the wrong size", first, g.info.index));
-      if (field == kTimeColumn)
-        for (int64_t i = 0; i < n; ++i) out[i] /= 1000.0;
+      const auto f = field_by_id(field);
+      if (!f) continue;
+      auto& col = g.columns[index_of(*f)];
+      Uniform& u = so_far[it->second][index_of(*f)];
+      if (u.uniform) {
+        // The block's one value, if it has one (stored once, or n equal values).
+        std::optional<double> one;
+        if (n > 0 && bytes == static_cast<int>(sizeof(double))) {
+          double v;
+          std::memcpy(&v, blob, sizeof v);
+          one = v;
+        } else {
+          scratch.resize(static_cast<size_t>(n));
+          if (!decode_block(blob, bytes, n, scratch.data())) return wrong_size();
+          if (n == 0 || std::all_of(scratch.begin(), scratch.end(),
+                                    [&](double x) { return same_bits(x, scratch[0]); }))
+            one = n == 0 ? (u.seen ? u.v : kMissing) : scratch[0];
+        }
+        if (one && first == u.covered && (!u.seen || same_bits(*one, u.v))) {
+          u.seen = true, u.v = *one, u.covered += n;
+          continue;
+        }
+        // Not one value after all: the column built out with what came before.
+        auto& values = g.column_for_write(*f);
+        if (u.seen) std::fill(values.begin(), values.begin() + u.covered, u.v);
+        u.uniform = false;
+        if (!one) {  // decoded already
+          std::copy(scratch.begin(), scratch.end(), values.begin() + first);
+          continue;
+        }
+      }
+      if (!decode_block(blob, bytes, n, col.values().data() + first)) return wrong_size();
     }
     if (rc != SQLITE_DONE) return fail("reading samples");
+    // Columns that held one value: that value once where it covers every row (or the rows after
+    // it are missing too), built out where missing rows follow it.
+    for (size_t gi = 0; gi < rec_.gpus.size(); ++gi) {
+      GpuSeries& g = rec_.gpus[gi];
+      for (size_t fi = 0; fi < kFieldCount; ++fi) {
+        const Uniform& u = so_far[gi][fi];
+        if (!u.seen || !u.uniform) continue;
+        const auto rows = static_cast<int64_t>(g.size());
+        if (u.covered == rows || same_bits(u.v, kMissing)) {
+          g.columns[fi] = GpuSeries::Column::constant(u.v, g.size());
+        } else {
+          auto& values = g.column_for_write(static_cast<Field>(fi));
+          std::fill(values.begin(), values.begin() + u.covered, u.v);
+        }
+      }
+    }
     for (const auto& g : rec_.gpus)
       if (std::any_of(g.time_s.begin(), g.time_s.end(), [](double t) { return std::isnan(t); }))
         return damaged(fmt::format("GPU {} has rows without a time", g.info.index));

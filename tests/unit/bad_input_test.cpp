@@ -634,7 +634,7 @@ TEST(BadInput, ACutLastValueIsNeverRead) {
   LoadOptions options;
   const auto r = load_text(drop(kSmi, 4), "in.log", options);  // "..., 97 %, 149.0"
   ASSERT_TRUE(r.ok()) << r.error().message;
-  const auto* power = r->gpus.at(0).column(Field::kPower);
+  const auto power = r->gpus.at(0).column(Field::kPower);
   ASSERT_NE(power, nullptr);
   EXPECT_EQ(*power, (std::vector<double>{152.34, 150}));
 }

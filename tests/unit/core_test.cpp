@@ -220,7 +220,64 @@ TEST(Recording, CopyKeepsEveryMemberAndOwnsItsColumns) {
   Recording assigned;
   assigned = rec;
   EXPECT_EQ(assigned.gpus[0].column(Field::kPower)->size(), 3u);
-  EXPECT_NE(assigned.gpus[0].column(Field::kPower), rec.gpus[0].column(Field::kPower));
+  EXPECT_NE(assigned.gpus[0].column(Field::kPower).data(),
+            rec.gpus[0].column(Field::kPower).data());
+}
+
+// A column with one value throughout is kept once and reads as every value; any change to it
+// builds it out first, so no value read back ever differs from what was written.
+TEST(Recording, ConstantColumnsReadAsEveryValue) {
+  GpuSeries g;
+  for (double t : {0.0, 1.0, 2.0, 3.0}) g.append_row(t);
+  g.column_for_write(Field::kPowerLimit) = {300, 300, 300, 300};
+  g.column_for_write(Field::kPower) = {100, 200, 300, 400};
+  g.column_for_write(Field::kTemp) = {kMissing, kMissing, kMissing, kMissing};
+  g.column_for_write(Field::kClockSm) = {0.0, -0.0, 0.0, 0.0};  // not the same bits
+  g.compact();
+  EXPECT_TRUE(g.columns[index_of(Field::kPowerLimit)].is_constant());
+  EXPECT_TRUE(g.columns[index_of(Field::kTemp)].is_constant());
+  EXPECT_FALSE(g.columns[index_of(Field::kPower)].is_constant());
+  EXPECT_FALSE(g.columns[index_of(Field::kClockSm)].is_constant());
+  const ColumnView lim = g.column(Field::kPowerLimit);
+  ASSERT_TRUE(lim);
+  EXPECT_TRUE(lim.constant());
+  EXPECT_EQ(lim.size(), 4u);
+  EXPECT_EQ(lim, (std::vector<double>{300, 300, 300, 300}));
+  EXPECT_EQ(lim.to_vector(), (std::vector<double>{300, 300, 300, 300}));
+  EXPECT_EQ(std::count(lim.begin(), lim.end(), 300.0), 4);
+  EXPECT_EQ(lim.end() - lim.begin(), 4);
+  EXPECT_THROW((void)lim.at(4), std::out_of_range);
+  EXPECT_TRUE(std::isnan(g.column(Field::kTemp)[2]));
+  EXPECT_FALSE(g.column(Field::kUtilGpu));
+
+  // A row whose value is the constant keeps it one; a missing sample builds it out.
+  g.append_row(4);
+  EXPECT_TRUE(g.columns[index_of(Field::kTemp)].is_constant());
+  EXPECT_FALSE(g.columns[index_of(Field::kPowerLimit)].is_constant());
+  EXPECT_EQ(g.column(Field::kPowerLimit).size(), 5u);
+  EXPECT_TRUE(std::isnan(g.column(Field::kPowerLimit)[4]));
+  EXPECT_EQ(g.column(Field::kPowerLimit)[3], 300);
+  g.compact();
+  EXPECT_FALSE(g.columns[index_of(Field::kPowerLimit)].is_constant());
+
+  // Copies, kept rows and cut ranges of a constant column stay one value.
+  g.column_for_write(Field::kMemTotal) = std::vector<double>(5, 81920);
+  g.compact();
+  GpuSeries copy = g;
+  EXPECT_TRUE(copy.columns[index_of(Field::kMemTotal)].is_constant());
+  keep_rows(copy, {0, 2, 4});
+  EXPECT_EQ(copy.column(Field::kMemTotal), (std::vector<double>{81920, 81920, 81920}));
+  EXPECT_EQ(copy.column(Field::kPower)[1], 300);
+  Recording rec;
+  rec.gpus.push_back(g);
+  trim_recording(rec, 1, 3);
+  EXPECT_EQ(rec.gpus[0].column(Field::kMemTotal), (std::vector<double>{81920, 81920}));
+  EXPECT_EQ(rec.gpus[0].column(Field::kPower), (std::vector<double>{200, 300}));
+  // Written to: built out, and the original is untouched.
+  copy.column_for_write(Field::kMemTotal)[1] = 1;
+  EXPECT_EQ(copy.column(Field::kMemTotal), (std::vector<double>{81920, 1, 81920}));
+  EXPECT_TRUE(g.columns[index_of(Field::kMemTotal)].is_constant());
+  EXPECT_EQ(g.column(Field::kMemTotal)[1], 81920);
 }
 
 TEST(Recording, SliceKeepsWhatIsNotCutAndClipsWhatIs) {

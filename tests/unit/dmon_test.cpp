@@ -501,7 +501,7 @@ TEST(Dmon, NeverThrowsOnMangledInput) {
         for (size_t i = 1; i < g.size(); ++i) EXPECT_GT(g.time_s[i], g.time_s[i - 1]);
         for (const auto& c : g.columns) {
           if (c) {
-            EXPECT_EQ(c->size(), g.size());
+            EXPECT_EQ(c.size(), g.size());
           }
         }
       }

@@ -24,7 +24,7 @@ namespace gpudoctor {
 namespace {
 
 double value(const GpuSeries& g, Field f, size_t row) {
-  const auto* c = g.column(f);
+  const auto c = g.column(f);
   return c != nullptr && row < c->size() ? (*c)[row] : kMissing;
 }
 

@@ -23,9 +23,11 @@ namespace {
 
 namespace fs = std::filesystem;
 
-bool same_bits(const std::vector<double>& a, const std::vector<double>& b) {
-  return a.size() == b.size() &&
-         (a.empty() || std::memcmp(a.data(), b.data(), a.size() * sizeof(double)) == 0);
+bool same_bits(ColumnView a, ColumnView b) {
+  if (a.size() != b.size()) return false;
+  for (size_t i = 0; i < a.size(); ++i)
+    if (!gpudoctor::same_bits(a[i], b[i])) return false;
+  return true;
 }
 
 // Every member a reader fills, compared exactly (NaNs by their bits).
@@ -50,7 +52,7 @@ std::string differs(const Result<Recording>& a, const Result<Recording>& b) {
     if (!same_bits(g.time_s, h.time_s)) return at + "times";
     for (size_t f = 0; f < kFieldCount; ++f) {
       if ((g.columns[f] == nullptr) != (h.columns[f] == nullptr)) return at + "column presence";
-      if (g.columns[f] && !same_bits(*g.columns[f], *h.columns[f]))
+      if (g.columns[f] && !same_bits(g.columns[f].view(), h.columns[f].view()))
         return at + fmt::format("column {}", f);
     }
     if (g.unsupported != h.unsupported || g.power_limit_source != h.power_limit_source)

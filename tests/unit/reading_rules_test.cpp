@@ -20,7 +20,7 @@ namespace gpudoctor {
 namespace {
 
 double first(const Recording& rec, Field f, size_t gpu = 0) {
-  const auto* c = rec.gpus.at(gpu).column(f);
+  const auto c = rec.gpus.at(gpu).column(f);
   return c == nullptr || c->empty() ? std::nan("") : c->front();
 }
 

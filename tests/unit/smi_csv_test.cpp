@@ -181,7 +181,7 @@ TEST(SmiCsv, NotAvailableNeverReadsAsZero) {
   for (const auto& g : rec.gpus) {
     for (const auto& c : g.columns) {
       if (!c) continue;
-      for (const double v : *c) {
+      for (const double v : c.view()) {
         EXPECT_NE(v, 0.0);  // the fixture has no true zero anywhere
         if (is_missing(v)) ++missing;
       }

@@ -38,8 +38,7 @@ int64_t query_int(const fs::path& path, const char* sql) {
 }
 
 // Same NaN positions, same values.
-void expect_same_column(const std::vector<double>& a, const std::vector<double>& b,
-                        const std::string& what) {
+void expect_same_column(ColumnView a, ColumnView b, const std::string& what) {
   ASSERT_EQ(a.size(), b.size()) << what;
   for (size_t i = 0; i < a.size(); ++i) {
     if (std::isnan(a[i]))
@@ -231,6 +230,9 @@ void expect_live_rows(const fs::path& path, int64_t rows) {
   ASSERT_EQ(g.size(), static_cast<size_t>(rows));
   ASSERT_TRUE(g.has(Field::kUtilGpu) && g.has(Field::kPower));
   EXPECT_FALSE(g.has(Field::kTemp));
+  // The limit, the same in every block (small ones from the commits, or merged), is kept once.
+  EXPECT_TRUE(g.columns[index_of(Field::kPowerLimit)].is_constant());
+  EXPECT_FALSE(g.columns[index_of(Field::kPower)].is_constant());
   for (int64_t row = 0; row < rows; ++row) {
     const auto i = static_cast<size_t>(row);
     ASSERT_DOUBLE_EQ(g.time_s[i], static_cast<double>(row) / 10) << row;
@@ -241,6 +243,79 @@ void expect_live_rows(const fs::path& path, int64_t rows) {
     ASSERT_EQ((*g.column(Field::kPower))[i], 100 + static_cast<double>(row) / 8) << row;
     ASSERT_EQ((*g.column(Field::kPowerLimit))[i], 700) << row;
   }
+}
+
+// Columns of one value are read back as that value once, every other column in full, and every
+// value read back as written: one value in every block, blocks of one value each but not the same,
+// one value and then another inside a block, no value at all, and a field that starts late or stops
+// early (the live writer skips blocks with no value).
+TEST(Store, ColumnsOfOneValueAreReadOnce) {
+  const fs::path path = temp_db("uniform");
+  const size_t rows = 3 * kRecordingBlockRows - 100;
+  const size_t block = kRecordingBlockRows;
+  Recording in;
+  in.start_unix_ms = 1'700'000'000'000;
+  in.gpus.resize(1);
+  GpuSeries& g = in.gpus[0];
+  for (size_t i = 0; i < rows; ++i) g.append_row(static_cast<double>(i) / 10);
+  auto fill = [&](Field f, auto value_at) {
+    auto& c = g.column_for_write(f);
+    for (size_t i = 0; i < rows; ++i) c[i] = value_at(i);
+  };
+  fill(Field::kPowerLimit, [](size_t) { return 300.0; });
+  fill(Field::kTemp, [&](size_t i) { return i < block ? 7.0 : 8.0; });
+  fill(Field::kClockSm, [&](size_t i) { return i < block + 10 ? 1400.0 : 1410.0; });
+  fill(Field::kMemTotal, [](size_t) { return kMissing; });
+  fill(Field::kPower, [](size_t i) { return 100 + static_cast<double>(i % 17); });
+  {
+    auto w = RecordingWriter::create(path.string(), {}, std::vector<DeviceInfo>(1), "test",
+                                     in.start_unix_ms);
+    ASSERT_TRUE(w.ok()) << w.error().message;
+    ASSERT_TRUE(w.value()->add_recording(in).ok());
+    ASSERT_TRUE(w.value()->close().ok());
+  }
+  auto out = read_recording(path.string());
+  ASSERT_TRUE(out.ok()) << out.error().message;
+  const GpuSeries& r = out->gpus.at(0);
+  for (Field f :
+       {Field::kPowerLimit, Field::kTemp, Field::kClockSm, Field::kMemTotal, Field::kPower}) {
+    ASSERT_TRUE(r.has(f));
+    expect_same_column(*g.column(f), *r.column(f), std::string(info(f).id));
+  }
+  EXPECT_TRUE(r.columns[index_of(Field::kPowerLimit)].is_constant());
+  EXPECT_TRUE(r.columns[index_of(Field::kMemTotal)].is_constant());
+  EXPECT_FALSE(r.columns[index_of(Field::kTemp)].is_constant());
+  EXPECT_FALSE(r.columns[index_of(Field::kClockSm)].is_constant());
+  EXPECT_FALSE(r.columns[index_of(Field::kPower)].is_constant());
+  remove_db(path);
+
+  // Live frames: the temperature from row 5000 on, the SM clock up to row 4000.
+  const fs::path live = temp_db("uniform-live");
+  auto w = RecordingWriter::create(live.string(), {}, std::vector<DeviceInfo>(1), "nvml",
+                                   in.start_unix_ms);
+  ASSERT_TRUE(w.ok()) << w.error().message;
+  for (int64_t row = 0; row < static_cast<int64_t>(rows); ++row) {
+    Frame f = live_frame(row);
+    if (row >= 5000) f.devices[0][Field::kTemp] = Reading::of(50);
+    if (row < 4000) f.devices[0][Field::kClockSm] = Reading::of(1400);
+    ASSERT_TRUE(w.value()->add(f).ok());
+  }
+  ASSERT_TRUE(w.value()->close().ok());
+  auto lr = read_recording(live.string());
+  ASSERT_TRUE(lr.ok()) << lr.error().message;
+  const GpuSeries& l = lr->gpus.at(0);
+  ASSERT_EQ(l.size(), rows);
+  ASSERT_TRUE(l.has(Field::kTemp) && l.has(Field::kClockSm));
+  EXPECT_FALSE(l.columns[index_of(Field::kTemp)].is_constant());
+  EXPECT_FALSE(l.columns[index_of(Field::kClockSm)].is_constant());
+  EXPECT_TRUE(l.columns[index_of(Field::kPowerLimit)].is_constant());
+  for (size_t i = 0; i < rows; ++i) {
+    ASSERT_EQ(std::isnan(l.column(Field::kTemp)[i]), i < 5000) << i;
+    ASSERT_EQ(std::isnan(l.column(Field::kClockSm)[i]), i >= 4000) << i;
+  }
+  EXPECT_EQ(l.column(Field::kTemp)[rows - 1], 50);
+  EXPECT_EQ(l.column(Field::kClockSm)[0], 1400);
+  remove_db(live);
 }
 
 TEST(Store, LiveRowsAreReadableAtEveryCommitAndMergedAtClose) {

@@ -37,7 +37,7 @@ std::string notes_of(const Recording& rec) {
 }
 
 double mean_of(const GpuSeries& g, Field f) {
-  const auto* c = g.column(f);
+  const auto c = g.column(f);
   if (!c) return std::nan("");
   double sum = 0;
   size_t n = 0;
@@ -260,8 +260,8 @@ void expect_same_recording(const Recording& a, const Recording& b) {
     EXPECT_EQ(a.gpus[g].time_s, b.gpus[g].time_s);
     EXPECT_EQ(a.gpus[g].info.name, b.gpus[g].info.name);
     for (const auto& fi : all_fields()) {
-      const auto* x = a.gpus[g].column(fi.field);
-      const auto* y = b.gpus[g].column(fi.field);
+      const auto x = a.gpus[g].column(fi.field);
+      const auto y = b.gpus[g].column(fi.field);
       ASSERT_EQ(x == nullptr, y == nullptr) << fi.id;
       if (!x) continue;
       ASSERT_EQ(x->size(), y->size()) << fi.id;

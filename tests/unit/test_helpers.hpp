@@ -49,8 +49,8 @@ inline std::string all_notes(const Recording& rec) {
 
 // A copy of the GPU's column of `f`; empty when it has none.
 inline std::vector<double> col(const GpuSeries& g, Field f) {
-  const auto* c = g.column(f);
-  return c ? *c : std::vector<double>{};
+  const auto c = g.column(f);
+  return c ? c.to_vector() : std::vector<double>{};
 }
 
 // Archives of `in`, written by zlib, liblzma and libzstd.

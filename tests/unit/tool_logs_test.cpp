@@ -42,7 +42,7 @@ Recording load_ok(const std::string& name, const LoadOptions& opt = {}) {
 }
 
 double at(const GpuSeries& g, Field f, size_t row) {
-  const auto* c = g.column(f);
+  const auto c = g.column(f);
   EXPECT_NE(c, nullptr) << info(f).id;
   if (c == nullptr || row >= c->size()) return -1;
   return (*c)[row];

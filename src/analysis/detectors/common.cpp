@@ -26,7 +26,7 @@ struct Acc {
   }
 };
 
-double mean_of(const std::vector<double>* c, size_t i0, size_t i1) {
+double mean_of(ColumnView c, size_t i0, size_t i1) {
   if (!c) return kNaN;
   Acc a;
   for (size_t i = i0; i < i1; ++i) a.add((*c)[i]);
@@ -102,7 +102,7 @@ Features Context::features(size_t g, size_t i0, size_t i1) const {
   Features f;
   f.n = i1 - i0;
   if (f.n == 0) return f;
-  const auto* util = d.util;
+  const ColumnView util = d.util;
   if (util) {
     Acc a;
     size_t dips = 0, busy = 0, flat = 0, n = 0;
@@ -121,22 +121,29 @@ Features Context::features(size_t g, size_t i0, size_t i1) const {
       f.flat_fraction = static_cast<double>(flat) / static_cast<double>(n);
     }
   }
-  if (const auto* p = d.col(Field::kPower)) f.power_w = mean_of(p, i0, i1);
+  if (const auto p = d.col(Field::kPower)) f.power_w = mean_of(p, i0, i1);
   if (!d.power_ratio.empty()) {
     Acc a;
     for (size_t i = i0; i < i1; ++i) a.add(d.power_ratio[i]);
     f.power_ratio = a.mean();
     f.power_sd_ratio = a.sd();
   }
-  const auto* enf = d.col(Field::kPowerLimitEnforced);
+  auto enf = d.col(Field::kPowerLimitEnforced);
   if (!enf) enf = d.col(Field::kPowerLimit);
   if (enf) {
-    std::vector<double> v;
-    for (size_t i = i0; i < i1; ++i)
-      if (known((*enf)[i])) v.push_back((*enf)[i]);
-    if (!v.empty()) {
-      std::nth_element(v.begin(), v.begin() + static_cast<long>(v.size() / 2), v.end());
-      f.enforced_w = v[v.size() / 2];
+    // A limit that held one value over the window (the usual case) is its median: no copy.
+    const auto b = enf->begin() + static_cast<long>(i0), e = enf->begin() + static_cast<long>(i1);
+    const auto first = std::find_if(b, e, [](double x) { return known(x); });
+    if (first != e) {
+      if (std::all_of(first, e, [v = *first](double x) { return x == v || !known(x); })) {
+        f.enforced_w = *first;
+      } else {
+        std::vector<double> v;
+        for (auto it = first; it != e; ++it)
+          if (known(*it)) v.push_back(*it);
+        std::nth_element(v.begin(), v.begin() + static_cast<long>(v.size() / 2), v.end());
+        f.enforced_w = v[v.size() / 2];
+      }
       if (known(f.power_w) && f.enforced_w > 0) f.at_cap = f.power_w / f.enforced_w;
     }
   }
@@ -149,7 +156,7 @@ Features Context::features(size_t g, size_t i0, size_t i1) const {
     for (size_t i = i0; i < i1; ++i) a.add(d.efficiency[i]);
     f.efficiency = a.mean();
   }
-  if (const auto* clk = d.col(Field::kClockSm);
+  if (const auto clk = d.col(Field::kClockSm);
       clk && known(d.clock_max_mhz) && d.clock_max_mhz > 0) {
     Acc a;
     for (size_t i = i0; i < i1; ++i) {
@@ -157,10 +164,10 @@ Features Context::features(size_t g, size_t i0, size_t i1) const {
       if (loaded) a.add((*clk)[i] / d.clock_max_mhz);
     }
     f.clock_ratio = a.mean();
-    if (const auto* app = d.col(Field::kClockAppSm))
+    if (const auto app = d.col(Field::kClockAppSm))
       f.app_clock_ratio = mean_of(app, i0, i1) / d.clock_max_mhz;
   }
-  if (const auto* t = d.col(Field::kTemp)) {
+  if (const auto t = d.col(Field::kTemp)) {
     Acc a;
     double mx = kNaN;
     for (size_t i = i0; i < i1; ++i) {
@@ -180,7 +187,7 @@ Features Context::features(size_t g, size_t i0, size_t i1) const {
   }
   if (known(d.mem_total_mib) && d.mem_total_mib > 0)
     f.mem_used_ratio = mean_of(d.col(Field::kMemUsed), i0, i1) / d.mem_total_mib;
-  if (const auto* r = d.col(Field::kClockEventReasons)) {
+  if (const auto r = d.col(Field::kClockEventReasons)) {
     size_t n = 0;
     std::array<size_t, 16> count{};
     for (size_t i = i0; i < i1; ++i) {
@@ -231,7 +238,7 @@ Features Context::features(size_t g, size_t i0, size_t i1) const {
   }
   // Period of the duty cycle: util where it varies, else power.
   {
-    const std::vector<double>* src = util;
+    ColumnView src = util;
     if (!src || !(f.dip_fraction > 0)) src = d.col(Field::kPower);
     if (src) {
       std::vector<double> x;

@@ -101,14 +101,14 @@ struct GpuData {
   std::vector<double> power_ratio;   // per sample: power / limit, or a percent column / 100
   // GPU-Util, or where the input has none the graphics engine's active time (DCGM GRACT), the
   // same kind of measure; nullptr when neither.
-  const std::vector<double>* util = nullptr;
+  ColumnView util;
   double clock_max_mhz = kNaN, slowdown_temp_c = kNaN, mem_total_mib = kNaN;
   std::vector<double> efficiency;  // per sample (NaN unknown)
   std::vector<uint8_t> active;     // per sample
   std::vector<Phase> phases;
   std::vector<Window> windows;
   PrefixSums sums;
-  const std::vector<double>* col(Field f) const { return s->column(f); }
+  ColumnView col(Field f) const { return s->column(f); }
 };
 
 struct Context {
