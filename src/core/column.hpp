@@ -168,12 +168,24 @@ class FieldColumn {
     }
     return *v_;
   }
-  // Appends v; a constant column stays one while v is its value.
+  // Appends v; a constant column stays one while v is its value (an empty one takes v's).
   void push_back(double v) {
+    if (constant_ && n_ == 0) (*v_)[0] = v;
     if (constant_ && same_bits(v, (*v_)[0]))
       ++n_;
     else
       values().push_back(v);
+  }
+  // Appends every value of c; two constant columns of the same value stay one.
+  void append(ColumnView c) {
+    if (c.empty()) return;
+    if (constant_ && c.constant() && (n_ == 0 || same_bits(c.front(), (*v_)[0]))) {
+      (*v_)[0] = c.front();
+      n_ += c.size();
+      return;
+    }
+    auto& v = values();
+    v.insert(v.end(), c.begin(), c.end());
   }
   // Folds a column whose values are all the same (bit for bit) into that value once.
   void compact() {

@@ -61,12 +61,8 @@ void append_series(GpuSeries& into, GpuSeries& part) {
     auto& c = into.columns[fi];
     auto& pc = part.columns[fi];
     if (!c && !pc) continue;
-    if (!c) c = GpuSeries::Column(std::vector<double>(n0, kMissing));
-    auto& v = c.values();
-    if (pc)
-      v.insert(v.end(), pc.values().begin(), pc.values().end());
-    else
-      v.resize(n0 + n1, kMissing);
+    if (!c) c = GpuSeries::Column::constant(kMissing, n0);
+    c.append(pc ? pc.view() : ColumnView::constant(&kMissing, n1));
   }
   into.time_s.insert(into.time_s.end(), part.time_s.begin(), part.time_s.end());
   DeviceInfo& d = into.info;

@@ -129,7 +129,8 @@ class Reader {
                    double& ms);
   void decide_time(const std::vector<std::string_view>& cells);
   size_t slot_for(std::string_view host, std::string_view id, int wide);
-  void read_cells(GpuState& g, size_t row, int wide, const std::vector<std::string_view>& cells,
+  // Reads a row's cells and appends the row at time t to the GPU's series.
+  void read_cells(GpuState& g, double t, int wide, const std::vector<std::string_view>& cells,
                   size_t line_no);
   Cell parse_cell(size_t col, Unit u, std::string_view v, double& out, bool& cell_unit);
   bool cell_with_unit(size_t col, Unit u, std::string_view v, double& out, bool& cell_unit);
@@ -165,6 +166,13 @@ class Reader {
   // The fields_ and infos_ each GPU position of one column per GPU reads (index position + 1;
   // index 0: files with one GPU per row), so that a row of thousands of GPUs costs its cells.
   std::vector<std::vector<size_t>> fields_of_, infos_of_;
+  // The row being read, per field (NaN between rows): appended whole, so that a column of one
+  // value stays one (core/column.hpp).
+  std::array<double, kFieldCount> row_ = [] {
+    std::array<double, kFieldCount> a;
+    a.fill(kMissing);
+    return a;
+  }();
   std::vector<std::string> unknown_, ignored_notes_;
   std::vector<std::pair<std::string, std::string>> duplicates_;  // (ignored, kept)
   bool key_is_row_number_ = false;

@@ -376,9 +376,11 @@ size_t Reader::slot_for(std::string_view host, std::string_view id, int wide) {
   return last_slot_ = n;
 }
 
-void Reader::read_cells(GpuState& g, size_t row, int wide,
+void Reader::read_cells(GpuState& g, double t, int wide,
                         const std::vector<std::string_view>& cells, size_t line_no) {
-  for (const size_t k : fields_of_[static_cast<size_t>(wide + 1)]) {
+  const auto& fields = fields_of_[static_cast<size_t>(wide + 1)];
+  const size_t row_no = g.series.size();
+  for (const size_t k : fields) {
     const FieldCol& fc = fields_[k];
     const Column& c = cols_[fc.col];
     const std::string_view v = cells[fc.col];
@@ -390,7 +392,8 @@ void Reader::read_cells(GpuState& g, size_t row, int wide,
                           : parse_cell(fc.col, fc.unit, v, x, cell_unit);
     switch (kind) {
       case Cell::kValue: {
-        double& cell = g.series.column_for_write(fc.field)[row];
+        double& cell = row_[fi];
+        if (!g.series.columns[fi]) g.series.columns[fi] = FieldColumn::constant(kMissing, row_no);
         if (c.m.role == Role::kReason && !is_missing(cell))
           cell = static_cast<double>(static_cast<uint64_t>(cell) | static_cast<uint64_t>(x));
         else
@@ -424,6 +427,8 @@ void Reader::read_cells(GpuState& g, size_t row, int wide,
         break;
     }
   }
+  g.series.append_row(t, row_);
+  for (const size_t k : fields) row_[index_of(fields_[k].field)] = kMissing;
   for (const size_t k : infos_of_[static_cast<size_t>(wide + 1)]) {
     const InfoCol& ic = infos_[k];
     DeviceInfo& d = g.series.info;
@@ -586,8 +591,7 @@ size_t Reader::read_span(std::string_view rows, size_t line_before, bool last) {
         GpuState& g = gpus_[wide_slots_[w]];
         if (!g.series.time_s.empty() && !(t > g.last_t)) continue;
         g.last_t = t;
-        const size_t row = g.series.append_row(t);
-        read_cells(g, row, static_cast<int>(w), cells_, line_no);
+        read_cells(g, t, static_cast<int>(w), cells_, line_no);
         any = true;
       }
       if (!any) {
@@ -643,8 +647,7 @@ size_t Reader::read_span(std::string_view rows, size_t line_before, bool last) {
       continue;
     }
     g.last_t = t;
-    const size_t row = g.series.append_row(t);
-    read_cells(g, row, -1, cells_, line_no);
+    read_cells(g, t, -1, cells_, line_no);
     ++rows_read_;
   }
   return records.line();

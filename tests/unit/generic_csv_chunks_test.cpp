@@ -137,6 +137,36 @@ TEST(CsvChunks, PlainLogIsMergedChunkByChunk) {
   EXPECT_GT(expect_same(s, "plain"), 50U);
 }
 
+// A column of one value (a power limit) is read as that value once, in one pass and merged from
+// chunks; one different value anywhere, in any chunk, builds it out with every value as written.
+TEST(CsvChunks, ColumnsOfOneValueStayOne) {
+  auto with_limit = [](size_t changed_row) {
+    return smi_log(600, 4, [&](size_t r, size_t g, std::string& line) {
+      line.insert(line.size() - 1, r == changed_row && g == 1 ? ", 650.00 W" : ", 700.00 W");
+    });
+  };
+  for (const size_t changed : {size_t{600}, size_t{0}, size_t{333}, size_t{599}}) {
+    std::string s = with_limit(changed);
+    s.replace(0, s.find('\n'), "timestamp, index, name, power.draw [W], utilization.gpu [%], "
+                                "power.limit [W]");
+    for (const auto& [threads, chunk] : {std::pair{1u, size_t{0}}, std::pair{3u, size_t{997}}}) {
+      const auto rec = read(s, threads, chunk, nullptr);
+      ASSERT_TRUE(rec.ok()) << rec.error().message;
+      ASSERT_EQ(rec->gpus.size(), 4U);
+      for (const auto& g : rec->gpus) {
+        const bool one_value = changed == 600 || g.info.index != 1;
+        const auto& c = g.columns[index_of(Field::kPowerLimit)];
+        ASSERT_TRUE(c);
+        EXPECT_EQ(c.is_constant(), one_value) << changed << " " << threads << " " << g.info.index;
+        EXPECT_FALSE(g.columns[index_of(Field::kPower)].is_constant());
+        ASSERT_EQ(c.size(), 600U);
+        for (size_t r = 0; r < 600; ++r)
+          ASSERT_EQ(c.view()[r], !one_value && r == changed ? 650 : 700) << r;
+      }
+    }
+  }
+}
+
 // A GPU's time going back right after a cut: its chunk depends on the rows before it and is read
 // again in order (the row skipped and counted as one pass does).
 TEST(CsvChunks, TimeGoingBackAcrossACut) {
