@@ -376,8 +376,8 @@ size_t Reader::slot_for(std::string_view host, std::string_view id, int wide) {
   return last_slot_ = n;
 }
 
-void Reader::read_cells(GpuState& g, double t, int wide,
-                        const std::vector<std::string_view>& cells, size_t line_no) {
+void Reader::read_cells(GpuState& g, double t, int wide, const std::vector<std::string_view>& cells,
+                        size_t line_no) {
   const auto& fields = fields_of_[static_cast<size_t>(wide + 1)];
   const size_t row_no = g.series.size();
   for (const size_t k : fields) {

@@ -147,8 +147,9 @@ TEST(CsvChunks, ColumnsOfOneValueStayOne) {
   };
   for (const size_t changed : {size_t{600}, size_t{0}, size_t{333}, size_t{599}}) {
     std::string s = with_limit(changed);
-    s.replace(0, s.find('\n'), "timestamp, index, name, power.draw [W], utilization.gpu [%], "
-                                "power.limit [W]");
+    s.replace(0, s.find('\n'),
+              "timestamp, index, name, power.draw [W], utilization.gpu [%], "
+              "power.limit [W]");
     for (const auto& [threads, chunk] : {std::pair{1u, size_t{0}}, std::pair{3u, size_t{997}}}) {
       const auto rec = read(s, threads, chunk, nullptr);
       ASSERT_TRUE(rec.ok()) << rec.error().message;
