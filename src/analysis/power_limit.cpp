@@ -22,9 +22,15 @@ double median(std::vector<double> v) {
   return v[v.size() / 2];
 }
 
+// The column's known values; a column of one value gives it once (every use below is of the set of
+// values or of their median, which one copy keeps).
 std::vector<double> known_values(ColumnView c) {
   std::vector<double> out;
   if (!c) return out;
+  if (c.constant()) {
+    if (!c.empty() && known(c.front())) out.push_back(c.front());
+    return out;
+  }
   out.reserve(c->size());
   for (double x : *c)
     if (known(x)) out.push_back(x);

@@ -1,6 +1,7 @@
 // Shared helpers of the detectors: feature computation over a sample range, and the small
 // formatting functions their summaries use.
 #include <algorithm>
+#include <bit>
 #include <cmath>
 
 #include <fmt/format.h>
@@ -64,11 +65,20 @@ std::pair<size_t, double> dominant_period(const std::vector<double>& x) {
 
 }  // namespace
 
-std::pair<size_t, size_t> Context::range(size_t g, double t0, double t1) const {
+std::pair<size_t, size_t> Context::range(size_t g, double t0, double t1, size_t hint0,
+                                         size_t hint1) const {
   const auto& t = gpus[g].s->time_s;
-  const auto a = std::lower_bound(t.begin(), t.end(), t0);
-  const auto b = std::lower_bound(a, t.end(), t1);
-  return {static_cast<size_t>(a - t.begin()), static_cast<size_t>(b - t.begin())};
+  const size_t n = t.size();
+  // The first index whose time is not below x (std::lower_bound's), from the hint when it is it.
+  auto first_not_below = [&](double x, size_t from, size_t hint) {
+    if (hint >= from && hint <= n && (hint == from || t[hint - 1] < x) &&
+        (hint == n || !(t[hint] < x)))
+      return hint;
+    return static_cast<size_t>(std::lower_bound(t.begin() + static_cast<long>(from), t.end(), x) -
+                               t.begin());
+  };
+  const size_t a = first_not_below(t0, 0, hint0);
+  return {a, first_not_below(t1, a, hint1)};
 }
 
 Features Context::peer_features(size_t g, size_t i0, size_t i1) const {
@@ -193,10 +203,9 @@ Features Context::features(size_t g, size_t i0, size_t i1) const {
     for (size_t i = i0; i < i1; ++i) {
       const double v = (*r)[i];
       if (!known(v) || v < 0 || v > 1e15) continue;
-      const auto mask = static_cast<uint64_t>(v);
       ++n;
-      for (size_t b = 0; b < 16; ++b)
-        if (mask & (uint64_t{1} << b)) ++count[b];
+      for (auto mask = static_cast<uint64_t>(v) & 0xffff; mask != 0; mask &= mask - 1)
+        ++count[static_cast<size_t>(std::countr_zero(mask))];
     }
     if (n) {
       f.has_reasons = true;

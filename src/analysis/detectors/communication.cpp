@@ -71,7 +71,7 @@ std::optional<Candidate> check(const Context& ctx, size_t g, const Window& w) {
   std::vector<Peer> peers;
   for (size_t h = 0; h < ctx.gpus.size(); ++h) {
     if (h == g) continue;
-    const auto [i0, i1] = ctx.range(h, w.t0, w.t1);
+    const auto [i0, i1] = ctx.range(h, w.t0, w.t1, w.i0, w.i1);
     if (i1 - i0 < 2) continue;
     if (ctx.active_samples(h, i0, i1) * 2 < i1 - i0) continue;
     peers.push_back({h, ctx.peer_features(h, i0, i1)});

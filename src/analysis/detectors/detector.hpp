@@ -123,8 +123,10 @@ struct Context {
   // active samples.
   Features peer_features(size_t g, size_t i0, size_t i1) const;
   size_t active_samples(size_t g, size_t i0, size_t i1) const;
-  // Sample index range of GPU g with times in [t0, t1).
-  std::pair<size_t, size_t> range(size_t g, double t0, double t1) const;
+  // Sample index range of GPU g with times in [t0, t1). hint0, hint1: where the bounds probably
+  // are (a window's own indices, where the GPUs were sampled together), tried first.
+  std::pair<size_t, size_t> range(size_t g, double t0, double t1, size_t hint0 = 0,
+                                  size_t hint1 = 0) const;
 };
 
 struct Candidate {

@@ -40,10 +40,8 @@ std::optional<Candidate> check(const Context& ctx, size_t g, const Window& w) {
   size_t peers = 0;
   for (size_t h = 0; h < ctx.gpus.size(); ++h) {
     if (h == g) continue;
-    const auto [i0, i1] = ctx.range(h, w.t0, w.t1);
-    size_t act = 0;
-    for (size_t i = i0; i < i1; ++i) act += ctx.gpus[h].active[i];
-    if (i1 > i0 && act * 2 >= i1 - i0) ++peers;
+    const auto [i0, i1] = ctx.range(h, w.t0, w.t1, w.i0, w.i1);
+    if (i1 > i0 && ctx.active_samples(h, i0, i1) * 2 >= i1 - i0) ++peers;
   }
   if (peers > 0 && !traffic_known) {
     c.confidence = std::min(c.confidence, known(f.sm) ? 0.6 : 0.5);
