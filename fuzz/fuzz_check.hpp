@@ -31,7 +31,7 @@ inline void check(const Result<Recording>& r) {
       if (i > 0 && !(g.time_s[i] > g.time_s[i - 1])) __builtin_trap();
     }
     for (const auto& c : g.columns)
-      if (c && c->size() != g.time_s.size()) __builtin_trap();
+      if (c && c.size() != g.time_s.size()) __builtin_trap();
   }
   (void)write_csv(rec);
   (void)write_jsonl(rec);
