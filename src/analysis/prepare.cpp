@@ -17,23 +17,25 @@ struct Run {
 
 }  // namespace
 
-double median_of(ColumnView c) {
+double median_of(ColumnView c, size_t i0, size_t i1) {
   if (!c) return kNaN;
-  // A column that holds one value throughout (a limit, a maximum clock, the memory size) is its
-  // own median: no copy.
-  {
-    const auto first = std::find_if(c->begin(), c->end(), [](double x) { return known(x); });
-    if (first == c->end()) return kNaN;
-    if (std::all_of(first, c->end(), [v = *first](double x) { return x == v || !known(x); }))
-      return *first;
-  }
+  const auto b = c.begin() + static_cast<long>(i0), e = c.begin() + static_cast<long>(i1);
+  const auto first = std::find_if(b, e, [](double x) { return known(x); });
+  if (first == e) return kNaN;
+  // Rows that hold one value throughout (a limit, a maximum clock, the memory size) are their own
+  // median: no copy. Bit for bit, so that 0.0 and -0.0 go the general way.
+  if (std::all_of(first, e, [v = *first](double x) { return same_bits(x, v) || !known(x); }))
+    return *first;
   std::vector<double> v;
-  v.reserve(c->size());
-  for (double x : *c)
-    if (known(x)) v.push_back(x);
-  if (v.empty()) return kNaN;
+  v.reserve(i1 - i0);
+  for (auto it = first; it != e; ++it)
+    if (known(*it)) v.push_back(*it);
   std::nth_element(v.begin(), v.begin() + static_cast<long>(v.size() / 2), v.end());
   return v[v.size() / 2];
+}
+
+double median_of(ColumnView c) {
+  return median_of(c, 0, c.size());
 }
 
 namespace {

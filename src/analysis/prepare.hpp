@@ -20,5 +20,7 @@ void segment(GpuData& d, const DiagnosisConfig& cfg);
 
 // The median of a column's known values; NaN when it has none (or there is no column).
 double median_of(ColumnView c);
+// The same over rows [i0, i1) (i0 <= i1 <= the column's size).
+double median_of(ColumnView c, size_t i0, size_t i1);
 
 }  // namespace gpudoctor::diag

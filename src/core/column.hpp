@@ -12,6 +12,7 @@
 #include <iterator>
 #include <memory>
 #include <stdexcept>
+#include <utility>
 #include <vector>
 
 namespace gpudoctor {
@@ -38,13 +39,15 @@ class ColumnView {
     using pointer = const double*;
     using reference = double;
     const_iterator() = default;
-    const_iterator(const ColumnView* v, size_t i) : v_(v), i_(i) {}
-    double operator*() const { return (*v_)[i_]; }
-    double operator[](difference_type k) const { return (*v_)[i_ + static_cast<size_t>(k)]; }
+    // The data itself, not the view: an iterator outlives the view it came from, as a vector's
+    // does.
+    const_iterator(const double* p, size_t mask, size_t i) : p_(p), mask_(mask), i_(i) {}
+    double operator*() const { return p_[i_ & mask_]; }
+    double operator[](difference_type k) const { return p_[(i_ + static_cast<size_t>(k)) & mask_]; }
     const_iterator& operator++() { return ++i_, *this; }
-    const_iterator operator++(int) { return {v_, i_++}; }
+    const_iterator operator++(int) { return {p_, mask_, i_++}; }
     const_iterator& operator--() { return --i_, *this; }
-    const_iterator operator--(int) { return {v_, i_--}; }
+    const_iterator operator--(int) { return {p_, mask_, i_--}; }
     const_iterator& operator+=(difference_type k) { return i_ += static_cast<size_t>(k), *this; }
     const_iterator& operator-=(difference_type k) { return i_ -= static_cast<size_t>(k), *this; }
     friend const_iterator operator+(const_iterator a, difference_type k) { return a += k; }
@@ -61,7 +64,8 @@ class ColumnView {
     }
 
    private:
-    const ColumnView* v_ = nullptr;
+    const double* p_ = nullptr;
+    size_t mask_ = 0;
     size_t i_ = 0;
   };
   using iterator = const_iterator;
@@ -101,8 +105,8 @@ class ColumnView {
   bool constant() const { return mask_ == 0; }
   // The values in memory: size() of them, or for a constant column its one value.
   const double* data() const { return p_; }
-  const_iterator begin() const { return {this, 0}; }
-  const_iterator end() const { return {this, n_}; }
+  const_iterator begin() const { return {p_, mask_, 0}; }
+  const_iterator end() const { return {p_, mask_, n_}; }
   std::vector<double> to_vector() const { return {begin(), end()}; }
   // The values equal (==, so a NaN never does), as two vectors' == says.
   friend bool operator==(const ColumnView& c, const std::vector<double>& v) {
@@ -143,12 +147,23 @@ class FieldColumn {
       : v_(o.v_ ? std::make_unique<std::vector<double>>(*o.v_) : nullptr),
         n_(o.n_),
         constant_(o.constant_) {}
-  FieldColumn(FieldColumn&&) noexcept = default;
+  // A moved-from column is absent (and not constant).
+  FieldColumn(FieldColumn&& o) noexcept
+      : v_(std::move(o.v_)),
+        n_(std::exchange(o.n_, 0)),
+        constant_(std::exchange(o.constant_, false)) {}
   FieldColumn& operator=(const FieldColumn& o) {
     if (this != &o) *this = FieldColumn(o);
     return *this;
   }
-  FieldColumn& operator=(FieldColumn&&) noexcept = default;
+  FieldColumn& operator=(FieldColumn&& o) noexcept {
+    if (this != &o) {
+      v_ = std::move(o.v_);
+      n_ = std::exchange(o.n_, 0);
+      constant_ = std::exchange(o.constant_, false);
+    }
+    return *this;
+  }
   ~FieldColumn() = default;
 
   explicit operator bool() const { return v_ != nullptr; }

@@ -7,6 +7,7 @@
 #include <fmt/format.h>
 
 #include "analysis/detectors/detector.hpp"
+#include "analysis/prepare.hpp"
 #include "core/clock_reasons.hpp"
 
 namespace gpudoctor::diag {
@@ -140,22 +141,9 @@ Features Context::features(size_t g, size_t i0, size_t i1) const {
   }
   auto enf = d.col(Field::kPowerLimitEnforced);
   if (!enf) enf = d.col(Field::kPowerLimit);
-  if (enf) {
-    // A limit that held one value over the window (the usual case) is its median: no copy.
-    const auto b = enf->begin() + static_cast<long>(i0), e = enf->begin() + static_cast<long>(i1);
-    const auto first = std::find_if(b, e, [](double x) { return known(x); });
-    if (first != e) {
-      if (std::all_of(first, e, [v = *first](double x) { return x == v || !known(x); })) {
-        f.enforced_w = *first;
-      } else {
-        std::vector<double> v;
-        for (auto it = first; it != e; ++it)
-          if (known(*it)) v.push_back(*it);
-        std::nth_element(v.begin(), v.begin() + static_cast<long>(v.size() / 2), v.end());
-        f.enforced_w = v[v.size() / 2];
-      }
-      if (known(f.power_w) && f.enforced_w > 0) f.at_cap = f.power_w / f.enforced_w;
-    }
+  if (const double e = median_of(enf, i0, i1); known(e)) {
+    f.enforced_w = e;
+    if (known(f.power_w) && f.enforced_w > 0) f.at_cap = f.power_w / f.enforced_w;
   }
   f.sm = mean_of(d.col(Field::kGpmSmUtil), i0, i1);
   f.tensor = mean_of(d.col(Field::kGpmTensorAny), i0, i1);
