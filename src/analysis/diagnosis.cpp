@@ -120,10 +120,10 @@ struct Judged {
 // GPU seconds sample i of a window lost (nullopt: efficiency unknown).
 std::optional<double> sample_lost_s(const Context& ctx, size_t g, const Window& w, size_t i) {
   const GpuData& d = ctx.gpus[g];
-  if (w.idle) return d.dt[i];
-  const double e = d.efficiency[i];
+  if (w.idle) return d.dt(i);
+  const double e = d.efficiency(i);
   if (!known(e)) return std::nullopt;
-  return d.dt[i] * std::max(0.0, 1 - e / ctx.cfg.reference_efficiency);
+  return d.dt(i) * std::max(0.0, 1 - e / ctx.cfg.reference_efficiency);
 }
 
 std::optional<double> lost_hours(const Context& ctx, size_t g, const Window& w) {
@@ -139,7 +139,7 @@ std::optional<double> lost_hours(const Context& ctx, size_t g, const Window& w) 
 // that shares of the GPU time add up to at most one.
 double window_hours(const Context& ctx, size_t g, const Window& w) {
   double s = 0;
-  for (size_t i = w.i0; i < w.i1; ++i) s += ctx.gpus[g].dt[i];
+  for (size_t i = w.i0; i < w.i1; ++i) s += ctx.gpus[g].dt(i);
   return s / 3600;
 }
 
@@ -188,7 +188,7 @@ nlohmann::ordered_json gpu_metrics(const Context& ctx, size_t g,
   const auto& cfg = ctx.cfg;
   nlohmann::ordered_json m = nlohmann::ordered_json::object();
   double observed = 0, steady_s = 0;
-  for (double x : d.dt) observed += x;
+  for (size_t i = 0; i < d.s->size(); ++i) observed += d.dt(i);
   for (const Judged* j : steady) steady_s += j->w->t1 - j->w->t0;
   m["samples"] = d.s->size();
   m["interval_s"] = round_to(d.interval_s, 3);
@@ -343,7 +343,7 @@ void prepare_gpus(Context& ctx) {
 double observed_hours(const Context& ctx) {
   double observed_h = 0;
   for (const auto& d : ctx.gpus)
-    for (double x : d.dt) observed_h += x / 3600;
+    for (size_t i = 0; i < d.s->size(); ++i) observed_h += d.dt(i) / 3600;
   return observed_h;
 }
 
@@ -548,7 +548,7 @@ GpuDiagnosis gpu_result(const Context& ctx, size_t g, const Judgement& jd) {
     if (j.lost_h) lost += *j.lost_h, lost_known = true;
     for (size_t i = j.w->i0; i < j.w->i1; ++i)
       gd.judged.push_back(
-          {d.s->time_s[i], d.dt[i], j.cause,
+          {d.s->time_s[i], d.dt(i), j.cause,
            j.cause == Cause::kHealthy ? 0 : sample_lost_s(ctx, g, *j.w, i).value_or(0)});
   }
   gd.metrics = gpu_metrics(ctx, g, steady);
@@ -638,11 +638,9 @@ void say_limits(Diagnosis& out, const Context& ctx, const Judgement& jd,
     const GpuData& d = ctx.gpus[g];
     const auto& s = *d.s;
     const std::string who = fmt::format("GPU {}", s.info.index);
-    const bool ratio_known =
-        std::any_of(d.power_ratio.begin(), d.power_ratio.end(), [](double x) { return known(x); });
     if (const std::string note = limit_note(d); !note.empty())
       out.input_notes.push_back(fmt::format("{}: {}", who, note));
-    if (!known(d.default_limit_w) && !ratio_known && s.has(Field::kPower))
+    if (!known(d.default_limit_w) && !d.power_ratio_known && s.has(Field::kPower))
       lim.push_back(fmt::format(
           "{}: no power limit in the input and none known for {}: efficiency cannot be computed, "
           "so the causes judged by it (healthy, busy but idle, a lowered cap) are not asserted; "
@@ -664,7 +662,7 @@ void say_limits(Diagnosis& out, const Context& ctx, const Judgement& jd,
     if (!out.gpus[g].verdict && s.size() >= 2 &&
         jd.steady_samples[g] >= static_cast<size_t>(cfg.min_samples))
       lim.push_back(
-          s.has(Field::kPower) && !known(d.default_limit_w) && !ratio_known
+          s.has(Field::kPower) && !known(d.default_limit_w) && !d.power_ratio_known
               ? fmt::format("{}: busy, but with no power limit its power draw cannot say how hard "
                             "it worked: give --gpu-name MODEL or --power-limit W",
                             who)
@@ -714,7 +712,10 @@ Diagnosis diagnose(const Recording& input, const DiagnosisConfig& cfg) {
   out.gpu_hours = round_to(observed_h, 3);
   out.findings = findings_of(ctx, jd, observed_h);
   out.gpus.resize(ctx.gpus.size());
-  parallel_for(ctx.gpus.size(), 0, [&](size_t g) { out.gpus[g] = gpu_result(ctx, g, jd); });
+  parallel_for(ctx.gpus.size(), 0, [&](size_t g) {
+    out.gpus[g] = gpu_result(ctx, g, jd);
+    ctx.gpus[g].release_samples();  // read by no step below: not held beside the judged samples
+  });
   judge_run(out, ctx, jd, observed_h);
   say_limits(out, ctx, jd, std::move(cleaned.said));
   add_trace_findings(out, rec, trace_thresholds(cfg));

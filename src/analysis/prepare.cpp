@@ -42,22 +42,14 @@ namespace {
 
 void prefix_sums(GpuData& d) {
   const size_t n = d.active.size();
-  PrefixSums& p = d.sums;
-  p.active.assign(n + 1, 0);
-  p.util.assign(n + 1, 0), p.pr.assign(n + 1, 0), p.pr_sq.assign(n + 1, 0), p.eff.assign(n + 1, 0);
-  p.util_n.assign(n + 1, 0), p.pr_n.assign(n + 1, 0), p.eff_n.assign(n + 1, 0);
-  auto add = [](std::vector<double>& sum, std::vector<uint32_t>& count, size_t i, double v) {
-    const bool k = known(v);
-    sum[i + 1] = sum[i] + (k ? v : 0);
-    count[i + 1] = count[i] + k;
-  };
+  auto& marks = d.sums.marks;
+  marks.assign(n / PrefixSums::kStride + 1, {});
+  d.sums.active.assign(n + 1, 0);
+  PrefixSums::Sums run;
   for (size_t i = 0; i < n; ++i) {
-    p.active[i + 1] = p.active[i] + d.active[i];
-    add(p.util, p.util_n, i, d.util ? (*d.util)[i] : kNaN);
-    const double r = d.power_ratio.empty() ? kNaN : d.power_ratio[i];
-    add(p.pr, p.pr_n, i, r);
-    p.pr_sq[i + 1] = p.pr_sq[i] + (known(r) ? r * r : 0);
-    add(p.eff, p.eff_n, i, d.efficiency[i]);
+    d.sums.active[i + 1] = d.sums.active[i] + d.active[i];
+    d.add_sample(run, i);
+    if ((i + 1) % PrefixSums::kStride == 0) marks[(i + 1) / PrefixSums::kStride] = run;
   }
 }
 
@@ -76,9 +68,6 @@ GpuData prepare(const GpuSeries& s, const DiagnosisConfig& cfg) {
       d.interval_s = std::max(1e-3, gaps[gaps.size() / 2]);
     }
   }
-  d.dt.resize(n);
-  for (size_t i = 0; i < n; ++i)
-    d.dt[i] = i + 1 < n ? std::min(s.time_s[i + 1] - s.time_s[i], 2 * d.interval_s) : d.interval_s;
 
   const auto model = s.info.name.empty() ? std::nullopt : gpu_model_by_name(s.info.name);
   PowerLimitEvidence limit = resolve_power_limit(s, cfg);
@@ -89,6 +78,8 @@ GpuData prepare(const GpuSeries& s, const DiagnosisConfig& cfg) {
   d.plateau_w = limit.plateau_w;
   d.cap_levels_w = limit.cap_levels_w;
   d.power_ratio = std::move(limit.power_ratio);
+  d.power_ratio_known =
+      std::any_of(d.power_ratio.begin(), d.power_ratio.end(), [](double x) { return known(x); });
   d.clock_max_mhz = median_of(s.column(Field::kClockSmMax));
   if (!known(d.clock_max_mhz) && model) d.clock_max_mhz = model->sm_clock_max_mhz;
   d.slowdown_temp_c = median_of(s.column(Field::kTempSlowdown));
@@ -100,10 +91,10 @@ GpuData prepare(const GpuSeries& s, const DiagnosisConfig& cfg) {
   if (!d.util) d.util = s.column(Field::kGpmGraphicsUtil);
   const ColumnView util = d.util;
   const auto power = s.column(Field::kPower);
-  const auto sm = s.column(Field::kGpmSmUtil);
+  d.sm = s.column(Field::kGpmSmUtil);
+  const ColumnView sm = d.sm;
   const auto pstate = s.column(Field::kPstate);
   const auto reasons = s.column(Field::kClockEventReasons);
-  d.efficiency.assign(n, kNaN);
   d.active.assign(n, 0);
   // Activity, from the most direct signal the sample has: GPU-Util, SM activity, power against
   // the limit; without those, positive signs either way: the idle clock event reason or a deep
@@ -137,14 +128,6 @@ GpuData prepare(const GpuSeries& s, const DiagnosisConfig& cfg) {
     if (power && known((*power)[i])) last_power = (*power)[i];
     const double pr = d.power_ratio[i];
     const double a = sm ? (*sm)[i] / 100 : kNaN;
-    double e = kNaN;
-    if (known(pr) && known(a))
-      e = pr * a;
-    else if (known(pr))
-      e = pr;
-    else if (known(a))
-      e = a;
-    d.efficiency[i] = known(e) ? std::clamp(e, 0.0, 1.5) : kNaN;
     int8_t act = -1;
     const double r_i = reasons ? (*reasons)[i] : kNaN;
     const bool idle_reason =
@@ -237,11 +220,11 @@ void segment(GpuData& d, const DiagnosisConfig& cfg) {
     std::string kind = "steady";
     if (!any_active)
       kind = "idle";
-    else if (!r.active && t[r.i1 - 1] + d.dt[r.i1 - 1] - t[r.i0] > cfg.pause_max_s)
+    else if (!r.active && t[r.i1 - 1] + d.dt(r.i1 - 1) - t[r.i0] > cfg.pause_max_s)
       kind = "idle";  // too long to be a start, a pause or a shutdown: blamed as idle below
     else if (!r.active)
       kind = k == 0 ? "startup" : (k + 1 == runs.size() ? "shutdown" : "pause");
-    d.phases.push_back({kind, t[r.i0], t[r.i1 - 1] + d.dt[r.i1 - 1]});
+    d.phases.push_back({kind, t[r.i0], t[r.i1 - 1] + d.dt(r.i1 - 1)});
   }
   // Windows: the steady phases cut into pieces of about window_s; idle stretches long enough to
   // blame as they are.
@@ -264,7 +247,7 @@ void segment(GpuData& d, const DiagnosisConfig& cfg) {
         w.idle = !r.active;
         w.i0 = i, w.i1 = j;
         w.t0 = t[i];
-        w.t1 = t[j - 1] + d.dt[j - 1];
+        w.t1 = t[j - 1] + d.dt(j - 1);
         d.windows.push_back(w);
       }
       i = j;

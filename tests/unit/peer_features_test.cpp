@@ -56,5 +56,39 @@ TEST(PeerFeatures, EqualTheWindowFeaturesAtAnyWindow) {
   }
 }
 
+// The sums are kept at every PrefixSums::kStride-th sample; between marks they are added up from
+// the samples: bit for bit the running sum of every sample, at every index, the last included.
+TEST(PeerFeatures, SumsBetweenMarksAreTheRunningSumsBitForBit) {
+  Recording rec = sim::simulate_recording(
+      sim::parse_sim_spec("data_starvation,gpus=1,duration=10m,interval=1s").value(),
+      *gpu_model_by_key("h100-sxm"));
+  auto& p = rec.gpus[0].column_for_write(Field::kPower);
+  for (size_t i = 100; i < 170; ++i) p[i] = kNaN;
+  const DiagnosisConfig cfg;
+  const GpuData d = prepare(rec.gpus[0], cfg);
+  const size_t n = rec.gpus[0].size();
+  ASSERT_GT(n, 3 * PrefixSums::kStride);
+  PrefixSums::Sums run;
+  for (size_t i = 0; i <= n; ++i) {
+    const PrefixSums::Sums s = d.sums_before(i);
+    ASSERT_EQ(s.util_n, run.util_n) << i;
+    ASSERT_EQ(s.pr_n, run.pr_n) << i;
+    ASSERT_EQ(s.eff_n, run.eff_n) << i;
+    // Exact equality on purpose: the figures must not move by a rounding.
+    ASSERT_EQ(s.util, run.util) << i;
+    ASSERT_EQ(s.pr, run.pr) << i;
+    ASSERT_EQ(s.pr_sq, run.pr_sq) << i;
+    ASSERT_EQ(s.eff, run.eff) << i;
+    if (i == n) break;
+    const double u = (*d.util)[i], r = d.power_ratio[i], e = d.efficiency(i);
+    if (known(u)) run.util += u, ++run.util_n;
+    if (known(r)) run.pr += r, run.pr_sq += r * r, ++run.pr_n;
+    if (known(e)) run.eff += e, ++run.eff_n;
+  }
+  EXPECT_GT(run.pr_n, 0u);
+  EXPECT_LT(run.pr_n, n);  // the hole left some samples out
+  EXPECT_EQ(d.sums.marks.size(), n / PrefixSums::kStride + 1);
+}
+
 }  // namespace
 }  // namespace gpudoctor::diag

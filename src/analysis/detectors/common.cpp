@@ -82,25 +82,33 @@ std::pair<size_t, size_t> Context::range(size_t g, double t0, double t1, size_t 
   return {a, first_not_below(t1, a, hint1)};
 }
 
+PrefixSums::Sums GpuData::sums_before(size_t i) const {
+  const size_t k = i / PrefixSums::kStride;
+  PrefixSums::Sums s = sums.marks[k];
+  for (size_t j = k * PrefixSums::kStride; j < i; ++j) add_sample(s, j);
+  return s;
+}
+
 Features Context::peer_features(size_t g, size_t i0, size_t i1) const {
-  const PrefixSums& p = gpus[g].sums;
+  const GpuData& d = gpus[g];
   Features f;
   f.n = i1 - i0;
   if (f.n == 0) return f;
-  auto mean = [&](const std::vector<double>& sum, const std::vector<uint32_t>& count) {
-    const uint32_t k = count[i1] - count[i0];
-    return k ? (sum[i1] - sum[i0]) / static_cast<double>(k) : kNaN;
+  const PrefixSums::Sums a = d.sums_before(i0), b = d.sums_before(i1);
+  auto mean = [&](double sum0, double sum1, uint32_t n0, uint32_t n1) {
+    const uint32_t k = n1 - n0;
+    return k ? (sum1 - sum0) / static_cast<double>(k) : kNaN;
   };
-  if (gpus[g].util) f.util = mean(p.util, p.util_n);
-  if (!gpus[g].power_ratio.empty()) {
-    f.power_ratio = mean(p.pr, p.pr_n);
-    const uint32_t k = p.pr_n[i1] - p.pr_n[i0];
+  if (d.util) f.util = mean(a.util, b.util, a.util_n, b.util_n);
+  if (!d.power_ratio.empty()) {
+    f.power_ratio = mean(a.pr, b.pr, a.pr_n, b.pr_n);
+    const uint32_t k = b.pr_n - a.pr_n;
     if (k >= 2) {
-      const double sq = (p.pr_sq[i1] - p.pr_sq[i0]) / static_cast<double>(k);
+      const double sq = (b.pr_sq - a.pr_sq) / static_cast<double>(k);
       f.power_sd_ratio = std::sqrt(std::max(0.0, sq - f.power_ratio * f.power_ratio));
     }
   }
-  f.efficiency = mean(p.eff, p.eff_n);
+  f.efficiency = mean(a.eff, b.eff, a.eff_n, b.eff_n);
   return f;
 }
 
@@ -151,7 +159,7 @@ Features Context::features(size_t g, size_t i0, size_t i1) const {
   f.mem_util = mean_of(d.col(Field::kUtilMem), i0, i1);
   {
     Acc a;
-    for (size_t i = i0; i < i1; ++i) a.add(d.efficiency[i]);
+    for (size_t i = i0; i < i1; ++i) a.add(d.efficiency(i));
     f.efficiency = a.mean();
   }
   if (const auto clk = d.col(Field::kClockSm);

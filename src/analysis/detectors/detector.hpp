@@ -6,6 +6,7 @@
 // or nothing. Detectors are tried in the cause table's priority order; the first that fits wins.
 #pragma once
 
+#include <algorithm>
 #include <array>
 #include <cmath>
 #include <optional>
@@ -79,19 +80,26 @@ struct Window {
   Features f;
 };
 
-// Running sums over a GPU's samples (element i: samples [0, i)), so that the mean of a measure over
-// any window costs two lookups: what another GPU did over each window of a GPU (the communication
-// detector's peers) would otherwise be read anew per window, quadratic in the GPUs.
+// Running sums over a GPU's samples, so that the mean of a measure over any window costs two
+// lookups and a few additions: what another GPU did over each window of a GPU (the communication
+// detector's peers) would otherwise be read anew per window, quadratic in the GPUs. The active
+// samples are counted at every sample (active[i]: samples [0, i)); the sums of values are kept at
+// every kStride-th sample only (marks[k]: samples [0, k * kStride)), and the sums at any other
+// sample are the nearest mark's plus the samples after it, added in the order a sum kept per
+// sample adds them: bit for bit the same figures in 1/kStride of the memory.
 struct PrefixSums {
-  std::vector<uint32_t> active;               // active samples
-  std::vector<double> util, pr, pr_sq, eff;   // known values' sums (power ratio: and squares)
-  std::vector<uint32_t> util_n, pr_n, eff_n;  // known values
+  static constexpr size_t kStride = 8;
+  struct Sums {
+    double util = 0, pr = 0, pr_sq = 0, eff = 0;  // known values' sums (power ratio: and squares)
+    uint32_t util_n = 0, pr_n = 0, eff_n = 0;     // known values
+  };
+  std::vector<uint32_t> active;
+  std::vector<Sums> marks;
 };
 
 struct GpuData {
   const GpuSeries* s = nullptr;
   double interval_s = 1;             // median time between samples
-  std::vector<double> dt;            // per sample, gaps capped at 2 intervals
   double default_limit_w = kNaN;     // efficiency denominator
   std::string limit_source;          // "log", "model-table", "flag", "" (power_limit.hpp)
   bool default_limit_known = false;  // a real default (not the enforced limit standing in)
@@ -99,16 +107,59 @@ struct GpuData {
   double plateau_w = 0;              // flat top of the power while busy, 0 when none
   std::vector<double> cap_levels_w;  // levels a cap held the GPU at, low first
   std::vector<double> power_ratio;   // per sample: power / limit, or a percent column / 100
+  bool power_ratio_known = false;    // some sample's
   // GPU-Util, or where the input has none the graphics engine's active time (DCGM GRACT), the
   // same kind of measure; nullptr when neither.
   ColumnView util;
   double clock_max_mhz = kNaN, slowdown_temp_c = kNaN, mem_total_mib = kNaN;
-  std::vector<double> efficiency;  // per sample (NaN unknown)
-  std::vector<uint8_t> active;     // per sample
+  ColumnView sm;                // SM activity, % (efficiency's other factor)
+  std::vector<uint8_t> active;  // per sample
   std::vector<Phase> phases;
   std::vector<Window> windows;
   PrefixSums sums;
   ColumnView col(Field f) const { return s->column(f); }
+  // Sample i's share of the time: the gap to the next sample, capped at 2 intervals (the last
+  // sample's, one interval).
+  double dt(size_t i) const {
+    const auto& t = s->time_s;
+    return i + 1 < t.size() ? std::min(t[i + 1] - t[i], 2 * interval_s) : interval_s;
+  }
+  // Sample i's efficiency (NaN unknown): its power ratio times its SM activity, either alone where
+  // the other is unknown, within [0, 1.5].
+  double efficiency(size_t i) const {
+    const double pr = power_ratio[i];
+    const double a = sm ? (*sm)[i] / 100 : kNaN;
+    double e = kNaN;
+    if (known(pr) && known(a))
+      e = pr * a;
+    else if (known(pr))
+      e = pr;
+    else if (known(a))
+      e = a;
+    return known(e) ? std::clamp(e, 0.0, 1.5) : kNaN;
+  }
+  // Hands back what is kept per sample (power ratio, activity, running sums) once
+  // the GPU's result is made, so that it is not held beside the judged samples of the result.
+  void release_samples() {
+    // (Move-assigned: `v = {}` would keep the capacity.)
+    power_ratio = std::vector<double>();
+    active = std::vector<uint8_t>(), sums = PrefixSums();
+  }
+  // The running sums over samples [0, i) (PrefixSums).
+  PrefixSums::Sums sums_before(size_t i) const;
+  // Adds sample i to running sums: the one step of building them and of reading them between marks.
+  void add_sample(PrefixSums::Sums& s, size_t i) const {
+    auto add = [](double& sum, uint32_t& count, double v) {
+      const bool k = known(v);
+      sum = sum + (k ? v : 0);
+      count = count + k;
+    };
+    add(s.util, s.util_n, util ? (*util)[i] : kNaN);
+    const double r = power_ratio.empty() ? kNaN : power_ratio[i];
+    add(s.pr, s.pr_n, r);
+    s.pr_sq = s.pr_sq + (known(r) ? r * r : 0);
+    add(s.eff, s.eff_n, efficiency(i));
+  }
 };
 
 struct Context {
