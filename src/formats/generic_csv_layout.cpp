@@ -125,6 +125,7 @@ std::optional<Error> Reader::find_header() {
 
 std::optional<Error> Reader::make_layout() {
   fields_.clear();
+  last_cells_.clear();  // what a cell gave depends on its column's name (units, scale)
   infos_.clear();
   wide_numbers_.clear();
   unknown_.clear();

@@ -173,6 +173,18 @@ class Reader {
     a.fill(kMissing);
     return a;
   }();
+  // Per field column (fields_), its last cell read and what it gave: a cell of the same text is
+  // that again, not parsed anew (limits, maximum clocks, names and N/A repeat on every row). Bad
+  // cells are not kept: each is said.
+  struct LastCell {
+    size_t col = SIZE_MAX;
+    Unit unit{};
+    Cell kind = Cell::kMissing;
+    bool cell_unit = false;
+    double x = 0;
+    std::string text;
+  };
+  std::vector<LastCell> last_cells_;
   std::vector<std::string> unknown_, ignored_notes_;
   std::vector<std::pair<std::string, std::string>> duplicates_;  // (ignored, kept)
   bool key_is_row_number_ = false;

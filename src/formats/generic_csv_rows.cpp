@@ -198,9 +198,10 @@ Cell Reader::parse_cell(size_t col, Unit u, std::string_view v, double& out, boo
 bool Reader::same_unit_cell(size_t col, Unit u, std::string_view v, double& out) const {
   const auto& [unit_text, token] = cell_units_[col];
   const size_t n = v.size(), k = unit_text.size();
-  if (k == 0 || n <= k || token == nullptr || token->kind != 0 || token->unit != u ||
-      v.compare(n - k, k, unit_text) != 0)
-    return false;
+  if (k == 0 || n <= k || token == nullptr || token->kind != 0 || token->unit != u) return false;
+  // A unit is a few bytes: compared here, not by a call to memcmp.
+  for (size_t j = 0; j < k; ++j)
+    if (v[n - k + j] != unit_text[j]) return false;
   const std::string_view number = v.substr(0, n - k);
   if (number.back() != ' ' && !is_digit(number.back()) && number.back() != '.') return false;
   if (!text::parse_double(number, out)) return false;
@@ -376,10 +377,23 @@ size_t Reader::slot_for(std::string_view host, std::string_view id, int wide) {
   return last_slot_ = n;
 }
 
+namespace {
+
+// Byte by byte: cells are a few bytes, shorter than a call to memcmp is worth.
+bool same_text(std::string_view a, const std::string& b) {
+  if (a.size() != b.size()) return false;
+  for (size_t i = 0; i < a.size(); ++i)
+    if (a[i] != b[i]) return false;
+  return true;
+}
+
+}  // namespace
+
 void Reader::read_cells(GpuState& g, double t, int wide, const std::vector<std::string_view>& cells,
                         size_t line_no) {
   const auto& fields = fields_of_[static_cast<size_t>(wide + 1)];
   const size_t row_no = g.series.size();
+  if (last_cells_.size() < fields_.size()) last_cells_.resize(fields_.size());
   for (const size_t k : fields) {
     const FieldCol& fc = fields_[k];
     const Column& c = cols_[fc.col];
@@ -387,9 +401,21 @@ void Reader::read_cells(GpuState& g, double t, int wide, const std::vector<std::
     double x = 0;
     bool cell_unit = false;
     const size_t fi = index_of(fc.field);
-    const Cell kind = same_unit_cell(fc.col, fc.unit, v, x)
-                          ? (cell_unit = true, Cell::kValue)
-                          : parse_cell(fc.col, fc.unit, v, x, cell_unit);
+    LastCell& last = last_cells_[k];
+    Cell kind;
+    if (last.col == fc.col && last.unit == fc.unit && same_text(v, last.text)) {
+      kind = last.kind, x = last.x, cell_unit = last.cell_unit;
+    } else {
+      kind = same_unit_cell(fc.col, fc.unit, v, x) ? (cell_unit = true, Cell::kValue)
+                                                   : parse_cell(fc.col, fc.unit, v, x, cell_unit);
+      if (kind != Cell::kBad) {
+        last.col = fc.col, last.unit = fc.unit, last.kind = kind, last.x = x;
+        last.cell_unit = cell_unit;
+        last.text.assign(v);
+      } else {
+        last.col = SIZE_MAX;
+      }
+    }
     switch (kind) {
       case Cell::kValue: {
         double& cell = row_[fi];

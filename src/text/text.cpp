@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <array>
+#include <bit>
 #include <charconv>
 #include <cmath>
 #include <cstdint>
@@ -144,11 +145,29 @@ bool LineReader::next(std::string_view& line) {
 
 void split(std::string_view line, char sep, std::vector<std::string_view>& out) {
   out.clear();
-  // A byte loop: log cells are a few bytes, shorter than a call to memchr is worth.
+  // Eight bytes at a time (log cells are a few bytes, shorter than a call to memchr is worth): a
+  // word whose bytes equal to the separator have their high bit set, exactly (no carry crosses a
+  // byte), and each set bit a cut, lowest address first.
   const char* const b = line.data();
   const size_t n = line.size();
-  size_t start = 0;
-  for (size_t i = 0; i < n; ++i) {
+  size_t start = 0, i = 0;
+  if constexpr (std::endian::native == std::endian::little) {
+    constexpr uint64_t kLow7 = 0x7F7F7F7F7F7F7F7FULL;
+    const uint64_t pattern = 0x0101010101010101ULL * static_cast<unsigned char>(sep);
+    for (; i + 8 <= n; i += 8) {
+      uint64_t w;
+      std::memcpy(&w, b + i, 8);
+      const uint64_t x = w ^ pattern;  // separator bytes are zero
+      uint64_t hits = ~(((x & kLow7) + kLow7) | x | kLow7);
+      while (hits != 0) {
+        const size_t at = i + static_cast<size_t>(std::countr_zero(hits)) / 8;
+        out.push_back(line.substr(start, at - start));
+        start = at + 1;
+        hits &= hits - 1;
+      }
+    }
+  }
+  for (; i < n; ++i) {
     if (b[i] != sep) continue;
     out.push_back(line.substr(start, i - start));
     start = i + 1;

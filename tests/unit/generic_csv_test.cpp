@@ -131,6 +131,31 @@ TEST(GenericCsv, WideGpuColumnsNeedTheQuantityFromMap) {
       << all_notes(rec);
 }
 
+// A cell of the same text as the one above it is not parsed again: what it gave is taken again.
+// The same values as parsing each, every bad cell said, and nothing carried across a header that
+// gives the columns other units.
+TEST(GenericCsv, RepeatedCellsReadAsIfEachWereParsed) {
+  const Recording rec = read_ok(
+      "timestamp,gpu,power_w,util_pct\n"
+      "1,0,150.5,90\n"
+      "2,0,150.5,90\n"
+      "3,0,oops,N/A\n"
+      "4,0,oops,90\n"
+      "5,0,150.5,[Not Supported]\n"
+      "6,0,150.5,[Not Supported]\n"
+      "7,0,150.5,90\n"
+      "timestamp,gpu,power_mw,util_pct\n"
+      "8,0,150.5,90\n"
+      "9,0,200000,90\n");
+  ASSERT_EQ(rec.gpus.size(), 1u) << all_notes(rec);
+  const GpuSeries& g = rec.gpus[0];
+  expect_values(g.column(Field::kPower),
+                {150.5, 150.5, kNaN, kNaN, 150.5, 150.5, 150.5, 0.1505, 200});
+  expect_values(g.column(Field::kUtilGpu), {90, 90, kNaN, 90, kNaN, kNaN, 90, 90, 90});
+  EXPECT_TRUE(has_note(rec, "2 unreadable value(s) taken as missing (first: run.csv:4:"))
+      << all_notes(rec);
+}
+
 TEST(GenericCsv, ReadsSemicolonsMilliwattsEpochMillisecondsAndDecimalCommas) {
   const Recording rec = read_ok(fixture("semicolon_mw_ms.csv"));
   ASSERT_EQ(rec.gpus.size(), 2u) << all_notes(rec);

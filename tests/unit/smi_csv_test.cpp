@@ -585,6 +585,36 @@ TEST(SmiCsv, RoundTripsItsOwnOutput) {
 // ---------------------------------------------------------------------------------------------
 // Text helpers
 
+// split looks at eight bytes at a time: the same cells as a byte-by-byte cut, wherever the
+// separators fall in a word, for every separator, bytes with the high bit set and separators
+// side by side included.
+TEST(Text, SplitCutsAtEverySeparatorWhereverItFalls) {
+  auto by_byte = [](std::string_view line, char sep) {
+    std::vector<std::string_view> out;
+    size_t start = 0;
+    for (size_t i = 0; i < line.size(); ++i)
+      if (line[i] == sep) out.push_back(line.substr(start, i - start)), start = i + 1;
+    out.push_back(line.substr(start));
+    return out;
+  };
+  const std::string alphabet = std::string("ab ,;\t\x80\xFF\x01\x2D\x2B", 11);
+  uint64_t state = 12345;
+  std::vector<std::string_view> cells;
+  for (int k = 0; k < 3000; ++k) {
+    std::string line;
+    state = state * 6364136223846793005ULL + 1442695040888963407ULL;
+    const size_t len = (state >> 33) % 70;
+    for (size_t i = 0; i < len; ++i) {
+      state = state * 6364136223846793005ULL + 1442695040888963407ULL;
+      line += alphabet[(state >> 33) % alphabet.size()];
+    }
+    for (const char sep : {',', ';', '\t', '\xFF'}) {
+      text::split(line, sep, cells);
+      ASSERT_EQ(cells, by_byte(line, sep)) << "line " << k << " sep " << int(sep);
+    }
+  }
+}
+
 TEST(Text, SplitsTrimsAndParsesNumbersWithUnits) {
   std::vector<std::string_view> cells;
   text::split_trimmed(" a, b ,,c ", ',', cells);

@@ -512,6 +512,16 @@ TEST(Encodings, DecodedOnceAtTheEdge) {
   EXPECT_FALSE(text::valid_utf8("\xC0\xAF"));      // overlong
   EXPECT_FALSE(text::valid_utf8("\xED\xA0\x80"));  // a surrogate
   EXPECT_TRUE(text::valid_utf8("\xE2\x82\xAC plain ascii after it, longer than eight bytes"));
+  // ASCII is skipped 32 and 8 bytes at a time: a bad byte or a character is seen at any offset.
+  for (size_t at = 0; at < 80; ++at) {
+    std::string t(80, 'x');
+    t[at] = '\xFF';
+    EXPECT_FALSE(text::valid_utf8(t)) << at;
+    t[at] = '\xC3';
+    EXPECT_FALSE(text::valid_utf8(t)) << at;  // a lead byte without its continuation
+    t.insert(at + 1, 1, '\xA9');
+    EXPECT_TRUE(text::valid_utf8(t)) << at;
+  }
   EXPECT_EQ(text::sanitize_utf8("a\xFF"
                                 "b"),
             "a\xEF\xBF\xBD"
