@@ -1,9 +1,13 @@
 #include "formats/encoding.hpp"
 
 #include <algorithm>
+#include <atomic>
 #include <cstdint>
 #include <cstring>
+#include <utility>
+#include <vector>
 
+#include "core/parallel.hpp"
 #include "text/text.hpp"
 
 namespace gpudoctor::text {
@@ -107,16 +111,25 @@ Encoding detect_encoding(std::string_view bytes) {
     return zero_odd >= zero_even ? Encoding::kUtf16Le : Encoding::kUtf16Be;
   }
   // In pieces cut before an ASCII byte (never inside a character, and a sequence an ASCII byte
-  // cuts is invalid either way), telling the framing's page release how far the check has read.
+  // cuts is invalid either way), checked on every CPU, each taking the next piece; a piece's pages
+  // go once it is checked, where the text is a mapping this thread registered (text::passed).
   constexpr size_t kPiece = size_t{8} << 20;
+  std::vector<std::pair<size_t, size_t>> pieces;
   for (size_t b = 0; b < bytes.size();) {
     size_t e = std::min(bytes.size(), b + kPiece);
     while (e < bytes.size() && static_cast<unsigned char>(bytes[e]) >= 0x80) ++e;
-    if (!valid_utf8(bytes.substr(b, e - b))) return Encoding::kWindows1252;
-    text::passed(bytes.data() + e);
+    pieces.emplace_back(b, e);
     b = e;
   }
-  return Encoding::kUtf8;
+  std::atomic<bool> valid{true};
+  const text::detail::PassedWindow window = text::detail::passed_window;
+  parallel_for(pieces.size(), 0, [&](size_t k) {
+    if (!valid.load(std::memory_order_relaxed)) return;
+    const auto [b, e] = pieces[k];
+    if (!valid_utf8(bytes.substr(b, e - b))) valid = false;
+    text::detail::release_range(window, bytes.data() + b, bytes.data() + e);
+  });
+  return valid ? Encoding::kUtf8 : Encoding::kWindows1252;
 }
 
 std::string_view decode_to_utf8(std::string_view bytes, Encoding enc, std::string& storage) {

@@ -377,18 +377,6 @@ size_t Reader::slot_for(std::string_view host, std::string_view id, int wide) {
   return last_slot_ = n;
 }
 
-namespace {
-
-// Byte by byte: cells are a few bytes, shorter than a call to memcmp is worth.
-bool same_text(std::string_view a, const std::string& b) {
-  if (a.size() != b.size()) return false;
-  for (size_t i = 0; i < a.size(); ++i)
-    if (a[i] != b[i]) return false;
-  return true;
-}
-
-}  // namespace
-
 void Reader::read_cells(GpuState& g, double t, int wide, const std::vector<std::string_view>& cells,
                         size_t line_no) {
   const auto& fields = fields_of_[static_cast<size_t>(wide + 1)];
@@ -403,7 +391,7 @@ void Reader::read_cells(GpuState& g, double t, int wide, const std::vector<std::
     const size_t fi = index_of(fc.field);
     LastCell& last = last_cells_[k];
     Cell kind;
-    if (last.col == fc.col && last.unit == fc.unit && same_text(v, last.text)) {
+    if (last.col == fc.col && last.unit == fc.unit && text::equal_small(v, last.text)) {
       kind = last.kind, x = last.x, cell_unit = last.cell_unit;
     } else {
       kind = same_unit_cell(fc.col, fc.unit, v, x) ? (cell_unit = true, Cell::kValue)

@@ -124,6 +124,15 @@ void detail::release_passed(const char* p) noexcept {
   w.dropped = upto;
 }
 
+void detail::release_range(const PassedWindow& w, const char* b, const char* e) noexcept {
+  static const auto page = static_cast<uintptr_t>(::sysconf(_SC_PAGESIZE));
+  const uintptr_t from =
+      (std::max(reinterpret_cast<uintptr_t>(b), w.begin) + page - 1) & ~(page - 1);
+  const uintptr_t upto = std::min(reinterpret_cast<uintptr_t>(e), w.end) & ~(page - 1);
+  if (upto <= from) return;  // outside the mapping, or less than a page
+  ::madvise(reinterpret_cast<void*>(from), upto - from, MADV_DONTNEED);  // advice: may fail
+}
+
 bool LineReader::next(std::string_view& line) {
   if (rest_.empty()) return false;
   const void* nl = std::memchr(rest_.data(), '\n', rest_.size());

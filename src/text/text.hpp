@@ -5,6 +5,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -80,6 +81,9 @@ struct PassedWindow {            // addresses as integers
 inline constexpr size_t kPassedStepBytes = size_t{16} << 20;
 inline thread_local PassedWindow passed_window;
 void release_passed(const char* p) noexcept;
+// Hands back the whole pages of [b, e) where they lie in the mapping `w` registers: a piece of the
+// text another thread has read out of order and is done with (the encoding check's pieces).
+void release_range(const PassedWindow& w, const char* b, const char* e) noexcept;
 }  // namespace detail
 // No release on this thread while it lives: the thread reads parts of the text out of order (a
 // chunk of a log read by several threads), and says what it has passed once they are merged.
@@ -117,6 +121,33 @@ class LineReader {
   std::string_view rest_;
   size_t line_number_ = 0;
 };
+
+// a == b, for texts of a few bytes (cells): compared a word at a time, the last word overlapping
+// the one before (never a byte outside either text), rather than byte by byte, where texts that
+// differ leave the loop at a different byte each time, or by a call to memcmp.
+inline bool equal_small(std::string_view a, std::string_view b) {
+  const size_t n = a.size();
+  if (n != b.size()) return false;
+  const char *p = a.data(), *q = b.data();
+  const auto word = [](const char* s) {
+    uint64_t w;
+    std::memcpy(&w, s, 8);
+    return w;
+  };
+  const auto half = [](const char* s) {
+    uint32_t w;
+    std::memcpy(&w, s, 4);
+    return w;
+  };
+  if (n >= 8) {
+    for (size_t i = 0; i + 8 < n; i += 8)
+      if (word(p + i) != word(q + i)) return false;
+    return word(p + n - 8) == word(q + n - 8);
+  }
+  if (n >= 4) return ((half(p) ^ half(q)) | (half(p + n - 4) ^ half(q + n - 4))) == 0;
+  // 0 to 3 bytes: the first, middle and last are all of them.
+  return n == 0 || (p[0] == q[0] && p[n / 2] == q[n / 2] && p[n - 1] == q[n - 1]);
+}
 
 // Splits at every sep into out (cleared first); cells keep their spaces. "" gives one empty cell.
 void split(std::string_view line, char sep, std::vector<std::string_view>& out);

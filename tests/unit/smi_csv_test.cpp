@@ -615,6 +615,22 @@ TEST(Text, SplitCutsAtEverySeparatorWhereverItFalls) {
   }
 }
 
+// equal_small compares words, overlapping at the end: the same answer as ==, whatever the length
+// and wherever the texts differ.
+TEST(Text, EqualSmallIsEqualityAtEveryLengthAndByte) {
+  for (size_t n = 0; n <= 40; ++n) {
+    const std::string a(n, 'x');
+    EXPECT_TRUE(text::equal_small(a, std::string(n, 'x'))) << n;
+    EXPECT_FALSE(text::equal_small(a, std::string(n + 1, 'x'))) << n;
+    for (size_t at = 0; at < n; ++at) {
+      std::string b = a;
+      b[at] = '\x80';
+      EXPECT_FALSE(text::equal_small(a, b)) << n << " " << at;
+      EXPECT_FALSE(text::equal_small(std::string_view(b).substr(0, n), a)) << n << " " << at;
+    }
+  }
+}
+
 TEST(Text, SplitsTrimsAndParsesNumbersWithUnits) {
   std::vector<std::string_view> cells;
   text::split_trimmed(" a, b ,,c ", ',', cells);

@@ -512,6 +512,19 @@ TEST(Encodings, DecodedOnceAtTheEdge) {
   EXPECT_FALSE(text::valid_utf8("\xC0\xAF"));      // overlong
   EXPECT_FALSE(text::valid_utf8("\xED\xA0\x80"));  // a surrogate
   EXPECT_TRUE(text::valid_utf8("\xE2\x82\xAC plain ascii after it, longer than eight bytes"));
+  // A text of several 8 MiB pieces is checked on every CPU: a character across a piece's end is
+  // whole, and one bad byte in any piece makes it Windows-1252.
+  {
+    std::string big(size_t{26} << 20, 'x');
+    for (size_t i = 99; i < big.size(); i += 100) big[i] = '\n';
+    for (const size_t at : {size_t{8} << 20, size_t{16} << 20}) big.replace(at - 1, 2, "\xC3\xA9");
+    EXPECT_EQ(text::detect_encoding(big), Encoding::kUtf8);
+    big[(size_t{17} << 20) + 5] = '\xE9';
+    EXPECT_EQ(text::detect_encoding(big), Encoding::kWindows1252);
+    big[(size_t{17} << 20) + 5] = 'x';
+    big[big.size() - 3] = '\xE9';  // the last piece
+    EXPECT_EQ(text::detect_encoding(big), Encoding::kWindows1252);
+  }
   // ASCII is skipped 32 and 8 bytes at a time: a bad byte or a character is seen at any offset.
   for (size_t at = 0; at < 80; ++at) {
     std::string t(80, 'x');
