@@ -112,7 +112,7 @@ Encoding detect_encoding(std::string_view bytes) {
   }
   // In pieces cut before an ASCII byte (never inside a character, and a sequence an ASCII byte
   // cuts is invalid either way), checked on every CPU, each taking the next piece; a piece's pages
-  // go once it is checked, where the text is a mapping this thread registered (text::passed).
+  // go once it is checked, where the text is a mapping this thread registered (ReleasePassed).
   constexpr size_t kPiece = size_t{8} << 20;
   std::vector<std::pair<size_t, size_t>> pieces;
   for (size_t b = 0; b < bytes.size();) {
