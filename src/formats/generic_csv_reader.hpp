@@ -175,7 +175,8 @@ class Reader {
   }();
   // Per field column (fields_), its last cell read and what it gave: a cell of the same text is
   // that again, not parsed anew (limits, maximum clocks, names and N/A repeat on every row). Bad
-  // cells are not kept: each is said.
+  // cells are not kept. Cleared by a new layout (a cell's value depends on its column's unit and
+  // scale) and by reading the rows again (parsing sets reader state: decimal commas).
   struct LastCell {
     size_t col = SIZE_MAX;
     Unit unit{};

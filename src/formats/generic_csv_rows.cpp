@@ -462,6 +462,9 @@ void Reader::read_cells(GpuState& g, double t, int wide, const std::vector<std::
 }
 
 void Reader::reset_rows() {
+  // The last cells too: parsing a cell says things about the text (decimal commas) that a
+  // second reading must learn again.
+  last_cells_.clear();
   gpus_.clear();
   slots_.clear();
   last_slot_ = 0;

@@ -59,8 +59,9 @@ inline std::string_view cut_short_suffix(std::string_view body) {
 // The pages of a mapped file that reading has passed go back to the kernel as reading goes on, so
 // that a log costs the series kept, not its text (a 20 GB log need not fit in memory). The loader
 // registers the mapping for the reading thread (ReleasePassed); the framing (LineReader,
-// csv::Records, the encoding check) says how far it has read (passed). A page touched again
-// later (a reader that reads the rows a second time) is read back from the file: dropping is
+// csv::Records) says how far it has read (passed), and the encoding check, which reads in pieces
+// on several threads, hands back each piece it has checked (detail::release_range). A page touched
+// again later (a reader that reads the rows a second time) is read back from the file: dropping is
 // only ever a cost, never a change of what a reader sees. Nothing is dropped of text that is not
 // a registered mapping (decoded or decompressed text, standard input, tests' strings).
 class ReleasePassed {

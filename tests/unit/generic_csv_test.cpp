@@ -132,8 +132,9 @@ TEST(GenericCsv, WideGpuColumnsNeedTheQuantityFromMap) {
 }
 
 // A cell of the same text as the one above it is not parsed again: what it gave is taken again.
-// The same values as parsing each, every bad cell said, and nothing carried across a header that
-// gives the columns other units.
+// The same values as parsing each, every bad cell said, nothing carried across a header that
+// gives the columns other units, nor into a second reading of the rows (GPUs told apart by their
+// position in rounds), which must learn the decimal commas again.
 TEST(GenericCsv, RepeatedCellsReadAsIfEachWereParsed) {
   const Recording rec = read_ok(
       "timestamp,gpu,power_w,util_pct\n"
@@ -154,6 +155,15 @@ TEST(GenericCsv, RepeatedCellsReadAsIfEachWereParsed) {
   expect_values(g.column(Field::kUtilGpu), {90, 90, kNaN, 90, kNaN, kNaN, 90, 90, 90});
   EXPECT_TRUE(has_note(rec, "2 unreadable value(s) taken as missing (first: run.csv:4:"))
       << all_notes(rec);
+
+  const Recording rounds = read_ok(
+      "time;power_w;enforced_power_limit\n"
+      "2024-01-01T00:00:00.000Z;10;250,5\n2024-01-01T00:00:00.002Z;20;250,5\n"
+      "2024-01-01T00:00:01.000Z;11;250,5\n2024-01-01T00:00:01.002Z;21;250,5\n"
+      "2024-01-01T00:00:02.000Z;12;250,5\n2024-01-01T00:00:02.002Z;22;250,5\n");
+  ASSERT_EQ(rounds.gpus.size(), 2u) << all_notes(rounds);
+  expect_values(rounds.gpus[1].column(Field::kPowerLimitEnforced), {250.5, 250.5, 250.5});
+  EXPECT_TRUE(has_note(rounds, "decimal commas read as decimal points")) << all_notes(rounds);
 }
 
 TEST(GenericCsv, ReadsSemicolonsMilliwattsEpochMillisecondsAndDecimalCommas) {

@@ -81,9 +81,11 @@ TEST(PeerFeatures, SumsBetweenMarksAreTheRunningSumsBitForBit) {
     ASSERT_EQ(s.eff, run.eff) << i;
     if (i == n) break;
     const double u = (*d.util)[i], r = d.power_ratio[i], e = d.efficiency(i);
-    if (known(u)) run.util += u, ++run.util_n;
-    if (known(r)) run.pr += r, run.pr_sq += r * r, ++run.pr_n;
-    if (known(e)) run.eff += e, ++run.eff_n;
+    // (Written as the library adds, so that no compiler fuses one side's multiply-add alone.)
+    run.util = run.util + (known(u) ? u : 0), run.util_n += known(u);
+    run.pr = run.pr + (known(r) ? r : 0), run.pr_n += known(r);
+    run.pr_sq = run.pr_sq + (known(r) ? r * r : 0);
+    run.eff = run.eff + (known(e) ? e : 0), run.eff_n += known(e);
   }
   EXPECT_GT(run.pr_n, 0u);
   EXPECT_LT(run.pr_n, n);  // the hole left some samples out

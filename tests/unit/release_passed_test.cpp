@@ -144,6 +144,9 @@ TEST_F(ReleasePassedTest, OtherTextIsLeftAlone) {
   size_t n = 0;
   while (lines.next(line)) n += line == std::string_view(other.data(), 99) ? 1 : 0;
   EXPECT_EQ(n, other.size() / 100);
+  // The encoding check hands back the pieces it has checked, of the registered mapping only.
+  EXPECT_EQ(text::detect_encoding(other), text::Encoding::kUtf8);
+  EXPECT_EQ(std::count(other.begin(), other.end(), 'x'), static_cast<long>(other.size() - n));
 }
 
 }  // namespace

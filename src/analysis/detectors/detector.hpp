@@ -127,7 +127,7 @@ struct GpuData {
   // Sample i's efficiency (NaN unknown): its power ratio times its SM activity, either alone where
   // the other is unknown, within [0, 1.5].
   double efficiency(size_t i) const {
-    const double pr = power_ratio[i];
+    const double pr = power_ratio.empty() ? kNaN : power_ratio[i];
     const double a = sm ? (*sm)[i] / 100 : kNaN;
     double e = kNaN;
     if (known(pr) && known(a))
