@@ -178,8 +178,7 @@ class Reader {
   // cells are not kept. Cleared by a new layout (a cell's value depends on its column's unit and
   // scale) and by reading the rows again (parsing sets reader state: decimal commas).
   struct LastCell {
-    size_t col = SIZE_MAX;
-    Unit unit{};
+    size_t col = SIZE_MAX;  // SIZE_MAX: none kept
     Cell kind = Cell::kMissing;
     bool cell_unit = false;
     double x = 0;

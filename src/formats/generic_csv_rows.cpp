@@ -198,10 +198,9 @@ Cell Reader::parse_cell(size_t col, Unit u, std::string_view v, double& out, boo
 bool Reader::same_unit_cell(size_t col, Unit u, std::string_view v, double& out) const {
   const auto& [unit_text, token] = cell_units_[col];
   const size_t n = v.size(), k = unit_text.size();
-  if (k == 0 || n <= k || token == nullptr || token->kind != 0 || token->unit != u) return false;
-  // A unit is a few bytes: compared here, not by a call to memcmp.
-  for (size_t j = 0; j < k; ++j)
-    if (v[n - k + j] != unit_text[j]) return false;
+  if (k == 0 || n <= k || token == nullptr || token->kind != 0 || token->unit != u ||
+      !text::equal_small(v.substr(n - k), unit_text))
+    return false;
   const std::string_view number = v.substr(0, n - k);
   if (number.back() != ' ' && !is_digit(number.back()) && number.back() != '.') return false;
   if (!text::parse_double(number, out)) return false;
@@ -391,13 +390,13 @@ void Reader::read_cells(GpuState& g, double t, int wide, const std::vector<std::
     const size_t fi = index_of(fc.field);
     LastCell& last = last_cells_[k];
     Cell kind;
-    if (last.col == fc.col && last.unit == fc.unit && text::equal_small(v, last.text)) {
+    if (last.col == fc.col && text::equal_small(v, last.text)) {
       kind = last.kind, x = last.x, cell_unit = last.cell_unit;
     } else {
       kind = same_unit_cell(fc.col, fc.unit, v, x) ? (cell_unit = true, Cell::kValue)
                                                    : parse_cell(fc.col, fc.unit, v, x, cell_unit);
       if (kind != Cell::kBad) {
-        last.col = fc.col, last.unit = fc.unit, last.kind = kind, last.x = x;
+        last.col = fc.col, last.kind = kind, last.x = x;
         last.cell_unit = cell_unit;
         last.text.assign(v);
       } else {
