@@ -12,6 +12,8 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "reader_counters.hpp"
+
 #include "analysis/snapshot.hpp"
 #include "core/gpu_models.hpp"
 #include "formats/export.hpp"
@@ -147,25 +149,26 @@ Recording simulated_eight_gpus() {
 void BM_ReadSmiCsv(benchmark::State& state) {
   const Recording rec = simulated_eight_gpus();
   const std::string text = write_smi_csv(rec, true);
+  Recording last;
   for (auto _ : state) {
     auto r = read_smi_csv(text, "bench", {});
+    if (!r.ok()) return state.SkipWithError(r.error().message.c_str());
     benchmark::DoNotOptimize(r);
+    last = std::move(r.value());
   }
-  state.SetBytesProcessed(static_cast<int64_t>(state.iterations()) *
-                          static_cast<int64_t>(text.size()));
-  state.counters["file_MB"] = static_cast<double>(text.size()) / 1e6;
+  bench::set_reader_counters(state, text.size(), last);
 }
 BENCHMARK(BM_ReadSmiCsv)->Unit(benchmark::kMillisecond);
 
 void run_load(benchmark::State& state, const std::string& text) {
+  Recording last;
   for (auto _ : state) {
     auto r = load_text(text, "bench", {});
-    if (!r.ok()) state.SkipWithError(r.error().message.c_str());
+    if (!r.ok()) return state.SkipWithError(r.error().message.c_str());
     benchmark::DoNotOptimize(r);
+    last = std::move(r.value());
   }
-  state.SetBytesProcessed(static_cast<int64_t>(state.iterations()) *
-                          static_cast<int64_t>(text.size()));
-  state.counters["file_MB"] = static_cast<double>(text.size()) / 1e6;
+  bench::set_reader_counters(state, text.size(), last);
 }
 
 // Issue 13: the same nvidia-smi CSV through load_text, where encodings are checked (>= 300 MB/s).

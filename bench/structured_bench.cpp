@@ -10,6 +10,8 @@
 
 #include <fmt/format.h>
 
+#include "reader_counters.hpp"
+
 #include "formats/dcgm.hpp"
 #include "formats/dmon.hpp"
 #include "formats/json_samples.hpp"
@@ -383,17 +385,17 @@ std::string gpustat_json_loop() {
 
 template <class Read>
 void run(benchmark::State& state, const std::string& text, Read read, size_t gpus = kGpus) {
+  Recording last;
   for (auto _ : state) {
     auto r = read(text);
     if (!r.ok() || r.value().gpus.size() != gpus) {
       state.SkipWithError(r.ok() ? "wrong number of GPUs" : r.error().message.c_str());
-      break;
+      return;
     }
     benchmark::DoNotOptimize(r);
+    last = std::move(r.value());
   }
-  state.SetBytesProcessed(static_cast<int64_t>(state.iterations()) *
-                          static_cast<int64_t>(text.size()));
-  state.counters["file_MB"] = static_cast<double>(text.size()) / 1e6;
+  bench::set_reader_counters(state, text.size(), last);
 }
 
 void BM_ReadWandbEventsJsonl(benchmark::State& state) {

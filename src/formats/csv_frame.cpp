@@ -26,10 +26,14 @@ Records::Next Records::next(std::vector<std::string_view>& cells, size_t& line_n
                             std::string_view& raw) {
   while (pos_ < text_.size()) {
     const std::string_view rest = text_.substr(pos_);
-    const void* nl = std::memchr(rest.data(), '\n', rest.size());
-    const size_t len = nl != nullptr
-                           ? static_cast<size_t>(static_cast<const char*>(nl) - rest.data())
-                           : rest.size();
+    // The line and its cells in one pass; a line with a quote is read again below.
+    size_t len = text::split_line_trimmed(rest, sep_, '"', cells);
+    const bool quoted = len == std::string_view::npos;
+    if (quoted) {
+      const void* nl = std::memchr(rest.data(), '\n', rest.size());
+      len = nl != nullptr ? static_cast<size_t>(static_cast<const char*>(nl) - rest.data())
+                          : rest.size();
+    }
     const std::string_view line = rest.substr(0, len);
     line_no = ++line_;
     const std::string_view t = text::trim(line);
@@ -38,10 +42,9 @@ Records::Next Records::next(std::vector<std::string_view>& cells, size_t& line_n
       continue;
     }
     text::passed(line.data());
-    if (std::memchr(line.data(), '"', line.size()) == nullptr) {
+    if (!quoted) {
       pos_ = std::min(text_.size(), pos_ + len + 1);
       raw = t;
-      text::split_trimmed(line, sep_, cells);
       return Next::kRecord;
     }
     size_t consumed = 0;

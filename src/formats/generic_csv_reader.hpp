@@ -8,6 +8,7 @@
 
 #include <array>
 #include <cstdint>
+#include <cstring>
 #include <limits>
 #include <map>
 #include <optional>
@@ -177,12 +178,36 @@ class Reader {
   // that again, not parsed anew (limits, maximum clocks, names and N/A repeat on every row). Bad
   // cells are not kept. Cleared by a new layout (a cell's value depends on its column's unit and
   // scale) and by reading the rows again (parsing sets reader state: decimal commas).
+  // The text is kept in place (no allocation, no call to copy it): cells longer than that are
+  // parsed each time.
   struct LastCell {
+    static constexpr size_t kMaxText = 38;
     size_t col = SIZE_MAX;  // SIZE_MAX: none kept
+    double x = 0;
     Cell kind = Cell::kMissing;
     bool cell_unit = false;
-    double x = 0;
-    std::string text;
+    uint8_t size = 0;
+    char text[kMaxText];
+    std::string_view view() const { return {text, size}; }
+    void keep(size_t c, std::string_view v, Cell k, double value, bool unit) {
+      if (v.size() > kMaxText) {
+        col = SIZE_MAX;
+        return;
+      }
+      col = c, kind = k, x = value, cell_unit = unit;
+      // (Fixed-size copies, overlapping where the size is not a multiple: no call to memcpy.)
+      const size_t n = v.size();
+      size = static_cast<uint8_t>(n);
+      if (n >= 8) {
+        for (size_t i = 0; i + 8 <= n; i += 8) std::memcpy(text + i, v.data() + i, 8);
+        std::memcpy(text + n - 8, v.data() + n - 8, 8);
+      } else if (n >= 4) {
+        std::memcpy(text, v.data(), 4);
+        std::memcpy(text + n - 4, v.data() + n - 4, 4);
+      } else {
+        for (size_t i = 0; i < n; ++i) text[i] = v[i];
+      }
+    }
   };
   std::vector<LastCell> last_cells_;
   std::vector<std::string> unknown_, ignored_notes_;

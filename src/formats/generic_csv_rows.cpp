@@ -390,18 +390,16 @@ void Reader::read_cells(GpuState& g, double t, int wide, const std::vector<std::
     const size_t fi = index_of(fc.field);
     LastCell& last = last_cells_[k];
     Cell kind;
-    if (last.col == fc.col && text::equal_small(v, last.text)) {
+    if (last.col == fc.col && text::equal_small(v, last.view())) {
       kind = last.kind, x = last.x, cell_unit = last.cell_unit;
     } else {
-      kind = same_unit_cell(fc.col, fc.unit, v, x) ? (cell_unit = true, Cell::kValue)
-                                                   : parse_cell(fc.col, fc.unit, v, x, cell_unit);
-      if (kind != Cell::kBad) {
-        last.col = fc.col, last.kind = kind, last.x = x;
-        last.cell_unit = cell_unit;
-        last.text.assign(v);
-      } else {
+      kind = !cell_units_[fc.col].first.empty() && same_unit_cell(fc.col, fc.unit, v, x)
+                 ? (cell_unit = true, Cell::kValue)
+                 : parse_cell(fc.col, fc.unit, v, x, cell_unit);
+      if (kind != Cell::kBad)
+        last.keep(fc.col, v, kind, x, cell_unit);
+      else
         last.col = SIZE_MAX;
-      }
     }
     switch (kind) {
       case Cell::kValue: {

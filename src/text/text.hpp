@@ -154,6 +154,12 @@ inline bool equal_small(std::string_view a, std::string_view b) {
 void split(std::string_view line, char sep, std::vector<std::string_view>& out);
 // As split, with each cell trimmed.
 void split_trimmed(std::string_view line, char sep, std::vector<std::string_view>& out);
+// The first line of `text` (up to its first '\n', not included) split at every sep into out, each
+// cell trimmed: one pass over the bytes that finds the line's end and its cells together. Returns
+// the line's length; npos (out unspecified) where a `stop` byte comes first: a quote, say, that
+// the caller reads another way.
+size_t split_line_trimmed(std::string_view text, char sep, char stop,
+                          std::vector<std::string_view>& out);
 
 // The whole of s (trimmed) as a finite number; nullopt for anything else ("", "12x", "nan").
 std::optional<double> parse_double(std::string_view s);
