@@ -91,9 +91,26 @@ std::string threads_env_error() {
   return error;
 }
 
+namespace {
+thread_local bool spread_work = false;
+}  // namespace
+
+bool in_spread_work() {
+  return spread_work;
+}
+
+SpreadWork::SpreadWork() noexcept : was_(spread_work) {
+  spread_work = true;
+}
+
+SpreadWork::~SpreadWork() {
+  spread_work = was_;
+}
+
 void parallel_for(size_t n, unsigned threads, const std::function<void(size_t)>& fn) {
   threads = std::min({threads != 0 ? threads : default_threads(), kMostThreads,
                       static_cast<unsigned>(std::min<size_t>(n, kMostThreads))});
+  if (spread_work) threads = 1;
   if (threads <= 1) {
     for (size_t i = 0; i < n; ++i) fn(i);
     return;
@@ -105,6 +122,7 @@ void parallel_for(size_t n, unsigned threads, const std::function<void(size_t)>&
   std::exception_ptr first;
   size_t first_index = n;
   auto run = [&] {
+    const SpreadWork share;
     for (size_t i; (i = next.fetch_add(1)) < n;) {
       try {
         fn(i);

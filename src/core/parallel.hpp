@@ -43,7 +43,24 @@ std::string threads_env_error();
 // Runs fn(i) for every i in [0, n), on up to `threads` threads (this one among them; 0:
 // default_threads()), the others started under WorkerSignals. Returns when every call has
 // returned; the exception of the lowest index that threw is rethrown here (the one a loop in
-// order meets first).
+// order meets first). Called from work already spread (in_spread_work: an fn of another
+// parallel_for, a fleet worker's task), it runs every fn(i) on the calling thread: the work is on
+// every CPU already, and threads of threads would only take turns.
 void parallel_for(size_t n, unsigned threads, const std::function<void(size_t)>& fn);
+
+// Whether this thread is doing one share of work spread over threads (SpreadWork lives on it).
+bool in_spread_work();
+// Marks the thread it is made on as doing a share of spread work while it lives: what
+// parallel_for does on each of its threads, and pools of their own (fleet's workers) on theirs.
+class SpreadWork {
+ public:
+  SpreadWork() noexcept;
+  ~SpreadWork();
+  SpreadWork(const SpreadWork&) = delete;
+  SpreadWork& operator=(const SpreadWork&) = delete;
+
+ private:
+  bool was_;
+};
 
 }  // namespace gpudoctor

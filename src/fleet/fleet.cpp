@@ -3,10 +3,12 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <optional>
 #include <thread>
 
 #include <fmt/format.h>
 
+#include "core/parallel.hpp"
 #include "text/text.hpp"
 
 namespace gpudoctor {
@@ -78,7 +80,11 @@ bool fleet_by_owner(FleetBy by) {
 unsigned run_workers(unsigned workers, size_t tasks, const std::function<void(size_t)>& task) {
   const auto n = static_cast<unsigned>(std::clamp<size_t>(tasks, 1, std::max(1u, workers)));
   std::atomic<size_t> next{0};
+  // With several workers each task runs on one thread: a diagnosis inside it starts no threads of
+  // its own (workers x CPUs threads would only take turns).
   auto work = [&] {
+    std::optional<SpreadWork> share;
+    if (n > 1) share.emplace();
     for (size_t i; (i = next.fetch_add(1)) < tasks;) task(i);
   };
   std::vector<std::thread> threads;

@@ -15,6 +15,7 @@
 #include "core/parallel.hpp"
 #include "core/reading.hpp"
 #include "core/recording.hpp"
+#include "fleet/fleet.hpp"
 #include "sources/source.hpp"
 
 namespace gpudoctor {
@@ -57,6 +58,54 @@ TEST(ParallelFor, EveryIndexOnceAndErrorsReturn) {
     }
   }
   parallel_for(0, 4, [](size_t) { FAIL() << "no index"; });
+}
+
+// Work spread already spreads no further: a parallel_for inside another one's fn, or inside a
+// fleet worker's task, runs on its calling thread (threads x threads would only take turns); a
+// single fleet worker leaves the CPUs to what it calls.
+TEST(ParallelFor, InsideSpreadWorkRunsOnTheCallingThread) {
+  EXPECT_FALSE(in_spread_work());
+  std::atomic<size_t> inner_elsewhere{0}, outer_marked{0};
+  std::atomic<size_t> outer_threads_seen{0};
+  const auto me = std::this_thread::get_id();
+  parallel_for(8, 3, [&](size_t i) {
+    outer_marked += in_spread_work();
+    if (std::this_thread::get_id() != me) ++outer_threads_seen;
+    for (int k = 0; i == 0 && outer_threads_seen == 0 && k < 500; ++k)
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    const auto caller = std::this_thread::get_id();
+    parallel_for(50, 3, [&](size_t) { inner_elsewhere += std::this_thread::get_id() != caller; });
+  });
+  EXPECT_EQ(outer_marked.load(), 8U);
+  EXPECT_GT(outer_threads_seen.load(), 0U);  // the outer one did spread
+  EXPECT_EQ(inner_elsewhere.load(), 0U);
+  EXPECT_FALSE(in_spread_work());  // the calling thread's mark ends with the call
+
+  std::atomic<size_t> task_inner_elsewhere{0};
+  EXPECT_EQ(run_workers(3, 6,
+                        [&](size_t) {
+                          const auto caller = std::this_thread::get_id();
+                          parallel_for(50, 3, [&](size_t) {
+                            task_inner_elsewhere += std::this_thread::get_id() != caller;
+                          });
+                        }),
+            3U);
+  EXPECT_EQ(task_inner_elsewhere.load(), 0U);
+  EXPECT_FALSE(in_spread_work());
+  // One worker: its task may spread.
+  std::atomic<size_t> alone_elsewhere{0};
+  EXPECT_EQ(run_workers(1, 1,
+                        [&](size_t) {
+                          const auto caller = std::this_thread::get_id();
+                          std::atomic<size_t> others{0};
+                          parallel_for(50, 3, [&](size_t i) {
+                            if (std::this_thread::get_id() != caller) ++others, ++alone_elsewhere;
+                            for (int k = 0; i == 0 && others == 0 && k < 500; ++k)
+                              std::this_thread::sleep_for(std::chrono::milliseconds(10));
+                          });
+                        }),
+            1U);
+  EXPECT_GT(alone_elsewhere.load(), 0U);
 }
 
 TEST(ParallelFor, ContainerCpuLimit) {
