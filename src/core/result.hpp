@@ -19,6 +19,8 @@ struct Error {
     kOther,
     kNoData,    // the input (a log, a server's span) holds no GPU telemetry at all
     kInternal,  // an exception inside a reader: a bug, not the input's fault
+    kNotUtf8,   // a reader asked to check the text's encoding found it is not UTF-8 (load_text
+                // then decodes the text and reads it again: never shown)
   };
   Code code = Code::kOther;
 };

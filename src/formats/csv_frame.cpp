@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstring>
 
+#include "formats/encoding.hpp"
 #include "text/text.hpp"
 
 namespace gpudoctor::csv {
@@ -24,10 +25,12 @@ char detect_separator(std::string_view line) {
 
 Records::Next Records::next(std::vector<std::string_view>& cells, size_t& line_no,
                             std::string_view& raw) {
-  while (pos_ < text_.size()) {
+  // A text found not to be UTF-8 is read again once decoded: nothing more of it here.
+  while (pos_ < text_.size() && !invalid_utf8_) {
     const std::string_view rest = text_.substr(pos_);
     // The line and its cells in one pass; a line with a quote is read again below.
-    size_t len = text::split_line_trimmed(rest, sep_, '"', cells);
+    bool non_ascii = false;
+    size_t len = text::split_line_trimmed(rest, sep_, '"', cells, non_ascii);
     const bool quoted = len == std::string_view::npos;
     if (quoted) {
       const void* nl = std::memchr(rest.data(), '\n', rest.size());
@@ -35,9 +38,16 @@ Records::Next Records::next(std::vector<std::string_view>& cells, size_t& line_n
                           : rest.size();
     }
     const std::string_view line = rest.substr(0, len);
+    // Every byte of the text is in what some call consumes, and each is checked there: the
+    // line, or a quoted record's lines (check_utf8).
+    auto check = [&](std::string_view bytes) {
+      if (check_utf8_ && !text::valid_utf8(bytes)) invalid_utf8_ = true;
+    };
+    if (!quoted && non_ascii) check(line);
     line_no = ++line_;
     const std::string_view t = text::trim(line);
     if (t.empty() || t.front() == '#') {
+      if (quoted) check(line);
       pos_ = std::min(text_.size(), pos_ + len + 1);
       continue;
     }
@@ -49,10 +59,12 @@ Records::Next Records::next(std::vector<std::string_view>& cells, size_t& line_n
     }
     size_t consumed = 0;
     if (!split_quoted(rest, consumed, cells)) {
+      check(line);
       pos_ = std::min(text_.size(), pos_ + len + 1);  // an unclosed quote: this line only
       raw = t;
       return Next::kMalformed;
     }
+    check(rest.substr(0, consumed));
     pos_ += consumed;
     raw = text::trim(rest.substr(0, consumed));
     return Next::kRecord;

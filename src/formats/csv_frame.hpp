@@ -20,8 +20,10 @@ class Records {
  public:
   enum class Next { kRecord, kMalformed, kEnd };
 
-  Records(std::string_view text, char sep, size_t line_before)
-      : text_(text), sep_(sep), line_(line_before) {}
+  // check_utf8: the text's encoding is not known yet (load_text leaves the check to the reader):
+  // each line holding a byte of 0x80 or more is checked to be UTF-8 as it is read (invalid_utf8).
+  Records(std::string_view text, char sep, size_t line_before, bool check_utf8 = false)
+      : text_(text), sep_(sep), line_(line_before), check_utf8_(check_utf8) {}
 
   // line_no: the line the record starts on; raw: its text, trimmed.
   Next next(std::vector<std::string_view>& cells, size_t& line_no, std::string_view& raw);
@@ -30,6 +32,8 @@ class Records {
   size_t position() const { return pos_; }
   bool at_end() const { return pos_ >= text_.size(); }
   size_t line() const { return line_; }
+  // With check_utf8: some line read so far is not valid UTF-8.
+  bool invalid_utf8() const { return invalid_utf8_; }
 
  private:
   struct Span {
@@ -43,6 +47,7 @@ class Records {
   char sep_;
   size_t line_;
   size_t pos_ = 0;
+  bool check_utf8_ = false, invalid_utf8_ = false;
   std::string own_;
   std::vector<Span> spans_;
 };

@@ -94,7 +94,7 @@ bool valid_utf8(std::string_view s) {
   return true;
 }
 
-Encoding detect_encoding(std::string_view bytes) {
+std::optional<Encoding> encoding_by_head(std::string_view bytes) {
   const auto b = [&](size_t k) {
     return k < bytes.size() ? static_cast<unsigned char>(bytes[k]) : 0;
   };
@@ -110,6 +110,11 @@ Encoding detect_encoding(std::string_view bytes) {
     }
     return zero_odd >= zero_even ? Encoding::kUtf16Le : Encoding::kUtf16Be;
   }
+  return std::nullopt;
+}
+
+Encoding detect_encoding(std::string_view bytes) {
+  if (const auto by_head = encoding_by_head(bytes)) return *by_head;
   // In pieces cut before an ASCII byte (never inside a character, and a sequence an ASCII byte
   // cuts is invalid either way), checked on every CPU, each taking the next piece; a piece's pages
   // go once it is checked, where the text is a mapping this thread registered (ReleasePassed).

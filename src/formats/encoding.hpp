@@ -4,6 +4,7 @@
 // valid UTF-8, Windows-1252 (latin-1 with the printable 0x80-0x9F of Windows: GPU-Z's "°C").
 #pragma once
 
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -14,6 +15,9 @@ enum class Encoding { kUtf8, kUtf8Bom, kUtf16Le, kUtf16Be, kWindows1252 };
 // The encoding of a text, from its first bytes (byte order marks, NUL bytes) and, for 8-bit text,
 // whether the whole text is valid UTF-8.
 Encoding detect_encoding(std::string_view bytes);
+// The encoding its first bytes alone tell (a byte order mark, UTF-16's NUL bytes), or nullopt: an
+// 8-bit text, UTF-8 where all of it is valid UTF-8, else Windows-1252 (detect_encoding).
+std::optional<Encoding> encoding_by_head(std::string_view bytes);
 // True when the bytes are valid UTF-8 (no overlong forms, surrogates or code points past U+10FFFF).
 bool valid_utf8(std::string_view bytes);
 

@@ -24,6 +24,7 @@
 #include "formats/column_catalogue.hpp"
 #include "formats/column_groups.hpp"
 #include "formats/csv_frame.hpp"
+#include "formats/encoding.hpp"
 #include "formats/finish.hpp"
 #include "formats/generic_csv_reader.hpp"
 #include "formats/log_time.hpp"
@@ -48,8 +49,14 @@ Result<Recording> Reader::run() {
     return std::move(*e);
   if (auto e = find_header()) return std::move(*e);
   if (auto e = make_layout()) return std::move(*e);
+  // The lines before the rows; the rows' framing checks the rest as it reads it.
+  const size_t before_rows = static_cast<size_t>(body_.data() - text_.data()) + rows_offset_;
+  if (opt_.check_utf8 && !text::valid_utf8(text_.substr(0, before_rows))) invalid_utf8_ = true;
   read_rows();
-  return finish_reading();
+  auto rec = finish_reading();
+  if (invalid_utf8_)
+    return Error{Error::Kind::kFailure, origin_ + ": not UTF-8 text", Error::Code::kNotUtf8};
+  return rec;
 }
 
 Result<Recording> Reader::finish_reading() {

@@ -49,6 +49,10 @@ struct GenericCsvOptions {
   size_t chunk_bytes = 0;
   // Set (tests, the bench): counts the chunks read by other readers and merged as they were.
   size_t* chunks_merged = nullptr;
+  // The text's encoding is not known yet (load_text leaves the check to this reader, which reads
+  // every byte anyway): a text that is not all UTF-8 gives an error of code kNotUtf8, no
+  // recording.
+  bool check_utf8 = false;
 };
 
 // True when the text looks like a CSV whose header names columns gpudoctor recognises through the

@@ -118,6 +118,7 @@ Reader Reader::for_chunk() const {
 }
 
 bool Reader::merge(Reader& part, size_t line_base) {
+  invalid_utf8_ = invalid_utf8_ || part.invalid_utf8_;  // the text's, merged or not
   // What the chunk's reader could not know: the rows before it.
   size_t added = 0;
   for (const GpuState& pg : part.gpus_) {

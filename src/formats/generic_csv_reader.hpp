@@ -257,6 +257,7 @@ class Reader {
   std::vector<double> row_times_;
   std::vector<uint32_t> positions_;
   std::optional<ChunkState> chunk_;  // set: this reader reads one chunk of a text for another
+  bool invalid_utf8_ = false;        // opt_.check_utf8: some text read is not UTF-8
   std::vector<std::string> position_ids_;
   size_t timed_rows_ = 0;
   Recording rec_;

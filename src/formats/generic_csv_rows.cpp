@@ -488,7 +488,7 @@ void Reader::read_rows() {
 }
 
 size_t Reader::read_span(std::string_view rows, size_t line_before, bool last) {
-  Records records(rows, sep_, line_before);
+  Records records(rows, sep_, line_before, opt_.check_utf8);
   size_t ncols = cols_.size();
   bool empty_last_name = !header_.empty() && header_.back().empty();
   const bool cut_at_end = last && text::ends_inside_a_line(body_);
@@ -543,6 +543,7 @@ size_t Reader::read_span(std::string_view rows, size_t line_before, bool last) {
         !cells_.front().empty() && is_new_header(cells_)) {
       if (chunk_) {  // the layout changes: the rows from here on are read in order, not here
         chunk_->stopped = true;
+        invalid_utf8_ = invalid_utf8_ || records.invalid_utf8();
         return records.line();
       }
       if (change_header(cells_, raw, line_no)) {
@@ -664,6 +665,7 @@ size_t Reader::read_span(std::string_view rows, size_t line_before, bool last) {
     read_cells(g, t, -1, cells_, line_no);
     ++rows_read_;
   }
+  invalid_utf8_ = invalid_utf8_ || records.invalid_utf8();
   return records.line();
 }
 

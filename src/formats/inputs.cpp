@@ -35,6 +35,7 @@ GenericCsvOptions generic_options(Opts o) {
   GenericCsvOptions g;
   g.map = o.map;
   g.power_limit_w = o.power_limit_w;
+  g.check_utf8 = o.check_utf8;
   return g;
 }
 
@@ -48,6 +49,7 @@ Result<Recording> read_smi_csv_input(std::string_view text, Origin origin, Opts 
   s.columns = o.columns;
   s.power_limit_w = o.power_limit_w;
   s.map = o.map;
+  s.check_utf8 = o.check_utf8;
   return read_smi_csv(text, origin, s);
 }
 
@@ -122,9 +124,9 @@ constexpr std::array kReaders{
     InputReader{"gpustat", "gpustat snapshots", by_head<looks_like_gpustat>, nullptr,
                 generic_layout<read_gpustat>},
     InputReader{"smi-csv", "nvidia-smi --query-gpu CSV", recognise_smi_csv, nullptr,
-                read_smi_csv_input},
+                read_smi_csv_input, true},
     InputReader{"generic-csv", "CSV with recognised column names", by_head<looks_like_generic_csv>,
-                mapped, generic_layout<read_generic_csv>},
+                mapped, generic_layout<read_generic_csv>, true},
     InputReader{"ws-table", "whitespace-aligned tables", by_head<looks_like_ws_table>, nullptr,
                 generic_layout<read_ws_table>},
 };

@@ -159,6 +159,19 @@ Result<Recording> load_text(std::string_view bytes, const std::string& origin,
   std::string decoded;
   std::string_view utf8 = bytes;
   const std::string_view head = bytes.substr(0, kHeadBytes);
+  // An 8-bit text whose head is UTF-8, for a reader that checks the rest as it reads (the CSV
+  // reader): no pass over the whole text first. Where the rest is not UTF-8, or the reader fails,
+  // what follows reads it as ever (a failure's message comes from the decoded text).
+  if (!head.empty() && !looks_like_wandb_run(head) && !text::encoding_by_head(bytes) &&
+      text::valid_utf8(head)) {
+    auto reader = choose_reader(head, origin, options);
+    if (reader && reader.value()->checks_utf8) {
+      LoadOptions checking = options;
+      checking.check_utf8 = true;
+      auto rec = reader.value()->read(bytes, origin, checking);
+      if (rec.ok()) return with_gpu_name(std::move(rec), options);
+    }
+  }
   if (!head.empty() && !looks_like_wandb_run(head)) {
     enc = text::detect_encoding(bytes);
     utf8 = text::decode_to_utf8(bytes, enc, decoded);

@@ -27,6 +27,9 @@ struct LoadOptions {
   // Reading `-`: asked when a read of standard input is interrupted by a signal (Ctrl-C); true
   // ends the reading and what arrived is read. Empty: standard input is read to its end.
   std::function<bool()> stop_reading;
+  // Set by load_text, not by its callers: the text's encoding is not checked yet, and a reader
+  // that checks it as it reads (InputReader::checks_utf8) says kNotUtf8 where it is not UTF-8.
+  bool check_utf8 = false;
 };
 
 std::vector<std::string> input_formats();

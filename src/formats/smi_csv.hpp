@@ -25,6 +25,8 @@ struct SmiCsvOptions {
   std::optional<double> power_limit_w;
   // --map COLUMN=FIELD (GenericCsvOptions::map).
   std::vector<std::pair<std::string, std::string>> map;
+  // GenericCsvOptions::check_utf8.
+  bool check_utf8 = false;
 };
 
 // True when a header's cells hold a name only nvidia-smi --query-gpu writes (a dotted query name

@@ -162,11 +162,13 @@ namespace {
 struct Masks16 {
   __m128i a, b, c;
   Masks16(char x, char y, char z) : a(_mm_set1_epi8(x)), b(_mm_set1_epi8(y)), c(_mm_set1_epi8(z)) {}
-  void of(const char* p, unsigned& ma, unsigned& mb, unsigned& mc) const {
+  // (high: the bytes of 0x80 or more.)
+  void of(const char* p, unsigned& ma, unsigned& mb, unsigned& mc, unsigned& high) const {
     const __m128i w = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p));
     ma = static_cast<unsigned>(_mm_movemask_epi8(_mm_cmpeq_epi8(w, a)));
     mb = static_cast<unsigned>(_mm_movemask_epi8(_mm_cmpeq_epi8(w, b)));
     mc = static_cast<unsigned>(_mm_movemask_epi8(_mm_cmpeq_epi8(w, c)));
+    high = static_cast<unsigned>(_mm_movemask_epi8(w));
   }
 };
 #else
@@ -174,12 +176,13 @@ struct Masks16 {
 struct Masks16 {
   char a, b, c;
   Masks16(char x, char y, char z) : a(x), b(y), c(z) {}
-  void of(const char* p, unsigned& ma, unsigned& mb, unsigned& mc) const {
-    ma = mb = mc = 0;
+  void of(const char* p, unsigned& ma, unsigned& mb, unsigned& mc, unsigned& high) const {
+    ma = mb = mc = high = 0;
     for (unsigned k = 0; k < 16; ++k) {
       ma |= static_cast<unsigned>(p[k] == a) << k;
       mb |= static_cast<unsigned>(p[k] == b) << k;
       mc |= static_cast<unsigned>(p[k] == c) << k;
+      high |= static_cast<unsigned>(static_cast<unsigned char>(p[k]) >= 0x80) << k;
     }
   }
 };
@@ -196,8 +199,8 @@ void split(std::string_view line, char sep, std::vector<std::string_view>& out) 
   size_t start = 0, i = 0;
   const Masks16 masks(sep, sep, sep);
   for (; i + 16 <= n; i += 16) {
-    unsigned hits = 0, unused_b = 0, unused_c = 0;
-    masks.of(b + i, hits, unused_b, unused_c);
+    unsigned hits = 0, unused_b = 0, unused_c = 0, unused_high = 0;
+    masks.of(b + i, hits, unused_b, unused_c, unused_high);
     while (hits != 0) {
       const size_t at = i + static_cast<size_t>(std::countr_zero(hits));
       out.push_back(line.substr(start, at - start));
@@ -219,8 +222,9 @@ void split_trimmed(std::string_view line, char sep, std::vector<std::string_view
 }
 
 size_t split_line_trimmed(std::string_view text, char sep, char stop,
-                          std::vector<std::string_view>& out) {
+                          std::vector<std::string_view>& out, bool& non_ascii) {
   out.clear();
+  unsigned high_bytes = 0;  // the blocks' high bytes up to the line's end
   const char* const b = text.data();
   const size_t n = text.size();
   size_t start = 0, i = 0;
@@ -231,25 +235,34 @@ size_t split_line_trimmed(std::string_view text, char sep, char stop,
   };
   const Masks16 masks(sep, '\n', stop);
   for (; i + 16 <= n; i += 16) {
-    unsigned at_sep = 0, at_end = 0, at_stop = 0;
-    masks.of(b + i, at_sep, at_end, at_stop);
+    unsigned at_sep = 0, at_end = 0, at_stop = 0, high = 0;
+    masks.of(b + i, at_sep, at_end, at_stop, high);
     unsigned hits = at_sep | at_end | at_stop;
     while (hits != 0) {
       const unsigned bit = hits & (~hits + 1);
       const size_t at = i + static_cast<size_t>(std::countr_zero(hits));
       if (bit & at_stop) return std::string_view::npos;
       cut(at);
-      if (bit & at_end) return at;
+      if (bit & at_end) {
+        non_ascii = (high_bytes | (high & (bit - 1))) != 0;  // (the bytes before the end)
+        return at;
+      }
       hits &= hits - 1;
     }
+    high_bytes |= high;
   }
   for (; i < n; ++i) {
     const char c = b[i];
     if (c == stop) return std::string_view::npos;
     if (c == sep || c == '\n') cut(i);
-    if (c == '\n') return i;
+    if (c == '\n') {
+      non_ascii = high_bytes != 0;
+      return i;
+    }
+    high_bytes |= static_cast<unsigned char>(c) >= 0x80;
   }
   out.push_back(trim(text.substr(start)));
+  non_ascii = high_bytes != 0;
   return n;
 }
 

@@ -157,9 +157,10 @@ void split_trimmed(std::string_view line, char sep, std::vector<std::string_view
 // The first line of `text` (up to its first '\n', not included) split at every sep into out, each
 // cell trimmed: one pass over the bytes that finds the line's end and its cells together. Returns
 // the line's length; npos (out unspecified) where a `stop` byte comes first: a quote, say, that
-// the caller reads another way.
+// the caller reads another way. non_ascii: whether the line holds a byte of 0x80 or more (set
+// when the line is returned).
 size_t split_line_trimmed(std::string_view text, char sep, char stop,
-                          std::vector<std::string_view>& out);
+                          std::vector<std::string_view>& out, bool& non_ascii);
 
 // The whole of s (trimmed) as a finite number; nullopt for anything else ("", "12x", "nan").
 std::optional<double> parse_double(std::string_view s);

@@ -615,14 +615,15 @@ TEST(Text, SplitCutsAtEverySeparatorWhereverItFalls) {
   }
 }
 
-// split_line_trimmed finds the line's end, its cells and any stop byte in one pass, sixteen bytes
-// at a time: the same as finding the end, then the stop, then splitting and trimming, wherever the
-// bytes fall against the blocks (lines of 0-90 bytes, several to a text, with and without an end).
+// split_line_trimmed finds the line's end, its cells, any stop byte and any byte past ASCII in one
+// pass, sixteen bytes at a time: the same as finding the end, then the stop, then splitting and
+// trimming, wherever the bytes fall against the blocks (lines of 0-90 bytes, several to a text,
+// with and without an end).
 TEST(Text, SplitLineTrimmedIsTheLineSplitAndTrimmed) {
   const std::string alphabet = std::string("ab ,;\t\n\r\"\x80\xFF\x01", 12);
   uint64_t state = 54321;
   std::vector<std::string_view> cells, expected;
-  size_t stopped = 0, ended = 0;
+  size_t stopped = 0, ended = 0, highs = 0;
   for (int k = 0; k < 4000; ++k) {
     std::string text;
     state = state * 6364136223846793005ULL + 1442695040888963407ULL;
@@ -636,7 +637,8 @@ TEST(Text, SplitLineTrimmedIsTheLineSplitAndTrimmed) {
     for (const char sep : {',', ';', '\t'}) {
       const size_t end = std::min(text.find('\n'), text.size());
       const std::string_view line = std::string_view(text).substr(0, end);
-      const size_t got = text::split_line_trimmed(text, sep, '"', cells);
+      bool non_ascii = false;
+      const size_t got = text::split_line_trimmed(text, sep, '"', cells, non_ascii);
       if (line.find('"') != std::string_view::npos) {
         ASSERT_EQ(got, std::string_view::npos) << "text " << k;
         ++stopped;
@@ -645,12 +647,17 @@ TEST(Text, SplitLineTrimmedIsTheLineSplitAndTrimmed) {
       ASSERT_EQ(got, end) << "text " << k << " sep " << int(sep);
       text::split_trimmed(line, sep, expected);
       ASSERT_EQ(cells, expected) << "text " << k << " sep " << int(sep);
+      const bool high = std::any_of(line.begin(), line.end(),
+                                    [](char c) { return static_cast<unsigned char>(c) >= 0x80; });
+      ASSERT_EQ(non_ascii, high) << "text " << k;
       ended += end < text.size();
+      highs += high;
     }
   }
   // Both outcomes came up often: the test saw lines with quotes and lines with ends.
   EXPECT_GT(stopped, 1000u);
   EXPECT_GT(ended, 1000u);
+  EXPECT_GT(highs, 1000u);
 }
 
 // equal_small compares words, overlapping at the end: the same answer as ==, whatever the length

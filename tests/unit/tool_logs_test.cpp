@@ -19,6 +19,7 @@
 #include "core/clock_reasons.hpp"
 #include "formats/column_catalogue.hpp"
 #include "formats/encoding.hpp"
+#include "formats/generic_csv.hpp"
 #include "formats/load.hpp"
 #include "report/formats_doc.hpp"
 #include "test_helpers.hpp"
@@ -539,6 +540,73 @@ TEST(Encodings, DecodedOnceAtTheEdge) {
                                 "b"),
             "a\xEF\xBF\xBD"
             "b");
+}
+
+// A CSV whose first 4 KiB are UTF-8 is not checked whole before it is read: the CSV reader checks
+// each line as it reads it (check_utf8), on one thread or in chunks, quoted records' lines and
+// skipped lines too. A byte that is not UTF-8 anywhere makes load_text decode the whole text
+// and read it again: the same recording as checking first, note included.
+TEST(Encodings, TheCsvReaderChecksTheRestAsItReads) {
+  auto csv = [](std::string_view late) {
+    std::string t = "timestamp, index, name, utilization.gpu [%], power.draw [W], note\n";
+    for (int i = 0; i < 400; ++i) {
+      t += fmt::format("2026/01/01 00:{:02d}:{:02d}.000, 0, NVIDIA A100, {}, {}.5, {}\n", i / 60,
+                       i % 60, i % 100, 100 + i, i == 300 ? late : "x");
+      if (i == 200) t += "# a comment\n";
+    }
+    return t;
+  };
+  const std::string utf8 = csv("caf\xC3\xA9"), latin1 = csv("caf\xE9");
+  ASSERT_GT(utf8.find("caf"), size_t{4096});  // past the head load_text checks itself
+  {
+    auto r = load_text(utf8, "u.csv", {});
+    ASSERT_TRUE(r.ok()) << r.error().message;
+    EXPECT_EQ(r->gpus.at(0).size(), 400u);
+    EXPECT_FALSE(has_note(*r, "decoded to UTF-8")) << all_notes(*r);
+  }
+  {
+    auto r = load_text(latin1, "l.csv", {});
+    ASSERT_TRUE(r.ok()) << r.error().message;
+    EXPECT_EQ(r->gpus.at(0).size(), 400u);
+    EXPECT_TRUE(has_note(*r, "Windows-1252 (latin-1) text: decoded to UTF-8")) << all_notes(*r);
+  }
+  // The reader itself: an error of its own code, whether the bad byte is in a row, a comment, a
+  // quoted record's second line or the header, on one thread or in chunks.
+  auto check = [](const std::string& text, unsigned threads) {
+    GenericCsvOptions o;
+    o.check_utf8 = true;
+    o.threads = threads;
+    o.chunk_bytes = 1024;
+    return read_generic_csv(text, "c.csv", o);
+  };
+  auto with_comment = utf8, quoted = utf8, header = utf8;
+  with_comment.replace(with_comment.find("# a comment"), 11, "# a comm\xE9nt");
+  const size_t q = quoted.find("caf\xC3\xA9");
+  quoted.replace(q, 5, "\"two\nlin\xE9s\"");
+  header.replace(header.find("note"), 4, "n\xF6te");
+  for (const unsigned threads : {1u, 3u}) {
+    SCOPED_TRACE(threads);
+    auto good = check(utf8, threads);
+    ASSERT_TRUE(good.ok()) << good.error().message;
+    EXPECT_EQ(good->gpus.at(0).size(), 400u);
+    for (const std::string* bad :
+         std::vector<const std::string*>{&latin1, &with_comment, &quoted, &header}) {
+      auto r = check(*bad, threads);
+      ASSERT_FALSE(r.ok());
+      EXPECT_EQ(r.error().code, Error::Code::kNotUtf8);
+    }
+    // The same texts unchecked are read (the bytes as they are): the check is what refused them.
+    GenericCsvOptions plain;
+    plain.threads = threads;
+    plain.chunk_bytes = 1024;
+    EXPECT_TRUE(read_generic_csv(latin1, "c.csv", plain).ok());
+  }
+  // A quoted record of two valid lines is read whole.
+  auto two_lines = utf8;
+  two_lines.replace(two_lines.find("caf\xC3\xA9"), 5, "\"two\nlin\xC3\xA9s\"");
+  auto r = check(two_lines, 1);
+  ASSERT_TRUE(r.ok()) << r.error().message;
+  EXPECT_EQ(r->gpus.at(0).size(), 400u);
 }
 
 // The catalogue: each (name, per-GPU) once, every reason code real, every entry read as itself.
