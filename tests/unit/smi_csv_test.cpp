@@ -615,6 +615,41 @@ TEST(Text, SplitCutsAtEverySeparatorWhereverItFalls) {
   }
 }
 
+// split_ws finds where whitespace turns to a token and back sixteen bytes at a time: the same
+// tokens as a byte loop, whatever the whitespace (all six kinds, bytes next to them in value, bytes
+// past ASCII) and wherever it falls against the blocks, runs of spaces longer than a block too.
+TEST(Text, SplitWsIsTheTokensBetweenWhitespace) {
+  auto by_byte = [](std::string_view s) {
+    std::vector<std::string_view> out;
+    size_t i = 0;
+    while (i < s.size()) {
+      while (i < s.size() && text::is_space(s[i])) ++i;
+      const size_t b = i;
+      while (i < s.size() && !text::is_space(s[i])) ++i;
+      if (i > b) out.push_back(s.substr(b, i - b));
+    }
+    return out;
+  };
+  const std::string alphabet = std::string(" \t\n\v\f\r\x08\x0E\x1F!a7\x80\xFF\x89", 15);
+  uint64_t state = 777;
+  std::vector<std::string_view> tokens;
+  for (int k = 0; k < 4000; ++k) {
+    std::string s;
+    state = state * 6364136223846793005ULL + 1442695040888963407ULL;
+    const size_t len = (state >> 33) % 100;
+    for (size_t i = 0; i < len; ++i) {
+      state = state * 6364136223846793005ULL + 1442695040888963407ULL;
+      const uint64_t r = state >> 33;
+      if (r % 5 == 0)
+        s.append(r / 5 % 20, ' ');  // aligned columns' runs of spaces
+      else
+        s += alphabet[r / 5 % alphabet.size()];
+    }
+    text::split_ws(s, tokens);
+    ASSERT_EQ(tokens, by_byte(s)) << "text " << k;
+  }
+}
+
 // split_line_trimmed finds the line's end, its cells, any stop byte and any byte past ASCII in one
 // pass, sixteen bytes at a time: the same as finding the end, then the stop, then splitting and
 // trimming, wherever the bytes fall against the blocks (lines of 0-90 bytes, several to a text,
