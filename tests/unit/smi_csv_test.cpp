@@ -585,6 +585,20 @@ TEST(SmiCsv, RoundTripsItsOwnOutput) {
 // ---------------------------------------------------------------------------------------------
 // Text helpers
 
+// A text of pseudo-random length below max_len, each byte (or run) made by add(text, r) from the
+// next pseudo-random number r: the same texts on every run, for the text helpers' tests.
+template <class Add>
+std::string random_text(uint64_t& state, size_t max_len, Add add) {
+  auto next = [&] {
+    state = state * 6364136223846793005ULL + 1442695040888963407ULL;
+    return state >> 33;
+  };
+  std::string text;
+  const size_t len = next() % max_len;
+  for (size_t i = 0; i < len; ++i) add(text, next());
+  return text;
+}
+
 // split looks at eight bytes at a time: the same cells as a byte-by-byte cut, wherever the
 // separators fall in a word, for every separator, bytes with the high bit set and separators
 // side by side included.
@@ -601,13 +615,8 @@ TEST(Text, SplitCutsAtEverySeparatorWhereverItFalls) {
   uint64_t state = 12345;
   std::vector<std::string_view> cells;
   for (int k = 0; k < 3000; ++k) {
-    std::string line;
-    state = state * 6364136223846793005ULL + 1442695040888963407ULL;
-    const size_t len = (state >> 33) % 70;
-    for (size_t i = 0; i < len; ++i) {
-      state = state * 6364136223846793005ULL + 1442695040888963407ULL;
-      line += alphabet[(state >> 33) % alphabet.size()];
-    }
+    const std::string line = random_text(
+        state, 70, [&](std::string& s, uint64_t r) { s += alphabet[r % alphabet.size()]; });
     for (const char sep : {',', ';', '\t', '\xFF'}) {
       text::split(line, sep, cells);
       ASSERT_EQ(cells, by_byte(line, sep)) << "line " << k << " sep " << int(sep);
@@ -634,17 +643,12 @@ TEST(Text, SplitWsIsTheTokensBetweenWhitespace) {
   uint64_t state = 777;
   std::vector<std::string_view> tokens;
   for (int k = 0; k < 4000; ++k) {
-    std::string s;
-    state = state * 6364136223846793005ULL + 1442695040888963407ULL;
-    const size_t len = (state >> 33) % 100;
-    for (size_t i = 0; i < len; ++i) {
-      state = state * 6364136223846793005ULL + 1442695040888963407ULL;
-      const uint64_t r = state >> 33;
+    const std::string s = random_text(state, 100, [&](std::string& t, uint64_t r) {
       if (r % 5 == 0)
-        s.append(r / 5 % 20, ' ');  // aligned columns' runs of spaces
+        t.append(r / 5 % 20, ' ');  // aligned columns' runs of spaces
       else
-        s += alphabet[r / 5 % alphabet.size()];
-    }
+        t += alphabet[r / 5 % alphabet.size()];
+    });
     text::split_ws(s, tokens);
     ASSERT_EQ(tokens, by_byte(s)) << "text " << k;
   }
@@ -660,15 +664,10 @@ TEST(Text, SplitLineTrimmedIsTheLineSplitAndTrimmed) {
   std::vector<std::string_view> cells, expected;
   size_t stopped = 0, ended = 0, highs = 0;
   for (int k = 0; k < 4000; ++k) {
-    std::string text;
-    state = state * 6364136223846793005ULL + 1442695040888963407ULL;
-    const size_t len = (state >> 33) % 90;
-    for (size_t i = 0; i < len; ++i) {
-      state = state * 6364136223846793005ULL + 1442695040888963407ULL;
-      // Mostly cell bytes, so that lines run past a block or several.
-      const uint64_t r = state >> 33;
-      text += r % 4 != 0 ? "ab 7"[r % 3 + (r % 2)] : alphabet[r / 4 % alphabet.size()];
-    }
+    // Mostly cell bytes, so that lines run past a block or several.
+    const std::string text = random_text(state, 90, [&](std::string& t, uint64_t r) {
+      t += r % 4 != 0 ? "ab 7"[r % 3 + (r % 2)] : alphabet[r / 4 % alphabet.size()];
+    });
     for (const char sep : {',', ';', '\t'}) {
       const size_t end = std::min(text.find('\n'), text.size());
       const std::string_view line = std::string_view(text).substr(0, end);
