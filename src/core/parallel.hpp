@@ -52,6 +52,7 @@ void parallel_for(size_t n, unsigned threads, const std::function<void(size_t)>&
 bool in_spread_work();
 // Marks the thread it is made on as doing a share of spread work while it lives: what
 // parallel_for does on each of its threads, and pools of their own (fleet's workers) on theirs.
+// Other pools of the library ask in_spread_work too (the CSV reader's chunks: one pass there).
 class SpreadWork {
  public:
   SpreadWork() noexcept;

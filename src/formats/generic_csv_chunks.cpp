@@ -175,7 +175,10 @@ bool Reader::merge(Reader& part, size_t line_base) {
 }
 
 bool Reader::read_in_chunks(std::string_view rows) {
-  const unsigned threads = opt_.threads != 0 ? opt_.threads : default_threads();
+  // Inside work already spread (a fleet worker's log), one pass: its own threads would only take
+  // turns with the others' (core/parallel).
+  const unsigned threads =
+      opt_.threads != 0 ? opt_.threads : (in_spread_work() ? 1 : default_threads());
   const size_t chunk = opt_.chunk_bytes != 0 ? opt_.chunk_bytes : kChunkBytes;
   if (threads < 2 || chunk_ || wide_ || key_col_ < 0 || time_col_ < 0 || rows.size() < 2 * chunk)
     return false;

@@ -15,6 +15,7 @@
 
 #include <fmt/format.h>
 
+#include "core/parallel.hpp"
 #include "formats/encoding.hpp"
 #include "formats/generic_csv.hpp"
 
@@ -82,6 +83,14 @@ size_t expect_same(std::string_view text, const std::string& what, std::string_v
     const auto many = read(text, 3, chunk, &merged, tool);
     EXPECT_EQ(differs(one, many), "") << what << ", chunks of " << chunk << " bytes";
   }
+  // Checked for UTF-8 as it is read (how load_text reads a CSV): the same recording or error.
+  GenericCsvOptions checked;
+  checked.threads = 3;
+  checked.chunk_bytes = std::max<size_t>(997, n / 23);
+  checked.tool = tool;
+  checked.check_utf8 = true;
+  EXPECT_EQ(differs(one, read_generic_csv(text, "in.csv", checked)), "")
+      << what << ", checked as read";
   return merged;
 }
 
@@ -135,6 +144,22 @@ std::string smi_log(size_t rows, size_t gpus, Edit&& edit) {
 TEST(CsvChunks, PlainLogIsMergedChunkByChunk) {
   const std::string s = smi_log(600, 4, [](size_t, size_t, std::string&) {});
   EXPECT_GT(expect_same(s, "plain"), 50U);
+}
+
+// Inside work already spread (a fleet worker's log) the default is one pass: no threads of the
+// reader's own; threads asked for are still used.
+TEST(CsvChunks, InsideSpreadWorkOnePass) {
+  const std::string s = smi_log(600, 4, [](size_t, size_t, std::string&) {});
+  size_t merged = 0;
+  {
+    const SpreadWork share;
+    const auto spread = read(s, 0, 1024, &merged);
+    ASSERT_TRUE(spread.ok()) << spread.error().message;
+    EXPECT_EQ(merged, 0U);
+    EXPECT_EQ(differs(read(s, 1, 0, nullptr), spread), "");
+    EXPECT_TRUE(read(s, 3, 1024, &merged).ok());
+    EXPECT_GT(merged, 0U);
+  }
 }
 
 // A column of one value (a power limit) is read as that value once, in one pass and merged from

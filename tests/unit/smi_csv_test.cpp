@@ -599,8 +599,8 @@ std::string random_text(uint64_t& state, size_t max_len, Add add) {
   return text;
 }
 
-// split looks at eight bytes at a time: the same cells as a byte-by-byte cut, wherever the
-// separators fall in a word, for every separator, bytes with the high bit set and separators
+// split looks at sixteen bytes at a time: the same cells as a byte-by-byte cut, wherever the
+// separators fall in a block, for every separator, bytes with the high bit set and separators
 // side by side included.
 TEST(Text, SplitCutsAtEverySeparatorWhereverItFalls) {
   auto by_byte = [](std::string_view line, char sep) {

@@ -572,25 +572,33 @@ TEST(Encodings, TheCsvReaderChecksTheRestAsItReads) {
   }
   // The reader itself: an error of its own code, whether the bad byte is in a row, a comment, a
   // quoted record's second line or the header, on one thread or in chunks.
-  auto check = [](const std::string& text, unsigned threads) {
+  size_t merged = 0;  // chunks read on other threads: the reading in chunks was tested
+  auto check = [&](const std::string& text, unsigned threads) {
     GenericCsvOptions o;
     o.check_utf8 = true;
     o.threads = threads;
     o.chunk_bytes = 1024;
+    o.chunks_merged = &merged;
     return read_generic_csv(text, "c.csv", o);
   };
-  auto with_comment = utf8, quoted = utf8, header = utf8;
+  auto with_comment = utf8, quoted = utf8, header = utf8, quoted_comment = utf8, unclosed = utf8,
+       last_line = utf8;
   with_comment.replace(with_comment.find("# a comment"), 11, "# a comm\xE9nt");
   const size_t q = quoted.find("caf\xC3\xA9");
   quoted.replace(q, 5, "\"two\nlin\xE9s\"");
   header.replace(header.find("note"), 4, "n\xF6te");
+  quoted_comment.replace(quoted_comment.find("# a comment"), 11, "# a \"comm\xE9nt");
+  unclosed.replace(unclosed.find("caf\xC3\xA9"), 5, "\"caf\xE9");            // a quote never closed
+  last_line += "2026/01/01 00:07:00.000, 0, NVIDIA A100, 5, 50.5, caf\xE9";  // no line end
   for (const unsigned threads : {1u, 3u}) {
     SCOPED_TRACE(threads);
+    merged = 0;
     auto good = check(utf8, threads);
     ASSERT_TRUE(good.ok()) << good.error().message;
     EXPECT_EQ(good->gpus.at(0).size(), 400u);
-    for (const std::string* bad :
-         std::vector<const std::string*>{&latin1, &with_comment, &quoted, &header}) {
+    EXPECT_EQ(merged > 0, threads > 1);
+    for (const std::string* bad : std::vector<const std::string*>{
+             &latin1, &with_comment, &quoted, &header, &quoted_comment, &unclosed, &last_line}) {
       auto r = check(*bad, threads);
       ASSERT_FALSE(r.ok());
       EXPECT_EQ(r.error().code, Error::Code::kNotUtf8);
