@@ -162,6 +162,11 @@ namespace {
 struct Masks16 {
   __m128i a, b, c;
   Masks16(char x, char y, char z) : a(_mm_set1_epi8(x)), b(_mm_set1_epi8(y)), c(_mm_set1_epi8(z)) {}
+  // The first mask alone (a split at one separator).
+  unsigned only_a(const char* p) const {
+    const __m128i w = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p));
+    return static_cast<unsigned>(_mm_movemask_epi8(_mm_cmpeq_epi8(w, a)));
+  }
   // (high: the bytes of 0x80 or more.)
   void of(const char* p, unsigned& ma, unsigned& mb, unsigned& mc, unsigned& high) const {
     const __m128i w = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p));
@@ -176,6 +181,11 @@ struct Masks16 {
 struct Masks16 {
   char a, b, c;
   Masks16(char x, char y, char z) : a(x), b(y), c(z) {}
+  unsigned only_a(const char* p) const {
+    unsigned m = 0;
+    for (unsigned k = 0; k < 16; ++k) m |= static_cast<unsigned>(p[k] == a) << k;
+    return m;
+  }
   void of(const char* p, unsigned& ma, unsigned& mb, unsigned& mc, unsigned& high) const {
     ma = mb = mc = high = 0;
     for (unsigned k = 0; k < 16; ++k) {
@@ -199,8 +209,7 @@ void split(std::string_view line, char sep, std::vector<std::string_view>& out) 
   size_t start = 0, i = 0;
   const Masks16 masks(sep, sep, sep);
   for (; i + 16 <= n; i += 16) {
-    unsigned hits = 0, unused_b = 0, unused_c = 0, unused_high = 0;
-    masks.of(b + i, hits, unused_b, unused_c, unused_high);
+    unsigned hits = masks.only_a(b + i);
     while (hits != 0) {
       const size_t at = i + static_cast<size_t>(std::countr_zero(hits));
       out.push_back(line.substr(start, at - start));
