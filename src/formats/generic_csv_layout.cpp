@@ -483,18 +483,23 @@ bool Reader::is_new_header(const std::vector<std::string_view>& cells) const {
   return quantity && known * 2 >= cells.size();
 }
 
-// Reads the rows below `line_no` by the header `cells`; false (the old header kept) when it
-// makes no layout.
+// Reads the rows below `line_no` by the header `cells`; false (the header in force kept) when
+// it makes no layout.
 bool Reader::change_header(const std::vector<std::string_view>& cells, std::string_view raw,
                            size_t line_no) {
   if (first_header_.empty()) {
     first_header_ = header_;
     first_header_raw_ = header_raw_;
   }
+  // The header in force, not the file's first: after a second header the rows have its cells.
+  std::vector<std::string> in_force = std::move(header_);
+  std::string in_force_raw = std::move(header_raw_);
   header_.assign(cells.begin(), cells.end());
   header_raw_ = std::string(raw);
   if (make_layout() || wide_) {
-    restore_first_header();
+    header_ = std::move(in_force);
+    header_raw_ = std::move(in_force_raw);
+    make_layout();
     return false;
   }
   if (header_changes_++ == 0) header_change_line_ = file_line(line_no);

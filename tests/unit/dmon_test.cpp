@@ -139,6 +139,26 @@ TEST(Dmon, ReadsDateAndTimeColumnsAcrossMidnight) {
   EXPECT_TRUE(has_note(rec, "bar1, ccpm")) << all_notes(rec);
 }
 
+// Found by fuzzing: a header that names nothing this reader knows, after a second header with
+// fewer columns than the first. The rows below have the second's cells and are read by it; they
+// were read by the first, past their end.
+TEST(Dmon, AHeaderOfNothingKnownKeepsTheHeaderInForce) {
+  const Recording rec = read_ok(
+      "# gpu    pwr  gtemp     sm    mem   mclk   pclk\n"
+      "# Idx      W      C      %      %    MHz    MHz\n"
+      "    0    100     40     50     20   1593   1410\n"
+      "# gpu    pwr  gtemp\n# Idx      W      C\n    0    110     41\n"
+      "# gpu   pwrx  gtempx\n# Idx      W      C\n    0    120     42\n    0    130     43\n");
+  ASSERT_EQ(rec.gpus.size(), 1u);
+  const GpuSeries& g = rec.gpus[0];
+  EXPECT_EQ(col(g, Field::kPower), (std::vector<double>{100, 110, 120, 130}));
+  EXPECT_EQ(col(g, Field::kTemp), (std::vector<double>{40, 41, 42, 43}));
+  const auto sm = col(g, Field::kClockSm);
+  ASSERT_EQ(sm.size(), 4u);
+  EXPECT_DOUBLE_EQ(sm[0], 1410);
+  for (size_t i = 1; i < sm.size(); ++i) EXPECT_TRUE(std::isnan(sm[i])) << i << ": " << sm[i];
+}
+
 TEST(Dmon, ReadsPowerOnlySelection) {
   const Recording rec = read_ok(fixture("l4_power_only.txt"));
   ASSERT_EQ(rec.gpus.size(), 1u);

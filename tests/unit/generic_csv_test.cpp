@@ -576,6 +576,21 @@ TEST(GenericCsv, AHeaderChangeThatDropsTheDateColumnDecidesTheTimeAgain) {
   EXPECT_FALSE(has_note(rec, "dates in column  ")) << all_notes(rec);
 }
 
+// Found by fuzzing (dcgmi/nvidia-smi dmon through this reader): a third header that makes no
+// layout kept the file's first header, not the second the rows below still have: their cells
+// were then read by columns they do not have (past the row's end).
+TEST(GenericCsv, AHeaderThatMakesNoLayoutKeepsTheHeaderInForce) {
+  const Recording rec = read_ok(
+      "time,gpu,power_w,util\n0,0,100,55\n"
+      "time,gpu,power_w\n1,0,110\n"
+      "gpu0_power_w,gpu1_power_w,gpu2_power_w\n2,0,120\n");
+  ASSERT_EQ(rec.gpus.size(), 1u);
+  expect_values(rec.gpus[0].time_s, {0, 1, 2});
+  expect_values(col(rec.gpus[0], Field::kPower), {100, 110, 120});
+  expect_values(col(rec.gpus[0], Field::kUtilGpu), {55, kNaN, kNaN});
+  EXPECT_TRUE(has_note(rec, "header line changes 1 time(s)")) << all_notes(rec);
+}
+
 TEST(GenericCsv, WithoutATimeColumnRowsAreOneSecondApart) {
   const Recording rec = read_ok("gpu,power_w\n0,1\n1,2\n0,3\n1,4\n");
   ASSERT_EQ(rec.gpus.size(), 2u);
