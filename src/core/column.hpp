@@ -6,6 +6,7 @@
 // the view gives the same value for every index.
 #pragma once
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
@@ -174,32 +175,47 @@ class FieldColumn {
     if (!v_) return {};
     return constant_ ? ColumnView::constant(v_->data(), n_) : ColumnView(*v_);
   }
-  // Every value, to change in place: a constant column is built out first.
-  std::vector<double>& values() {
+  // Every value, to change in place: a constant column is built out first, with room for
+  // `room` values.
+  std::vector<double>& values(size_t room = 0) {
     if (constant_) {
       const double v = (*v_)[0];
-      v_->assign(n_, v);
+      if (room > n_) {  // one allocation, not one of n_ and then a larger one
+        std::vector<double> out;
+        out.reserve(room);
+        out.assign(n_, v);
+        *v_ = std::move(out);
+      } else {
+        v_->assign(n_, v);
+      }
       constant_ = false;
     }
     return *v_;
   }
-  // Appends v; a constant column stays one while v is its value (an empty one takes v's).
-  void push_back(double v) {
+  // Appends v; a constant column stays one while v is its value (an empty one takes v's). A full
+  // vector of values grows to `grow_to` values where that is more than it holds (the series'
+  // times' room: the columns grow with them, once, not by doublings of their own).
+  void push_back(double v, size_t grow_to = 0) {
     if (constant_ && n_ == 0) (*v_)[0] = v;
-    if (constant_ && same_bits(v, (*v_)[0]))
+    if (constant_ && same_bits(v, (*v_)[0])) {
       ++n_;
-    else
-      values().push_back(v);
+      return;
+    }
+    std::vector<double>& vals = values(grow_to);
+    if (vals.size() == vals.capacity() && grow_to > vals.size()) vals.reserve(grow_to);
+    vals.push_back(v);
   }
-  // Appends every value of c; two constant columns of the same value stay one.
-  void append(ColumnView c) {
+  // Appends every value of c; two constant columns of the same value stay one. Values that do
+  // not fit grow the vector to `grow_to` where that is more than they need.
+  void append(ColumnView c, size_t grow_to = 0) {
     if (c.empty()) return;
     if (constant_ && c.constant() && (n_ == 0 || same_bits(c.front(), (*v_)[0]))) {
       (*v_)[0] = c.front();
       n_ += c.size();
       return;
     }
-    auto& v = values();
+    auto& v = values(std::max(grow_to, size() + c.size()));
+    if (v.size() + c.size() > v.capacity()) v.reserve(std::max(grow_to, v.size() + c.size()));
     v.insert(v.end(), c.begin(), c.end());
   }
   // Folds a column whose values are all the same (bit for bit) into that value once.

@@ -55,14 +55,17 @@ void add_problem(Problem& into, const Problem& part, const std::string& origin, 
 }
 
 // A GPU's rows of a chunk appended to its rows before: columns either lacks are NaN there.
-void append_series(GpuSeries& into, GpuSeries& part) {
+// `room`: the rows `into` is reserved for when it must grow.
+void append_series(GpuSeries& into, GpuSeries& part, size_t room) {
   const size_t n0 = into.size(), n1 = part.size();
+  if (n0 + n1 > into.time_s.capacity()) into.time_s.reserve(std::max(room, n0 + n1));
+  room = into.time_s.capacity();
   for (size_t fi = 0; fi < kFieldCount; ++fi) {
     auto& c = into.columns[fi];
     auto& pc = part.columns[fi];
     if (!c && !pc) continue;
     if (!c) c = GpuSeries::Column::constant(kMissing, n0);
-    c.append(pc ? pc.view() : ColumnView::constant(&kMissing, n1));
+    c.append(pc ? pc.view() : ColumnView::constant(&kMissing, n1), room);
   }
   into.time_s.insert(into.time_s.end(), part.time_s.begin(), part.time_s.end());
   DeviceInfo& d = into.info;
@@ -145,7 +148,8 @@ bool Reader::merge(Reader& part, size_t line_base) {
       continue;
     }
     GpuState& g = gpus_[it->second];
-    append_series(g.series, pg.series);
+    const size_t rows = g.series.size() + pg.series.size();
+    append_series(g.series, pg.series, rows_ahead(rows, rows));
     add_counts(g.counts, pg.counts);
     g.last_t = pg.last_t;
   }
@@ -305,6 +309,7 @@ bool Reader::read_in_chunks(std::string_view rows) {
       read_span(rows.substr(spans[k].first), line, true);
       return true;
     }
+    read_to_ = text.data() + text.size();
     if (merge(*p.reader, line)) {
       line += p.lines;
       if (opt_.chunks_merged) ++*opt_.chunks_merged;

@@ -106,6 +106,9 @@ class Reader {
   bool change_header(const std::vector<std::string_view>& cells, std::string_view raw,
                      size_t line_no);
   void restore_first_header();
+  // The rows a GPU with `n` rows read so far will have when the text is read, by how much of it
+  // is read (at least `need`): what its times are reserved for, so that its columns grow once.
+  size_t rows_ahead(size_t n, size_t need) const;
   void find_footer();
   void split_side_by_side();
   void read_rows();
@@ -257,7 +260,9 @@ class Reader {
   std::vector<double> row_times_;
   std::vector<uint32_t> positions_;
   std::optional<ChunkState> chunk_;  // set: this reader reads one chunk of a text for another
-  bool invalid_utf8_ = false;        // opt_.check_utf8: some text read is not UTF-8
+  // How far into body_ the rows read so far reach (null: a table's rows), for rows_ahead().
+  const char* read_to_ = nullptr;
+  bool invalid_utf8_ = false;  // opt_.check_utf8: some text read is not UTF-8
   std::vector<std::string> position_ids_;
   size_t timed_rows_ = 0;
   Recording rec_;

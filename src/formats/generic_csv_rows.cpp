@@ -438,6 +438,8 @@ void Reader::read_cells(GpuState& g, double t, int wide, const std::vector<std::
         break;
     }
   }
+  std::vector<double>& times = g.series.time_s;
+  if (times.size() == times.capacity() && !chunk_) times.reserve(rows_ahead(row_no, row_no + 1));
   g.series.append_row(t, row_);
   for (const size_t k : fields) row_[index_of(fields_[k].field)] = kMissing;
   for (const size_t k : infos_of_[static_cast<size_t>(wide + 1)]) {
@@ -458,6 +460,22 @@ void Reader::read_cells(GpuState& g, double t, int wide, const std::vector<std::
   }
 }
 
+size_t Reader::rows_ahead(size_t n, size_t need) const {
+  const size_t doubled = std::max(need, 2 * n);
+  // A guess from the first few rows is off by what makes them unlike the rest (a header, longer
+  // first values): doublings up to a thousand rows (8 KiB a column), a guess from there on.
+  if (n < 1024 || read_to_ == nullptr || read_to_ <= body_.data() ||
+      read_to_ > body_.data() + body_.size())
+    return doubled;
+  // As many rows per byte in the rest of the text as in what is read, and a tenth more: a guess
+  // too high costs address space only (pages never written are never mapped), one too low a
+  // copy of the column (as a doubling would). Never less than half as much again: a GPU first
+  // seen late would otherwise grow by a tenth at a time.
+  const double read = static_cast<double>(read_to_ - body_.data());
+  const double guess = static_cast<double>(n) * static_cast<double>(body_.size()) / read;
+  return std::max({need, n + n / 2, static_cast<size_t>(guess * 1.1)});
+}
+
 void Reader::reset_rows() {
   // The last cells too: parsing a cell says things about the text (decimal commas) that a
   // second reading must learn again.
@@ -465,6 +483,7 @@ void Reader::reset_rows() {
   gpus_.clear();
   slots_.clear();
   last_slot_ = 0;
+  read_to_ = nullptr;
   cached_host_.clear();
   wide_slots_.clear();
   wide_slots_valid_ = false;
@@ -515,6 +534,7 @@ size_t Reader::read_span(std::string_view rows, size_t line_before, bool last) {
       cut_row = r + 1 == table_->rows() && table_->last_row_cut();
     } else {
       next = records.next(cells_, line_no, raw);
+      read_to_ = rows.data() + records.position();
       if (next == Records::Next::kEnd) break;
       footer = !footer_raw_.empty() && raw == footer_raw_;
       header_again = raw == header_raw_;

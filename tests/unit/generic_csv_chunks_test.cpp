@@ -290,5 +290,35 @@ TEST(CsvChunks, TimeOfDayAcrossMidnight) {
   EXPECT_EQ(merged, 0U);
 }
 
+// A GPU's times and columns are reserved for the rows the text holds, guessed from the bytes read
+// so far (generic_csv_rows.cpp, rows_ahead): they grow once, not by doublings that leave up to
+// half their room unused (5,000 rows: doublings would end at 8,192), in one pass and merged.
+TEST(CsvChunks, ColumnsGrowToTheRowsTheTextHolds) {
+  constexpr size_t kRows = 5000;
+  std::string s = "time,gpu,power_w,util\n";
+  for (size_t r = 0; r < kRows; ++r)
+    for (size_t g = 0; g < 4; ++g) s += fmt::format("{},{},{},{}\n", r, g, 100 + r % 97, r % 3);
+  for (const unsigned threads : {1U, 3U}) {
+    size_t merged = 0;
+    auto r = read(s, threads, threads == 1 ? 0 : 16384, &merged);
+    ASSERT_TRUE(r.ok()) << r.error().message;
+    if (threads > 1) {
+      EXPECT_GT(merged, 10U);
+    }
+    Recording rec = std::move(r).value();
+    ASSERT_EQ(rec.gpus.size(), 4U);
+    for (GpuSeries& g : rec.gpus) {
+      ASSERT_EQ(g.size(), kRows);
+      EXPECT_LE(g.time_s.capacity(), kRows * 5 / 4) << threads << " thread(s)";
+      for (const Field f : {Field::kPower, Field::kUtilGpu}) {
+        ASSERT_TRUE(g.has(f));
+        const std::vector<double>& v = g.columns[index_of(f)].values();
+        EXPECT_EQ(v.size(), kRows);
+        EXPECT_LE(v.capacity(), kRows * 5 / 4) << threads << " thread(s), " << info(f).id;
+      }
+    }
+  }
+}
+
 }  // namespace
 }  // namespace gpudoctor
