@@ -260,8 +260,9 @@ class Reader {
   std::vector<double> row_times_;
   std::vector<uint32_t> positions_;
   std::optional<ChunkState> chunk_;  // set: this reader reads one chunk of a text for another
-  // How far into body_ the rows read so far reach (null: a table's rows), for rows_ahead().
+  // How far the rows read so far reach, for rows_ahead(): into body_, or a table's rows read.
   const char* read_to_ = nullptr;
+  size_t table_read_ = 0;
   bool invalid_utf8_ = false;  // opt_.check_utf8: some text read is not UTF-8
   std::vector<std::string> position_ids_;
   size_t timed_rows_ = 0;

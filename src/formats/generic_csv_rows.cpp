@@ -464,15 +464,19 @@ size_t Reader::rows_ahead(size_t n, size_t need) const {
   const size_t doubled = std::max(need, 2 * n);
   // A guess from the first few rows is off by what makes them unlike the rest (a header, longer
   // first values): doublings up to a thousand rows (8 KiB a column), a guess from there on.
-  if (n < 1024 || read_to_ == nullptr || read_to_ <= body_.data() ||
-      read_to_ > body_.data() + body_.size())
-    return doubled;
-  // As many rows per byte in the rest of the text as in what is read, and a tenth more: a guess
-  // too high costs address space only (pages never written are never mapped), one too low a
-  // copy of the column (as a doubling would). Never less than half as much again: a GPU first
+  double read = 0, all = 0;
+  if (table_) {
+    read = static_cast<double>(table_read_), all = static_cast<double>(table_->rows());
+  } else if (read_to_ != nullptr && read_to_ > body_.data() &&
+             read_to_ <= body_.data() + body_.size()) {
+    read = static_cast<double>(read_to_ - body_.data()), all = static_cast<double>(body_.size());
+  }
+  if (n < 1024 || read <= 0) return doubled;
+  // As many rows per byte (or table row) in the rest as in what is read, and a tenth more: a
+  // guess too high costs address space only (pages never written are never mapped), one too low
+  // a copy of the column (as a doubling would). Never less than half as much again: a GPU first
   // seen late would otherwise grow by a tenth at a time.
-  const double read = static_cast<double>(read_to_ - body_.data());
-  const double guess = static_cast<double>(n) * static_cast<double>(body_.size()) / read;
+  const double guess = static_cast<double>(n) * all / read;
   return std::max({need, n + n / 2, static_cast<size_t>(guess * 1.1)});
 }
 
@@ -484,6 +488,7 @@ void Reader::reset_rows() {
   slots_.clear();
   last_slot_ = 0;
   read_to_ = nullptr;
+  table_read_ = 0;
   cached_host_.clear();
   wide_slots_.clear();
   wide_slots_valid_ = false;
@@ -519,6 +524,7 @@ size_t Reader::read_span(std::string_view rows, size_t line_before, bool last) {
     if (table_) {
       if (table_row >= table_->rows()) break;
       const size_t r = table_row++;
+      table_read_ = table_row;
       table_->row(r, cells_);
       line_no = table_->line(r);
       if (table_->is_header(r)) {  // the rows below are read by it

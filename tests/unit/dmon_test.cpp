@@ -9,6 +9,9 @@
 #include <string>
 #include <string_view>
 #include <vector>
+
+#include <fmt/format.h>
+
 #include "test_helpers.hpp"
 
 namespace gpudoctor {
@@ -157,6 +160,28 @@ TEST(Dmon, AHeaderOfNothingKnownKeepsTheHeaderInForce) {
   ASSERT_EQ(sm.size(), 4u);
   EXPECT_DOUBLE_EQ(sm[0], 1410);
   for (size_t i = 1; i < sm.size(); ++i) EXPECT_TRUE(std::isnan(sm[i])) << i << ": " << sm[i];
+}
+
+// A table's rows (dmon's, and every tool log read as one) reserve a GPU's times and columns for
+// the rows the table holds, guessed from the rows read (3,000 rows: doublings would end at 4,096).
+TEST(Dmon, ColumnsGrowToTheRowsTheTableHolds) {
+  constexpr size_t kRows = 3000;
+  std::string text(kHeader);
+  for (size_t r = 0; r < kRows; ++r)
+    for (int g = 0; g < 2; ++g)
+      text += fmt::format(
+          "    {}    {}     40     45     {}      9      0      0      0      0   "
+          "1593   1410 \n",
+          g, 100 + r % 89, r % 100);
+  Recording rec = read_ok(text);
+  ASSERT_EQ(rec.gpus.size(), 2u);
+  for (GpuSeries& g : rec.gpus) {
+    ASSERT_EQ(g.size(), kRows);
+    EXPECT_LE(g.time_s.capacity(), kRows * 5 / 4);
+    const std::vector<double>& power = g.columns[index_of(Field::kPower)].values();
+    EXPECT_EQ(power.size(), kRows);
+    EXPECT_LE(power.capacity(), kRows * 5 / 4);
+  }
 }
 
 TEST(Dmon, ReadsPowerOnlySelection) {
