@@ -103,9 +103,9 @@ TEST_F(ReleasePassedTest, LinesReadKeepAFewMiBOfTheFile) {
   const long with = grown_mib(true, read_lines(lines_with));
   EXPECT_EQ(lines_with, lines_without);
   // Without the release the whole file stays mapped; with it, what lies behind the reading
-  // position beyond a lag and a step (4 + 16 MiB) goes.
+  // position beyond a lag and a step (1 + 4 MiB) goes.
   EXPECT_GE(without, static_cast<long>(kFileMiB) * 3 / 4);
-  EXPECT_LE(with, 28) << "without: " << without << " MiB";
+  EXPECT_LE(with, 8) << "without: " << without << " MiB";
 }
 
 TEST_F(ReleasePassedTest, RecordsAndTheEncodingCheckReleaseToo) {
@@ -129,7 +129,7 @@ TEST_F(ReleasePassedTest, RecordsAndTheEncodingCheckReleaseToo) {
   const long with = grown_mib(true, read_records(cells_with));
   EXPECT_EQ(cells_with, cells_without);
   EXPECT_GE(without, static_cast<long>(kFileMiB) * 3 / 4);
-  EXPECT_LE(with, 28) << "without: " << without << " MiB";
+  EXPECT_LE(with, 8) << "without: " << without << " MiB";
 }
 
 // Text that is not the registered mapping is never touched: a string read while a mapping is
