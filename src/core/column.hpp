@@ -10,6 +10,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
+#include <exception>
 #include <iterator>
 #include <memory>
 #include <stdexcept>
@@ -131,6 +132,15 @@ class ColumnView {
   bool present_ = false;
 };
 
+// Room for n values, where the system grants it: the room a guess asks for (a reader's rows to
+// come) may be refused (a strict overcommit limit), and the vector then grows as it would have.
+inline void reserve_guess(std::vector<double>& v, size_t n) noexcept {
+  try {
+    v.reserve(n);
+  } catch (const std::exception&) {  // std::bad_alloc, std::length_error
+  }
+}
+
 // A column's storage: absent, every value, or one value and a length. The values live on the heap
 // behind a pointer, so moving the column (or its GpuSeries) leaves views valid. Copies are deep.
 class FieldColumn {
@@ -182,7 +192,7 @@ class FieldColumn {
       const double v = (*v_)[0];
       if (room > n_) {  // one allocation, not one of n_ and then a larger one
         std::vector<double> out;
-        out.reserve(room);
+        reserve_guess(out, room);
         out.assign(n_, v);
         *v_ = std::move(out);
       } else {
@@ -202,7 +212,7 @@ class FieldColumn {
       return;
     }
     std::vector<double>& vals = values(grow_to);
-    if (vals.size() == vals.capacity() && grow_to > vals.size()) vals.reserve(grow_to);
+    if (vals.size() == vals.capacity() && grow_to > vals.size()) reserve_guess(vals, grow_to);
     vals.push_back(v);
   }
   // Appends every value of c; two constant columns of the same value stay one. Values that do
@@ -215,7 +225,8 @@ class FieldColumn {
       return;
     }
     auto& v = values(std::max(grow_to, size() + c.size()));
-    if (v.size() + c.size() > v.capacity()) v.reserve(std::max(grow_to, v.size() + c.size()));
+    if (v.size() + c.size() > v.capacity())
+      reserve_guess(v, std::max(grow_to, v.size() + c.size()));
     v.insert(v.end(), c.begin(), c.end());
   }
   // Folds a column whose values are all the same (bit for bit) into that value once.

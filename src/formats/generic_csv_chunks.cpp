@@ -58,7 +58,7 @@ void add_problem(Problem& into, const Problem& part, const std::string& origin, 
 // `room`: the rows `into` is reserved for when it must grow.
 void append_series(GpuSeries& into, GpuSeries& part, size_t room) {
   const size_t n0 = into.size(), n1 = part.size();
-  if (n0 + n1 > into.time_s.capacity()) into.time_s.reserve(std::max(room, n0 + n1));
+  if (n0 + n1 > into.time_s.capacity()) reserve_guess(into.time_s, std::max(room, n0 + n1));
   room = into.time_s.capacity();
   for (size_t fi = 0; fi < kFieldCount; ++fi) {
     auto& c = into.columns[fi];

@@ -439,7 +439,8 @@ void Reader::read_cells(GpuState& g, double t, int wide, const std::vector<std::
     }
   }
   std::vector<double>& times = g.series.time_s;
-  if (times.size() == times.capacity() && !chunk_) times.reserve(rows_ahead(row_no, row_no + 1));
+  if (times.size() == times.capacity() && !chunk_)
+    reserve_guess(times, rows_ahead(row_no, row_no + 1));
   g.series.append_row(t, row_);
   for (const size_t k : fields) row_[index_of(fields_[k].field)] = kMissing;
   for (const size_t k : infos_of_[static_cast<size_t>(wide + 1)]) {

@@ -3,8 +3,10 @@
 #include <stdlib.h>
 
 #include <algorithm>
+#include <array>
 #include <atomic>
 #include <chrono>
+#include <cmath>
 #include <stdexcept>
 #include <string>
 #include <thread>
@@ -327,6 +329,41 @@ TEST(Recording, ConstantColumnsReadAsEveryValue) {
   EXPECT_EQ(copy.column(Field::kMemTotal), (std::vector<double>{81920, 1, 81920}));
   EXPECT_TRUE(g.columns[index_of(Field::kMemTotal)].is_constant());
   EXPECT_EQ(g.column(Field::kMemTotal)[1], 81920);
+}
+
+// The columns grow to the room their series' times have (the rows a reader guesses are to come),
+// once; a constant column built out takes that room at once; a room the system refuses is a
+// guess dropped, never an error.
+TEST(Recording, ColumnsGrowToTheTimesRoom) {
+  GpuSeries g;
+  g.time_s.reserve(1000);
+  std::array<double, kFieldCount> row{};
+  row.fill(kMissing);
+  g.append_row(0, row);
+  g.columns[index_of(Field::kPower)] = GpuSeries::Column::constant(kMissing, 1);
+  g.columns[index_of(Field::kTemp)] = GpuSeries::Column::constant(kMissing, 1);
+  for (int i = 1; i < 600; ++i) {
+    row[index_of(Field::kPower)] = 100 + i;                 // changes every row
+    row[index_of(Field::kTemp)] = i < 300 ? kMissing : 60;  // one value, then another
+    g.append_row(i, row);
+  }
+  EXPECT_EQ(g.time_s.capacity(), 1000u);
+  for (const Field f : {Field::kPower, Field::kTemp}) {
+    const std::vector<double>& v = g.columns[index_of(f)].values();
+    EXPECT_EQ(v.size(), 600u) << info(f).id;
+    EXPECT_EQ(v.capacity(), 1000u) << info(f).id;
+  }
+  EXPECT_EQ(g.column(Field::kPower)[599], 699);
+  EXPECT_TRUE(std::isnan(g.column(Field::kTemp)[299]));
+  EXPECT_EQ(g.column(Field::kTemp)[300], 60);
+
+  std::vector<double> v{1, 2, 3};
+  // (More than max_size(): std::length_error, as std::bad_alloc would be, caught. A request the
+  // allocator refuses is not made here: sanitizers report it instead of throwing.)
+  reserve_guess(v, v.max_size() + 1);
+  EXPECT_EQ(v, (std::vector<double>{1, 2, 3}));
+  reserve_guess(v, 64);
+  EXPECT_EQ(v.capacity(), 64u);
 }
 
 TEST(Recording, SliceKeepsWhatIsNotCutAndClipsWhatIs) {
