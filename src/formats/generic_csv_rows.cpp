@@ -476,7 +476,9 @@ size_t Reader::rows_ahead(size_t n, size_t need) const {
   // As many rows per byte (or table row) in the rest as in what is read, and a tenth more: a
   // guess too high costs address space only (pages never written are never mapped), one too low
   // a copy of the column (as a doubling would). Never less than half as much again: a GPU first
-  // seen late would otherwise grow by a tenth at a time.
+  // seen late would otherwise grow by a tenth at a time. The worst guess is a file sorted by GPU:
+  // the first GPU's rows come at the rate of all of them, and it reserves the file's rows (the
+  // GPUs after it guess from bytes that held the others' rows, low, and grow by halves).
   const double guess = static_cast<double>(n) * all / read;
   return std::max({need, n + n / 2, static_cast<size_t>(guess * 1.1)});
 }
