@@ -243,6 +243,11 @@ class Reader {
   double tod_offset_ms_ = 0, tod_last_ms_ = 0;
   bool have_tod_ = false;
   bool any_unzoned_ = false, decimal_comma_ = false;
+  // The last date-time read without a zone, up to its seconds ("2024/03/14 10:15:"), and the
+  // milliseconds of that minute: a time that differs only in its seconds is read from them.
+  char minute_text_[32] = {};
+  size_t minute_len_ = 0;
+  int64_t minute_ms_ = 0;
   uint32_t round_ = 0;
   size_t data_lines_ = 0, rows_read_ = 0, header_repeats_ = 0;
   Problem wrong_count_, malformed_, bad_time_, bad_gpu_, not_increasing_, bad_cell_, too_many_gpus_,

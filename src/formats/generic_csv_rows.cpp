@@ -273,6 +273,38 @@ bool Reader::row_time(const std::vector<std::string_view>& cells, size_t line_no
   return read;
 }
 
+namespace {
+
+// An ISO date and a time to the second, "2024/03/14 10:15:02" or "2024-03-14T10:15:02.123" (a
+// fraction of up to three digits, after '.' or ','; no zone): where its seconds start, and the
+// milliseconds from there on. What parse_timestamp_ms adds to the minute for them, exactly.
+bool iso_seconds(std::string_view s, size_t& at, int64_t& ms) {
+  const size_t n = s.size();
+  if (n < 19 || (s[4] != '-' && s[4] != '/')) return false;
+  size_t digits = 0;
+  while (digits < 4 && is_digit(s[n - 1 - digits])) ++digits;
+  size_t end = n;  // of the seconds' two digits
+  int64_t frac = 0;
+  if (digits == 2 && s[n - 3] == ':') {
+    end = n;
+  } else if (digits >= 1 && digits <= 3 && (s[n - 1 - digits] == '.' || s[n - 1 - digits] == ',')) {
+    end = n - 1 - digits;
+    for (size_t k = 0; k < 3; ++k) frac = frac * 10 + (k < digits ? s[end + 1 + k] - '0' : 0);
+  } else {
+    return false;
+  }
+  if (end < 6 || s[end - 3] != ':' || s[end - 6] != ':' || !is_digit(s[end - 2]) ||
+      !is_digit(s[end - 1]))
+    return false;
+  const int64_t sec = (s[end - 2] - '0') * 10 + (s[end - 1] - '0');
+  if (sec > 60) return false;  // (parse_timestamp_ms takes a leap second, no more)
+  at = end - 2;
+  ms = sec * 1000 + frac;
+  return true;
+}
+
+}  // namespace
+
 bool Reader::row_time_of(const std::vector<std::string_view>& cells, std::string_view v,
                          size_t line_no, double& ms) {
   bool ok = false;
@@ -280,11 +312,26 @@ bool Reader::row_time_of(const std::vector<std::string_view>& cells, std::string
     case TimeMode::kUndecided:
       break;
     case TimeMode::kDateTime: {
+      // Most times of a log differ from the last only in their seconds: read from its minute.
+      const std::string_view s = text::trim(v);
+      size_t at = 0;
+      int64_t sec_ms = 0;
+      const bool has_seconds = iso_seconds(s, at, sec_ms);
+      if (has_seconds && minute_len_ == at && std::memcmp(s.data(), minute_text_, at) == 0) {
+        ms = static_cast<double>(minute_ms_ + sec_ms);
+        ok = true;
+        break;
+      }
       bool zoned = false;
       if (const auto x = parse_datetime(v, zoned)) {
         ms = static_cast<double>(*x);
         any_unzoned_ = any_unzoned_ || !zoned;
         ok = true;
+        if (has_seconds && !zoned && at <= sizeof minute_text_) {
+          std::memcpy(minute_text_, s.data(), at);
+          minute_len_ = at;
+          minute_ms_ = *x - sec_ms;
+        }
       }
       break;
     }
@@ -492,6 +539,7 @@ void Reader::reset_rows() {
   last_slot_ = 0;
   read_to_ = nullptr;
   table_read_ = 0;
+  minute_len_ = 0;
   cached_host_.clear();
   wide_slots_.clear();
   wide_slots_valid_ = false;

@@ -17,7 +17,9 @@
 
 #include "core/reading.hpp"
 #include "formats/export.hpp"
+#include "formats/log_time.hpp"
 #include "test_helpers.hpp"
+#include "text/text.hpp"
 
 namespace gpudoctor {
 namespace {
@@ -589,6 +591,58 @@ TEST(GenericCsv, AHeaderThatMakesNoLayoutKeepsTheHeaderInForce) {
   expect_values(col(rec.gpus[0], Field::kPower), {100, 110, 120});
   expect_values(col(rec.gpus[0], Field::kUtilGpu), {55, kNaN, kNaN});
   EXPECT_TRUE(has_note(rec, "header line changes 1 time(s)")) << all_notes(rec);
+}
+
+// A time that differs from the last only in its seconds is read from the last's minute
+// (generic_csv_rows.cpp, iso_seconds): every time as parse_datetime reads it, to the millisecond,
+// across minutes, hours and days, fractions of 0 to 4 digits after '.' or ',', a leap second,
+// ' ' or 'T', '-' or '/', and zoned times (never read that way).
+TEST(GenericCsv, TimesReadFromTheMinuteAreTheTimesParsed) {
+  uint64_t state = 12345;
+  auto next = [&](uint64_t n) {
+    state = state * 6364136223846793005ULL + 1442695040888963407ULL;
+    return (state >> 33) % n;
+  };
+  for (const std::string zone : {"", "", "Z", "+02:00"}) {
+    for (const char sep : {' ', 'T'}) {
+      for (const char date_sep : {'-', '/'}) {
+        std::string text = "time;power_w\n";
+        std::vector<std::string> times;
+        int64_t t = 1'715'682'660'000 + static_cast<int64_t>(next(86'400'000));
+        for (int i = 0; i < 3000; ++i) {
+          t += 1 + static_cast<int64_t>(next(4) == 0 ? next(200'000) : next(1500));
+          const int64_t days = t / 86'400'000, ms_of_day = t % 86'400'000;
+          const std::string date = text::format_timestamp_ms(days * 86'400'000, date_sep);
+          const int64_t h = ms_of_day / 3'600'000, m = ms_of_day / 60'000 % 60;
+          const int64_t sec = ms_of_day / 1000 % 60, ms = ms_of_day % 1000;
+          const size_t digits = next(5);  // 0-4: a fourth is rounded, and read in full
+          std::string frac;
+          if (digits > 0) {
+            frac = fmt::format("{}{:03}", next(2) ? '.' : ',', ms)
+                       .substr(0, 1 + std::min<size_t>(digits, 3));
+            if (digits == 4) frac += '7';
+          }
+          const std::string leap = next(500) == 0 ? "60" : fmt::format("{:02}", sec);
+          times.push_back(fmt::format("{}{}{:02}:{:02}:{}{}{}", date.substr(0, 10), sep, h, m, leap,
+                                      frac, zone));
+          text += times.back() + ";" + std::to_string(100 + i % 7) + "\n";
+        }
+        const Recording rec = read_ok(text);
+        ASSERT_EQ(rec.gpus.size(), 1u);
+        std::vector<double> want;
+        int64_t first = 0;
+        for (size_t i = 0; i < times.size(); ++i) {
+          bool zoned = false;
+          const auto x = csv::parse_datetime(times[i], zoned);
+          ASSERT_TRUE(x) << times[i];
+          if (i == 0) first = *x;
+          if (want.empty() || static_cast<double>(*x - first) / 1000.0 > want.back())
+            want.push_back(static_cast<double>(*x - first) / 1000.0);
+        }
+        expect_values(rec.gpus[0].time_s, want);
+      }
+    }
+  }
 }
 
 TEST(GenericCsv, WithoutATimeColumnRowsAreOneSecondApart) {
