@@ -190,14 +190,8 @@ class FieldColumn {
   std::vector<double>& values(size_t room = 0) {
     if (constant_) {
       const double v = (*v_)[0];
-      if (room > n_) {  // one allocation, not one of n_ and then a larger one
-        std::vector<double> out;
-        reserve_guess(out, room);
-        out.assign(n_, v);
-        *v_ = std::move(out);
-      } else {
-        v_->assign(n_, v);
-      }
+      if (room > n_) reserve_guess(*v_, room);  // one allocation, not n_ and then a larger one
+      v_->assign(n_, v);
       constant_ = false;
     }
     return *v_;
