@@ -12,6 +12,10 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+#include <immintrin.h>
+#endif
+
 #include "formats/encoding.hpp"
 #include "formats/finish.hpp"
 #include "formats/flat_table.hpp"
@@ -292,9 +296,69 @@ struct Reader {
 
 }  // namespace
 
+namespace {
+
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+// a * x^(the fold's distance) + b: a's halves multiplied by the two constants of k.
+__attribute__((target("pclmul,sse4.1"))) inline __m128i fold(__m128i a, __m128i b, __m128i k) {
+  return _mm_xor_si128(
+      _mm_xor_si128(_mm_clmulepi64_si128(a, k, 0x00), _mm_clmulepi64_si128(a, k, 0x11)), b);
+}
+
+// The CRC register (not inverted) after `n` bytes at `p` (n >= 64, a multiple of 16), by folding:
+// four 16-byte lanes multiplied forward 64 bytes at a time with carry-less multiplication, then
+// folded into one, to 64 bits, and reduced to 32 (Barrett). The method and the constants of the
+// bit-reflected polynomial 0x04C11DB7 (x^k mod P(x) for the fold distances, and P and floor(x^64
+// / P) for the reduction) are those of V. Gopal, E. Ozturk et al., "Fast CRC Computation for
+// Generic Polynomials Using PCLMULQDQ Instruction", Intel, 2009.
+__attribute__((target("pclmul,sse4.1"))) uint32_t crc_folded(const unsigned char* p, size_t n,
+                                                             uint32_t crc) {
+  const __m128i k1k2 = _mm_set_epi64x(0x01c6e41596, 0x0154442bd4);
+  const __m128i k3k4 = _mm_set_epi64x(0x00ccaa009e, 0x01751997d0);
+  const __m128i k5 = _mm_set_epi64x(0, 0x0163cd6124);
+  const __m128i poly = _mm_set_epi64x(0x01f7011641, 0x01db710641);
+  const auto load = [](const unsigned char* q) {
+    return _mm_loadu_si128(reinterpret_cast<const __m128i*>(q));
+  };
+  __m128i x1 = _mm_xor_si128(load(p), _mm_cvtsi32_si128(static_cast<int>(crc)));
+  __m128i x2 = load(p + 16), x3 = load(p + 32), x4 = load(p + 48);
+  p += 64, n -= 64;
+  for (; n >= 64; p += 64, n -= 64) {
+    x1 = fold(x1, load(p), k1k2);
+    x2 = fold(x2, load(p + 16), k1k2);
+    x3 = fold(x3, load(p + 32), k1k2);
+    x4 = fold(x4, load(p + 48), k1k2);
+  }
+  x1 = fold(fold(fold(x1, x2, k3k4), x3, k3k4), x4, k3k4);
+  for (; n >= 16; p += 16, n -= 16) x1 = fold(x1, load(p), k3k4);
+  // 128 bits to 64, then 64 to 32 (in the low half of x1, shifted), then the reduction.
+  const __m128i low32 = _mm_setr_epi32(~0, 0, ~0, 0);
+  x1 = _mm_xor_si128(_mm_srli_si128(x1, 8), _mm_clmulepi64_si128(x1, k3k4, 0x10));
+  x1 = _mm_xor_si128(_mm_srli_si128(x1, 4),
+                     _mm_clmulepi64_si128(_mm_and_si128(x1, low32), k5, 0x00));
+  __m128i t = _mm_clmulepi64_si128(_mm_and_si128(x1, low32), poly, 0x10);
+  t = _mm_clmulepi64_si128(_mm_and_si128(t, low32), poly, 0x00);
+  return static_cast<uint32_t>(_mm_extract_epi32(_mm_xor_si128(x1, t), 1));
+}
+
+bool cpu_folds() {
+  static const bool yes = __builtin_cpu_supports("pclmul") && __builtin_cpu_supports("sse4.1");
+  return yes;
+}
+#endif
+
+}  // namespace
+
 uint32_t crc32_ieee(std::string_view data, uint32_t crc) {
   crc = ~crc;
   size_t i = 0;
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+  // (Slicing by 8 below was 13 % of reading a run file: 2 GB/s; this is several times that.)
+  if (data.size() >= 64 && cpu_folds()) {
+    i = data.size() & ~size_t{15};
+    crc = crc_folded(reinterpret_cast<const unsigned char*>(data.data()), i, crc);
+  }
+#endif
   // (The records' checksums were a third of the reading time a byte at a time.)
   for (; i + 8 <= data.size(); i += 8) {
     const auto b = [&](size_t k) { return static_cast<uint8_t>(data[i + k]); };

@@ -71,6 +71,30 @@ TEST(Wandb, Crc32IsZlibs) {
   EXPECT_EQ(crc32_ieee("6789", crc32_ieee("12345")), 0xCBF43926u);
 }
 
+// Every length from 0 to 600 bytes (the folding path from 64, its 16-byte steps and the tail
+// after them) and a record's worth, from several starting values, against a bit at a time.
+TEST(Wandb, Crc32OfEveryLengthIsTheBitwiseOne) {
+  const auto bitwise = [](std::string_view d, uint32_t crc) {
+    crc = ~crc;
+    for (const char ch : d) {
+      crc ^= static_cast<uint8_t>(ch);
+      for (int k = 0; k < 8; ++k) crc = (crc & 1) ? 0xEDB88320u ^ (crc >> 1) : crc >> 1;
+    }
+    return ~crc;
+  };
+  std::mt19937 rng(27);
+  std::string bytes(33000, '\0');
+  for (char& b : bytes) b = static_cast<char>(rng());
+  for (size_t n = 0; n <= 600; ++n)
+    for (const uint32_t start : {0u, 0xFFFFFFFFu, static_cast<uint32_t>(rng())}) {
+      const std::string_view d(bytes.data() + n % 13, n);
+      ASSERT_EQ(crc32_ieee(d, start), bitwise(d, start)) << n << " bytes from " << start;
+    }
+  const std::string_view block(bytes.data() + 5, 32761);
+  EXPECT_EQ(crc32_ieee(block), bitwise(block, 0));
+  EXPECT_EQ(crc32_ieee(block.substr(1000), crc32_ieee(block.substr(0, 1000))), bitwise(block, 0));
+}
+
 TEST(Wandb, RunFileReadsSystemMetricsPerGpu) {
   const Recording rec = load_ok(read_file(logs("wandb/run-fixture.wandb")), "run-fixture.wandb");
   ASSERT_EQ(rec.gpus.size(), 2u) << notes_of(rec);
