@@ -200,8 +200,14 @@ class FieldColumn {
   // vector of values grows to `grow_to` values where that is more than it holds (the series'
   // times' room: the columns grow with them, once, not by doublings of their own).
   void push_back(double v, size_t grow_to = 0) {
-    if (constant_ && n_ == 0) (*v_)[0] = v;
-    if (constant_ && same_bits(v, (*v_)[0])) {
+    if (!constant_) {  // (the common case first: a reader's column of values)
+      std::vector<double>& vals = *v_;
+      if (vals.size() == vals.capacity() && grow_to > vals.size()) reserve_guess(vals, grow_to);
+      vals.push_back(v);
+      return;
+    }
+    if (n_ == 0) (*v_)[0] = v;
+    if (same_bits(v, (*v_)[0])) {
       ++n_;
       return;
     }

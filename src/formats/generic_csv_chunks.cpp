@@ -150,6 +150,9 @@ bool Reader::merge(Reader& part, size_t line_base) {
     GpuState& g = gpus_[it->second];
     const size_t rows = g.series.size() + pg.series.size();
     append_series(g.series, pg.series, rows_ahead(rows, rows));
+    g.present.clear();
+    for (size_t fi = 0; fi < kFieldCount; ++fi)
+      if (g.series.columns[fi]) g.present.push_back(static_cast<uint8_t>(fi));
     add_counts(g.counts, pg.counts);
     g.last_t = pg.last_t;
   }

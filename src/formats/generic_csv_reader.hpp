@@ -37,11 +37,15 @@ enum class Cell : uint8_t { kValue, kMissing, kNotSupported, kNoPermission, kBad
 // "nan", "-" ...): kMissing, kNotSupported or kNoPermission; kBad for anything else.
 Cell classify_marker(std::string_view v);
 
+static_assert(kFieldCount <= 256, "GpuState::present holds field indices as bytes");
+
 struct GpuState {
   std::string host, id;  // the key: host ("" without a host column) and GPU id or number
   int wide = -1;         // one column per GPU: the position of its number in wide_numbers_
   bool index_known = false;
   GpuSeries series;
+  // The fields whose column series has: the columns a row appends to.
+  std::vector<uint8_t> present;
   double last_t = 0;
   uint32_t seen_round = 0;
   log_reader::FieldCounts counts;

@@ -451,7 +451,10 @@ void Reader::read_cells(GpuState& g, double t, int wide, const std::vector<std::
     switch (kind) {
       case Cell::kValue: {
         double& cell = row_[fi];
-        if (!g.series.columns[fi]) g.series.columns[fi] = FieldColumn::constant(kMissing, row_no);
+        if (!g.series.columns[fi]) {
+          g.series.columns[fi] = FieldColumn::constant(kMissing, row_no);
+          g.present.push_back(static_cast<uint8_t>(fi));
+        }
         if (c.m.role == Role::kReason && !is_missing(cell))
           cell = static_cast<double>(static_cast<uint64_t>(cell) | static_cast<uint64_t>(x));
         else
@@ -488,8 +491,14 @@ void Reader::read_cells(GpuState& g, double t, int wide, const std::vector<std::
   std::vector<double>& times = g.series.time_s;
   if (times.size() == times.capacity() && !chunk_)
     reserve_guess(times, rows_ahead(row_no, row_no + 1));
-  g.series.append_row(t, row_);
-  for (const size_t k : fields) row_[index_of(fields_[k].field)] = kMissing;
+  // The row: a value or NaN in each of the GPU's columns (those this row had no cell for
+  // included), and row_ NaN again for the next.
+  times.push_back(t);
+  const size_t room = times.capacity();
+  for (const uint8_t fi : g.present) {
+    g.series.columns[fi].push_back(row_[fi], room);
+    row_[fi] = kMissing;
+  }
   for (const size_t k : infos_of_[static_cast<size_t>(wide + 1)]) {
     const InfoCol& ic = infos_[k];
     DeviceInfo& d = g.series.info;
