@@ -169,6 +169,8 @@ struct Reader {
   size_t stats = 0, other_stats = 0, malformed = 0, bad_crc = 0, broken_chains = 0,
          process_items = 0;
   bool truncated = false;
+  std::vector<std::pair<std::string_view, std::string_view>> items;  // a record's, reused
+  char stamp[64];                                                    // a record's time, as text
 
   void record(std::string_view data) {
     Proto rec(data);
@@ -230,8 +232,8 @@ struct Reader {
 
   void stats_record(std::string_view data) {
     Proto st(data);
-    std::optional<double> time_s;
-    std::vector<std::pair<std::string_view, std::string_view>> items;
+    std::optional<std::pair<int64_t, int64_t>> time;  // seconds and nanoseconds
+    items.clear();
     while (auto f = st.next()) {
       if (f->wire != 2) continue;
       if (f->number == kStatsTimestamp) {
@@ -242,7 +244,7 @@ struct Reader {
           if (t->number == kTimestampSeconds) secs = static_cast<int64_t>(t->varint);
           if (t->number == kTimestampNanos) nanos = static_cast<int64_t>(t->varint);
         }
-        if (!ts.bad()) time_s = static_cast<double>(secs) + static_cast<double>(nanos) * 1e-9;
+        if (!ts.bad()) time = {secs, nanos};
       } else if (f->number == kStatsItem) {
         Proto item(f->data);
         std::string_view key, value;
@@ -254,7 +256,7 @@ struct Reader {
         if (!item.bad() && !key.empty()) items.emplace_back(key, value);
       }
     }
-    if (st.bad() || !time_s) {
+    if (st.bad() || !time) {
       ++malformed;
       return;
     }
@@ -269,7 +271,7 @@ struct Reader {
     }
     ++stats;
     table.begin_row();
-    table.set("_timestamp", fmt::format("{:.6f}", *time_s));
+    table.set("_timestamp", timestamp_cell(time->first, time->second));
     for (const auto& [key, value] : items) {
       // The same figures again for the GPUs the run's own process used: left out, the per-GPU
       // ones are there.
@@ -284,6 +286,20 @@ struct Reader {
       else
         table.set_view(key, v);
     }
+  }
+
+  // Seconds to the microsecond, written from the integers with the nanoseconds rounded, where
+  // they are a timestamp's (the sum as a double, formatted to six places, was 3 % of reading a
+  // run file, and is itself a quarter of a microsecond off at today's times).
+  std::string_view timestamp_cell(int64_t secs, int64_t nanos) {
+    char* const b = stamp;
+    if (secs >= 0 && nanos >= 0 && nanos < 1'000'000'000) {
+      int64_t us = (nanos + 500) / 1000;
+      if (us == 1'000'000) ++secs, us = 0;
+      return {b, fmt::format_to_n(b, sizeof stamp, "{}.{:06}", secs, us).out};
+    }
+    const double t = static_cast<double>(secs) + static_cast<double>(nanos) * 1e-9;
+    return {b, fmt::format_to_n(b, sizeof stamp, "{:.6f}", t).out};
   }
 
   // A value_json that is a JSON string: unquoted (anything else as its text).

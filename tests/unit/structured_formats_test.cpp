@@ -10,6 +10,7 @@
 #include <sstream>
 #include <string>
 #include <string_view>
+#include <tuple>
 #include <utility>
 #include <vector>
 
@@ -140,6 +141,47 @@ TEST(Wandb, DamagedRecordIsSkippedAndCounted) {
   ASSERT_EQ(rec.gpus.size(), 2u);
   EXPECT_EQ(rec.gpus[0].time_s.size(), 39u);
   EXPECT_TRUE(has_note(rec, "1 damaged record(s) skipped")) << notes_of(rec);
+}
+
+// A run file of stats records, each (seconds, nanoseconds, GPU 0's utilisation), one record per
+// block-fitting full record.
+std::string run_file_of(const std::vector<std::tuple<uint64_t, uint64_t, int>>& rows) {
+  const auto varint = [](uint64_t v) {
+    std::string out;
+    for (; v >= 0x80; v >>= 7) out += static_cast<char>((v & 0x7F) | 0x80);
+    return out + static_cast<char>(v);
+  };
+  const auto bytes_field = [&](uint64_t n, const std::string& d) {
+    return varint(n << 3 | 2) + varint(d.size()) + d;
+  };
+  std::string file(":W&B\xE1\xBE\x00", 7);
+  for (const auto& [secs, nanos, util] : rows) {
+    const std::string ts = varint(1 << 3) + varint(secs) + varint(2 << 3) + varint(nanos);
+    const std::string item = bytes_field(1, "gpu.0.gpu") + bytes_field(16, std::to_string(util));
+    const std::string data = bytes_field(7, bytes_field(2, ts) + bytes_field(3, item));
+    const char type = 1;  // a full record
+    const uint32_t crc = crc32_ieee(data, crc32_ieee(std::string_view(&type, 1)));
+    for (int k = 0; k < 4; ++k) file += static_cast<char>(crc >> (8 * k));
+    file += static_cast<char>(data.size() & 0xFF);
+    file += static_cast<char>(data.size() >> 8);
+    file += type + data;
+  }
+  return file;
+}
+
+// A record's time is its seconds and nanoseconds (to the millisecond, as every log's time is read),
+// the nanoseconds carried into the next second where they round up to it.
+TEST(Wandb, RecordTimesAreTheirSecondsAndNanoseconds) {
+  const Recording rec = load_ok(run_file_of({{1'700'000'000, 0, 10},
+                                             {1'700'000'001, 123'456'500, 20},
+                                             {1'700'000'001, 999'999'600, 30}}),
+                                "times.wandb");
+  ASSERT_EQ(rec.gpus.size(), 1u);
+  ASSERT_EQ(rec.gpus[0].time_s.size(), 3u);
+  EXPECT_EQ(rec.start_unix_ms, 1'700'000'000'000);
+  EXPECT_NEAR(rec.gpus[0].time_s[1], 1.123, 1e-9);
+  EXPECT_NEAR(rec.gpus[0].time_s[2], 2.0, 1e-9);
+  EXPECT_EQ(rec.gpus[0].column(Field::kUtilGpu)[1], 20);
 }
 
 TEST(Wandb, HeaderOnlyAndOtherVersionsAreRefusedWithAReason) {
