@@ -100,17 +100,20 @@ Cell parse_reason(const Meaning& m, std::string_view v, double& out) {
   static constexpr Code kCodes[] = {
       {1, "pwr", "sw_power_cap"}, {2, "thrm", "sw_thermal"}, {4, "vrel", ""}, {8, "vop", ""},
       {16, "util", "gpu_idle"},   {0, "idle", "gpu_idle"}};
-  auto bit = [](std::string_view code) -> uint64_t {
-    for (const auto& r : clock_reasons())
-      if (r.code == code) return r.bit;
-    return 0;
-  };
+  constexpr size_t kN = std::size(kCodes);
+  // Each code's NVML bit (0 for none), looked up once.
+  static const std::array<uint64_t, kN> kBits = [] {
+    std::array<uint64_t, kN> b{};
+    for (size_t i = 0; i < kN; ++i)
+      for (const auto& r : clock_reasons())
+        if (!kCodes[i].nvml.empty() && r.code == kCodes[i].nvml) b[i] = r.bit;
+    return b;
+  }();
   uint64_t mask = 0;
   if (const auto n = text::parse_int(v)) {
     if (*n < 0 || *n > 0xFFFF) return Cell::kBad;
-    for (const auto& k : kCodes)
-      if (k.gpuz != 0 && (static_cast<uint64_t>(*n) & k.gpuz) && !k.nvml.empty())
-        mask |= bit(k.nvml);
+    for (size_t i = 0; i < kN; ++i)
+      if (static_cast<uint64_t>(*n) & kCodes[i].gpuz) mask |= kBits[i];
     out = static_cast<double>(mask);
     return Cell::kValue;
   }
@@ -122,10 +125,10 @@ Cell parse_reason(const Meaning& m, std::string_view v, double& out) {
     while (j < v.size() && (is_lower(v[j]) || is_upper(v[j]))) ++j;
     if (j == i) break;
     ++words;
-    for (const auto& k : kCodes)
-      if (iequals(v.substr(i, j - i), k.word)) {
+    for (size_t k = 0; k < kN; ++k)
+      if (iequals(v.substr(i, j - i), kCodes[k].word)) {
         ++known;
-        if (!k.nvml.empty()) mask |= bit(k.nvml);
+        mask |= kBits[k];
       }
     i = j;
   }
