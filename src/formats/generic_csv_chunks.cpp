@@ -31,6 +31,9 @@ namespace gpudoctor::generic_csv_reader {
 namespace {
 
 constexpr size_t kChunkBytes = size_t{8} << 20;
+// The head, read before the other threads start (it fixes the time's form): no longer than it
+// needs, as the other CPUs wait for it.
+constexpr size_t kHeadBytes = size_t{1} << 20;
 
 // The end of the line at or after `pos` (past its '\n'), or the text's end.
 size_t line_end(std::string_view text, size_t pos) {
@@ -191,7 +194,7 @@ bool Reader::read_in_chunks(std::string_view rows) {
     return false;
   // The head, read here: it fixes the time's form and the first time the others count from. A
   // quote in it may open a cell that holds line ends: then all is read in one pass.
-  const size_t head = line_end(rows, chunk);
+  const size_t head = line_end(rows, std::min(chunk, kHeadBytes));
   if (std::memchr(rows.data(), '"', head) != nullptr) return false;
   size_t line = read_span(rows.substr(0, head), rows_line_before_, head == rows.size());
   if (head == rows.size()) return true;
