@@ -17,13 +17,6 @@ size_t GpuSeries::append_row(double t_s) {
   return time_s.size() - 1;
 }
 
-void GpuSeries::append_row(double t_s, const std::array<double, kFieldCount>& values) {
-  time_s.push_back(t_s);
-  const size_t room = time_s.capacity();
-  for (size_t fi = 0; fi < kFieldCount; ++fi)
-    if (columns[fi]) columns[fi].push_back(values[fi], room);
-}
-
 void GpuSeries::compact() {
   for (auto& c : columns) c.compact();
 }

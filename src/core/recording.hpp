@@ -70,9 +70,6 @@ struct GpuSeries {
   std::vector<double>& column_for_write(Field f);
   // Appends a time and NaN to every present column; returns the new row index.
   size_t append_row(double t_s);
-  // Appends a time and, to every present column, its field's value (NaN: none): a column of one
-  // value stays one. The columns grow to the times' room (reserve time_s for the rows to come).
-  void append_row(double t_s, const std::array<double, kFieldCount>& values);
   size_t size() const { return time_s.size(); }
   // Folds each column that holds one value throughout into that value once (core/column.hpp).
   void compact();

@@ -337,15 +337,15 @@ TEST(Recording, ConstantColumnsReadAsEveryValue) {
 TEST(Recording, ColumnsGrowToTheTimesRoom) {
   GpuSeries g;
   g.time_s.reserve(1000);
-  std::array<double, kFieldCount> row{};
-  row.fill(kMissing);
-  g.append_row(0, row);
-  g.columns[index_of(Field::kPower)] = GpuSeries::Column::constant(kMissing, 1);
-  g.columns[index_of(Field::kTemp)] = GpuSeries::Column::constant(kMissing, 1);
-  for (int i = 1; i < 600; ++i) {
-    row[index_of(Field::kPower)] = 100 + i;                 // changes every row
-    row[index_of(Field::kTemp)] = i < 300 ? kMissing : 60;  // one value, then another
-    g.append_row(i, row);
+  g.time_s.push_back(0);
+  auto& power = g.columns[index_of(Field::kPower)];
+  auto& temp = g.columns[index_of(Field::kTemp)];
+  power = GpuSeries::Column::constant(kMissing, 1);
+  temp = GpuSeries::Column::constant(kMissing, 1);
+  for (int i = 1; i < 600; ++i) {  // a row as the CSV reader appends it
+    g.time_s.push_back(i);
+    power.push_back(100 + i, g.time_s.capacity());                 // changes every row
+    temp.push_back(i < 300 ? kMissing : 60, g.time_s.capacity());  // one value, then another
   }
   EXPECT_EQ(g.time_s.capacity(), 1000u);
   for (const Field f : {Field::kPower, Field::kTemp}) {
