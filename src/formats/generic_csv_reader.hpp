@@ -237,8 +237,22 @@ class Reader {
   std::vector<size_t> wide_slots_;
   bool wide_slots_valid_ = false;
   TimeMode mode_ = TimeMode::kUndecided;
-  bool have_last_time_ = false;  // the last row's time, and the text it was read from
-  std::string last_time_text_, last_date_text_;
+  // The last row's time, and the text it was read from, kept in place (no allocation per row:
+  // the rows of one GPU per line each have a time of their own).
+  struct TimeText {
+    static constexpr size_t kMax = 48;
+    char text[kMax];
+    uint8_t size = 0;
+    std::string_view view() const { return {text, size}; }
+    bool keep(std::string_view v) {  // false, nothing kept, where v is too long
+      if (v.size() > kMax) return false;
+      std::memcpy(text, v.data(), v.size());
+      size = static_cast<uint8_t>(v.size());
+      return true;
+    }
+  };
+  bool have_last_time_ = false;
+  TimeText last_time_text_, last_date_text_;
   double last_time_ms_ = 0;
   double ms_per_unit_ = 1000;
   bool time_unit_named_ = false;  // the time column's name says its unit ("timestamp_us")

@@ -262,17 +262,14 @@ bool Reader::row_time(const std::vector<std::string_view>& cells, size_t line_no
   // The rows of one sample of several GPUs carry the same time: read once.
   const std::string_view date =
       mode_ == TimeMode::kDateAndTod ? cells[static_cast<size_t>(date_col_)] : std::string_view();
-  if (have_last_time_ && v == last_time_text_ && date == last_date_text_) {
+  if (have_last_time_ && text::equal_small(v, last_time_text_.view()) &&
+      text::equal_small(date, last_date_text_.view())) {
     ms = last_time_ms_;
     return true;
   }
   const bool read = row_time_of(cells, v, line_no, ms);
-  have_last_time_ = read;
-  if (read) {
-    last_time_text_.assign(v);
-    last_date_text_.assign(date);
-    last_time_ms_ = ms;
-  }
+  have_last_time_ = read && last_time_text_.keep(v) && last_date_text_.keep(date);
+  last_time_ms_ = ms;
   return read;
 }
 
