@@ -2,15 +2,22 @@
 #include <sqlite3.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
 #include <map>
+#include <mutex>
+#include <optional>
 #include <string>
+#include <thread>
+#include <utility>
+#include <vector>
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "core/parallel.hpp"
 #include "store/sqlite_common.hpp"
 #include "store/sqlite_store.hpp"
 
@@ -35,7 +42,9 @@ class RecordingReader {
     if (sqlite3_open_v2(path_.c_str(), &db_, SQLITE_OPEN_READONLY | SQLITE_OPEN_NOMUTEX, nullptr) !=
         SQLITE_OK)
       return fail("cannot open the recording");
-    sqlite3_exec(db_, "PRAGMA mmap_size=1073741824", nullptr, nullptr, nullptr);
+    // One read transaction: every table as the file was at one moment, while a recorder may be
+    // writing it.
+    sqlite3_exec(db_, "PRAGMA mmap_size=1073741824; BEGIN", nullptr, nullptr, nullptr);
     for (auto step : {&RecordingReader::read_meta, &RecordingReader::read_devices,
                       &RecordingReader::size_rows, &RecordingReader::read_blocks})
       if (auto r = (this->*step)(); !r) return r.error();
@@ -128,99 +137,225 @@ class RecordingReader {
     return kOk;
   }
 
-  // A field column while its blocks come: the same value over rows [0, covered) so far, or built
-  // out (a constant column is never built out: it stays one value and its length).
-  struct Uniform {
-    bool seen = false, uniform = true;
-    double v = kMissing;
-    int64_t covered = 0;
+  // A block of the samples table: rows [first, first + n) of one GPU's column, `bytes` long (n
+  // float64 values, or 8: one value for all n, then `one`).
+  struct Block {
+    int64_t rowid = 0, first = 0, n = 0, bytes = 0;
+    double one = kMissing;
+  };
+  // One GPU's column (its times: field -1) and its blocks in file order.
+  struct ColumnBlocks {
+    size_t gpu = 0;
+    int field = -1;
+    std::vector<Block> blocks;
+    int64_t bytes = 0;
   };
 
+  // The samples' blocks: first the list (no data but the one-value blocks', each checked against
+  // the GPU's rows, in file order), then each column read from its blocks, the columns spread
+  // over the CPUs (each thread on a read-only connection of its own). Fields by name, so files
+  // written with an older or newer catalogue still read (unknown fields are skipped).
   Result<Nothing> read_blocks() {
-    // Blocks in file order; each lands at its first_row. Fields by name, so files written with
-    // an older or newer catalogue still read (unknown fields are skipped).
-    std::vector<std::array<Uniform, kFieldCount>> so_far(rec_.gpus.size());
-    std::vector<double> scratch;
-    Stmt st;
-    if (sqlite3_prepare_v2(db_, "SELECT gpu, field, first_row, n, data FROM samples", -1, &st.s,
-                           nullptr) != SQLITE_OK)
-      return fail("reading samples");
-    int rc;
-    while ((rc = sqlite3_step(st.s)) == SQLITE_ROW) {
-      const auto it = by_gpu_.find(static_cast<unsigned>(sqlite3_column_int(st.s, 0)));
-      if (it == by_gpu_.end()) continue;
-      GpuSeries& g = rec_.gpus[it->second];
-      const auto* id = reinterpret_cast<const char*>(sqlite3_column_text(st.s, 1));
-      const std::string_view field = id ? id : "";
-      const int64_t first = sqlite3_column_int64(st.s, 2);
-      const int64_t n = sqlite3_column_int64(st.s, 3);
-      if (first < 0 || n < 0 || first + n > static_cast<int64_t>(g.size()))
-        return damaged(fmt::format("block {} of GPU {} is out of range", first, g.info.index));
-      const void* blob = sqlite3_column_blob(st.s, 4);
-      const int bytes = sqlite3_column_bytes(st.s, 4);
-      auto wrong_size = [&] {
-        return damaged(fmt::format("block {} of GPU {} has the wrong size", first, g.info.index));
-      };
-      if (field == kTimeColumn) {
-        double* out = g.time_s.data() + first;
-        if (!decode_block(blob, bytes, n, out)) return wrong_size();
-        for (int64_t i = 0; i < n; ++i) out[i] /= 1000.0;
-        continue;
+    std::vector<ColumnBlocks> columns;
+    {
+      std::map<std::pair<size_t, int>, size_t> slot;  // (GPU, field) -> columns
+      Stmt st;
+      if (sqlite3_prepare_v2(db_,
+                             "SELECT rowid, gpu, field, first_row, n, length(data), CASE WHEN "
+                             "length(data) = 8 THEN data END FROM samples",
+                             -1, &st.s, nullptr) != SQLITE_OK)
+        return fail("reading samples");
+      int rc;
+      while ((rc = sqlite3_step(st.s)) == SQLITE_ROW) {
+        const auto it = by_gpu_.find(static_cast<unsigned>(sqlite3_column_int(st.s, 1)));
+        if (it == by_gpu_.end()) continue;
+        const GpuSeries& g = rec_.gpus[it->second];
+        const auto* id = reinterpret_cast<const char*>(sqlite3_column_text(st.s, 2));
+        const std::string_view field = id ? id : "";
+        Block b;
+        b.rowid = sqlite3_column_int64(st.s, 0);
+        b.first = sqlite3_column_int64(st.s, 3);
+        b.n = sqlite3_column_int64(st.s, 4);
+        b.bytes = sqlite3_column_int64(st.s, 5);
+        if (b.first < 0 || b.n < 0 || b.first + b.n > static_cast<int64_t>(g.size()))
+          return damaged(fmt::format("block {} of GPU {} is out of range", b.first, g.info.index));
+        int fi = -1;
+        if (field != kTimeColumn) {
+          const auto f = field_by_id(field);
+          if (!f) continue;
+          fi = static_cast<int>(index_of(*f));
+        }
+        if (b.bytes != b.n * static_cast<int64_t>(sizeof(double)) && b.bytes != sizeof(double))
+          return damaged(
+              fmt::format("block {} of GPU {} has the wrong size", b.first, g.info.index));
+        if (b.bytes == sizeof(double))
+          std::memcpy(&b.one, sqlite3_column_blob(st.s, 6), sizeof(double));
+        const auto [at, added] = slot.emplace(std::pair{it->second, fi}, columns.size());
+        if (added) columns.push_back({it->second, fi, {}, 0});
+        ColumnBlocks& c = columns[at->second];
+        c.blocks.push_back(b);
+        c.bytes += b.bytes;
       }
-      const auto f = field_by_id(field);
-      if (!f) continue;
-      auto& col = g.columns[index_of(*f)];
-      Uniform& u = so_far[it->second][index_of(*f)];
-      if (u.uniform) {
-        // The block's one value, if it has one (stored once, or n equal values).
-        std::optional<double> one;
-        if (n > 0 && bytes == static_cast<int>(sizeof(double))) {
-          double v;
-          std::memcpy(&v, blob, sizeof v);
-          one = v;
-        } else {
-          scratch.resize(static_cast<size_t>(n));
-          if (!decode_block(blob, bytes, n, scratch.data())) return wrong_size();
-          if (n == 0 || std::all_of(scratch.begin(), scratch.end(),
-                                    [&](double x) { return same_bits(x, scratch[0]); }))
-            one = n == 0 ? (u.seen ? u.v : kMissing) : scratch[0];
-        }
-        if (one && first == u.covered && (!u.seen || same_bits(*one, u.v))) {
-          u.seen = true, u.v = *one, u.covered += n;
-          continue;
-        }
-        // Not one value after all: the column built out with what came before.
-        auto& values = g.column_for_write(*f);
-        if (u.seen) std::fill(values.begin(), values.begin() + u.covered, u.v);
-        u.uniform = false;
-        if (!one) {  // decoded already
-          std::copy(scratch.begin(), scratch.end(), values.begin() + first);
-          continue;
-        }
-      }
-      if (!decode_block(blob, bytes, n, col.values().data() + first)) return wrong_size();
+      if (rc != SQLITE_DONE) return fail("reading samples");
     }
-    if (rc != SQLITE_DONE) return fail("reading samples");
-    // Columns that held one value: that value once where it covers every row (or the rows after
-    // it are missing too), built out where missing rows follow it.
-    for (size_t gi = 0; gi < rec_.gpus.size(); ++gi) {
-      GpuSeries& g = rec_.gpus[gi];
-      for (size_t fi = 0; fi < kFieldCount; ++fi) {
-        const Uniform& u = so_far[gi][fi];
-        if (!u.seen || !u.uniform) continue;
-        const auto rows = static_cast<int64_t>(g.size());
-        if (u.covered == rows || same_bits(u.v, kMissing)) {
-          g.columns[fi] = GpuSeries::Column::constant(u.v, g.size());
-        } else {
-          auto& values = g.column_for_write(static_cast<Field>(fi));
-          std::fill(values.begin(), values.begin() + u.covered, u.v);
-        }
+    // The largest first, so that no thread is left with one at the end.
+    std::stable_sort(
+        columns.begin(), columns.end(),
+        [](const ColumnBlocks& a, const ColumnBlocks& b) { return a.bytes > b.bytes; });
+
+    const bool spread = default_threads() > 1 && !in_spread_work() && columns.size() > 1;
+    if (spread && !read_columns_spread(columns)) {
+      // The file changed under a thread's connection (a recorder writing it merged blocks): the
+      // columns again, all on this one, in its view of the file.
+      for (auto& g : rec_.gpus) {
+        std::fill(g.time_s.begin(), g.time_s.end(), kMissing);
+        for (auto& c : g.columns) c.reset();
       }
+      if (!read_columns(db_, columns, 0, columns.size())) return fail("reading samples");
+    } else if (!spread && !read_columns(db_, columns, 0, columns.size())) {
+      return fail("reading samples");
     }
     for (const auto& g : rec_.gpus)
       if (std::any_of(g.time_s.begin(), g.time_s.end(), [](double t) { return std::isnan(t); }))
         return damaged(fmt::format("GPU {} has rows without a time", g.info.index));
     return kOk;
+  }
+
+  // The columns [b, e) read on connection `db` (this reader's, or a thread's own in a read
+  // transaction of its own). False where a block is not what the list said: gone, or another
+  // (only a connection that sees the file as it is now, not as the list was read, meets that).
+  bool read_columns(sqlite3* db, std::vector<ColumnBlocks>& columns, size_t b, size_t e) {
+    sqlite3_blob* blob = nullptr;
+    Stmt check;
+    const bool own_view = db != db_;
+    if (own_view && sqlite3_prepare_v2(db,
+                                       "SELECT gpu, field, first_row, n, length(data) FROM "
+                                       "samples WHERE rowid = ?",
+                                       -1, &check.s, nullptr) != SQLITE_OK)
+      return false;
+    // A block's n values into out (8 bytes: its one value n times).
+    auto read = [&](const ColumnBlocks& c, const Block& k, double* out) {
+      if (k.n == 0) return true;
+      if (k.bytes == sizeof(double)) {
+        std::fill(out, out + k.n, k.one);
+        return true;
+      }
+      if (own_view) {
+        sqlite3_reset(check.s);
+        sqlite3_bind_int64(check.s, 1, k.rowid);
+        if (sqlite3_step(check.s) != SQLITE_ROW ||
+            static_cast<unsigned>(sqlite3_column_int(check.s, 0)) != rec_.gpus[c.gpu].info.index ||
+            sqlite3_column_int64(check.s, 2) != k.first ||
+            sqlite3_column_int64(check.s, 3) != k.n || sqlite3_column_int64(check.s, 4) != k.bytes)
+          return false;
+        const auto* id = reinterpret_cast<const char*>(sqlite3_column_text(check.s, 1));
+        const std::string_view field = id ? id : "";
+        const auto f = field_by_id(field);
+        if (c.field < 0 ? field != kTimeColumn : !f || static_cast<int>(index_of(*f)) != c.field)
+          return false;
+      }
+      // Straight into the column (no copy of the blob in between).
+      const bool opened =
+          blob ? sqlite3_blob_reopen(blob, k.rowid) == SQLITE_OK
+               : sqlite3_blob_open(db, "main", "samples", "data", k.rowid, 0, &blob) == SQLITE_OK;
+      return opened && sqlite3_blob_bytes(blob) == k.bytes &&
+             sqlite3_blob_read(blob, out, static_cast<int>(k.bytes), 0) == SQLITE_OK;
+    };
+    bool ok = true;
+    std::vector<double> scratch;
+    for (size_t ci = b; ci < e && ok; ++ci) {
+      ColumnBlocks& c = columns[ci];
+      GpuSeries& g = rec_.gpus[c.gpu];
+      if (c.field < 0) {
+        for (const Block& k : c.blocks) {
+          double* out = g.time_s.data() + k.first;
+          if (!(ok = read(c, k, out))) break;
+          for (int64_t i = 0; i < k.n; ++i) out[i] /= 1000.0;
+        }
+        continue;
+      }
+      const auto f = static_cast<Field>(c.field);
+      // The column holds one value over rows [0, covered) while its blocks say so: kept as that
+      // value and a length, never built out, where it covers every row (or NaN follows it).
+      bool uniform = true, seen = false;
+      double v = kMissing;
+      int64_t covered = 0;
+      for (const Block& k : c.blocks) {
+        if (uniform) {
+          // The block's one value, if it has one (stored once, or n equal values).
+          std::optional<double> one;
+          if (k.n > 0 && k.bytes == sizeof(double)) {
+            one = k.one;
+          } else {
+            scratch.resize(static_cast<size_t>(k.n));
+            if (!(ok = read(c, k, scratch.data()))) break;
+            if (k.n == 0 || std::all_of(scratch.begin(), scratch.end(),
+                                        [&](double x) { return same_bits(x, scratch[0]); }))
+              one = k.n == 0 ? (seen ? v : kMissing) : scratch[0];
+          }
+          if (one && k.first == covered && (!seen || same_bits(*one, v))) {
+            seen = true, v = *one, covered += k.n;
+            continue;
+          }
+          // Not one value after all: the column built out with what came before.
+          auto& values = g.column_for_write(f);
+          if (seen) std::fill(values.begin(), values.begin() + covered, v);
+          uniform = false;
+          if (!one) {  // read already
+            std::copy(scratch.begin(), scratch.end(), values.begin() + k.first);
+            continue;
+          }
+        }
+        if (!(ok = read(c, k, g.columns[index_of(f)].values().data() + k.first))) break;
+      }
+      if (!ok || !seen || !uniform) continue;
+      const auto rows = static_cast<int64_t>(g.size());
+      if (covered == rows || same_bits(v, kMissing)) {
+        g.columns[index_of(f)] = GpuSeries::Column::constant(v, g.size());
+      } else {
+        auto& values = g.column_for_write(f);
+        std::fill(values.begin(), values.begin() + covered, v);
+      }
+    }
+    sqlite3_blob_close(blob);
+    return ok;
+  }
+
+  // read_columns spread over the CPUs: this thread on this reader's connection, the others each
+  // on a read-only connection of its own, in a read transaction. False where one of those saw
+  // the file other than this one's list (then nothing of what was read may be kept).
+  bool read_columns_spread(std::vector<ColumnBlocks>& columns) {
+    const auto me = std::this_thread::get_id();
+    std::mutex m;
+    std::vector<sqlite3*> idle;  // the threads' connections, between columns
+    std::atomic<bool> ok{true};
+    parallel_for(columns.size(), 0, [&](size_t ci) {
+      if (!ok) return;
+      if (std::this_thread::get_id() == me) {
+        if (!read_columns(db_, columns, ci, ci + 1)) ok = false;
+        return;
+      }
+      sqlite3* db = nullptr;
+      {
+        const std::lock_guard lock(m);
+        if (!idle.empty()) db = idle.back(), idle.pop_back();
+      }
+      if (db == nullptr) {
+        if (sqlite3_open_v2(path_.c_str(), &db, SQLITE_OPEN_READONLY | SQLITE_OPEN_NOMUTEX,
+                            nullptr) != SQLITE_OK ||
+            sqlite3_exec(db, "PRAGMA mmap_size=1073741824; BEGIN", nullptr, nullptr, nullptr) !=
+                SQLITE_OK) {
+          sqlite3_close_v2(db);
+          ok = false;
+          return;
+        }
+      }
+      if (!read_columns(db, columns, ci, ci + 1)) ok = false;
+      const std::lock_guard lock(m);
+      idle.push_back(db);
+    });
+    for (sqlite3* db : idle) sqlite3_close_v2(db);
+    return ok;
   }
 
   // Fields the GPU did not support, with the NVML code.

@@ -1,8 +1,12 @@
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <csignal>
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
+#include <string>
+#include <thread>
 
 #include <sqlite3.h>
 
@@ -222,11 +226,10 @@ Frame live_frame(int64_t row) {
   return f;
 }
 
-void expect_live_rows(const fs::path& path, int64_t rows) {
-  auto rec = read_recording(path.string());
-  ASSERT_TRUE(rec.ok()) << rec.error().message;
-  ASSERT_EQ(rec->gpus.size(), 1u);
-  const GpuSeries& g = rec->gpus[0];
+// The rows of live_frame(0 .. rows - 1), read back.
+void check_live_rows(const Recording& rec, int64_t rows) {
+  ASSERT_EQ(rec.gpus.size(), 1u);
+  const GpuSeries& g = rec.gpus[0];
   ASSERT_EQ(g.size(), static_cast<size_t>(rows));
   ASSERT_TRUE(g.has(Field::kUtilGpu) && g.has(Field::kPower));
   EXPECT_FALSE(g.has(Field::kTemp));
@@ -243,6 +246,12 @@ void expect_live_rows(const fs::path& path, int64_t rows) {
     ASSERT_EQ((*g.column(Field::kPower))[i], 100 + static_cast<double>(row) / 8) << row;
     ASSERT_EQ((*g.column(Field::kPowerLimit))[i], 700) << row;
   }
+}
+
+void expect_live_rows(const fs::path& path, int64_t rows) {
+  auto rec = read_recording(path.string());
+  ASSERT_TRUE(rec.ok()) << rec.error().message;
+  check_live_rows(rec.value(), rows);
 }
 
 // Columns of one value are read back as that value once, every other column in full, and every
@@ -342,6 +351,110 @@ TEST(Store, LiveRowsAreReadableAtEveryCommitAndMergedAtClose) {
   // A block of one repeated value stores it once.
   EXPECT_EQ(query_int(path, "SELECT max(length(data)) FROM samples WHERE field = 'power_limit_w'"),
             8);
+  expect_live_rows(path, rows);
+  remove_db(path);
+}
+
+// GPUDOCTOR_THREADS=n while it lives (the columns of a recording are read on that many threads).
+struct Threads {
+  explicit Threads(const char* n) { ::setenv("GPUDOCTOR_THREADS", n, 1); }
+  ~Threads() { ::unsetenv("GPUDOCTOR_THREADS"); }
+};
+
+// A recording's columns read on several threads (each on a connection of its own) are the ones
+// read on one, to the bit, constant columns kept as one value alike.
+TEST(Store, ColumnsReadOnSeveralThreadsAreTheOnesReadOnOne) {
+  const fs::path path = temp_db("threads");
+  const Recording in = every_field_recording();
+  {
+    std::vector<DeviceInfo> devices;
+    for (const auto& g : in.gpus) devices.push_back(g.info);
+    auto w =
+        RecordingWriter::create(path.string(), in.system, devices, in.source, in.start_unix_ms);
+    ASSERT_TRUE(w.ok()) << w.error().message;
+    ASSERT_TRUE(w.value()->add_recording(in).ok());
+    ASSERT_TRUE(w.value()->close().ok());
+  }
+  Result<Recording> one = failure(""), four = failure("");
+  {
+    const Threads t("1");
+    one = read_recording(path.string());
+  }
+  {
+    const Threads t("4");
+    four = read_recording(path.string());
+  }
+  ASSERT_TRUE(one.ok()) << one.error().message;
+  ASSERT_TRUE(four.ok()) << four.error().message;
+  ASSERT_EQ(four->gpus.size(), in.gpus.size());
+  for (size_t i = 0; i < in.gpus.size(); ++i) {
+    const GpuSeries& a = one->gpus[i];
+    const GpuSeries& b = four->gpus[i];
+    expect_same_column(in.gpus[i].time_s, b.time_s, "time");
+    expect_same_column(a.time_s, b.time_s, "time");
+    for (const auto& fi : all_fields()) {
+      const auto& ca = a.columns[index_of(fi.field)];
+      const auto& cb = b.columns[index_of(fi.field)];
+      ASSERT_EQ(static_cast<bool>(ca), static_cast<bool>(cb)) << fi.id;
+      ASSERT_EQ(in.gpus[i].has(fi.field), static_cast<bool>(cb)) << fi.id;
+      if (!ca) continue;
+      EXPECT_EQ(ca.is_constant(), cb.is_constant()) << fi.id;
+      expect_same_column(ca.view(), cb.view(), std::string(fi.id));
+      expect_same_column(*in.gpus[i].column(fi.field), cb.view(), std::string(fi.id));
+    }
+  }
+  remove_db(path);
+}
+
+// Read while a recorder writes it (committing every few rows, merging its small blocks at each
+// block's end), on several threads: every read is the file at one moment, whatever the recorder
+// did meanwhile to the blocks the threads read (a thread that meets a block merged away since
+// leaves the reading to the connection that listed the blocks).
+TEST(Store, ARecordingReadWhileItIsWrittenIsTheFileAtOneMoment) {
+  const fs::path path = temp_db("live-read");
+  const int64_t rows = 2 * kRecordingBlockRows + 700;
+  auto w = RecordingWriter::create(path.string(), {}, std::vector<DeviceInfo>(1), "sim:healthy",
+                                   1'700'000'000'000);
+  ASSERT_TRUE(w.ok()) << w.error().message;
+  for (int64_t row = 0; row < 10; ++row) ASSERT_TRUE(w.value()->add(live_frame(row)).ok());
+  ASSERT_TRUE(w.value()->flush().ok());
+  std::atomic<bool> done{false}, stop{false};
+  std::string writer_error;
+  std::thread writer([&] {
+    for (int64_t row = 10; row < rows && writer_error.empty() && !stop; ++row) {
+      auto r = w.value()->add(live_frame(row));
+      if (r.ok() && row % 7 == 6) r = w.value()->flush();
+      if (!r.ok()) writer_error = r.error().message;
+    }
+    done = true;
+  });
+  struct Join {  // (a failed assertion returns: the writer stops and is joined first)
+    std::thread& t;
+    std::atomic<bool>& stop;
+    ~Join() {
+      stop = true;
+      if (t.joinable()) t.join();
+    }
+  } join{writer, stop};
+  const Threads t("4");
+  int reads = 0;
+  int64_t last_rows = 0;
+  while (!done || reads < 3) {
+    auto rec = read_recording(path.string());
+    ASSERT_TRUE(rec.ok()) << rec.error().message;
+    ASSERT_EQ(rec->gpus.size(), 1u);
+    const auto n = static_cast<int64_t>(rec->gpus[0].size());
+    ASSERT_GE(n, last_rows);
+    check_live_rows(rec.value(), n);
+    if (::testing::Test::HasFatalFailure()) break;
+    last_rows = n;
+    ++reads;
+  }
+  writer.join();
+  ASSERT_FALSE(::testing::Test::HasFatalFailure());
+  EXPECT_EQ(writer_error, "");
+  EXPECT_GE(reads, 3);
+  ASSERT_TRUE(w.value()->close().ok());
   expect_live_rows(path, rows);
   remove_db(path);
 }
