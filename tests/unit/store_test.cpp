@@ -157,18 +157,21 @@ Recording every_field_recording() {
   return rec;
 }
 
+// `in` written as `gpudoctor import` writes a log's recording: in one transaction, then closed.
+void write_imported(const fs::path& path, const Recording& in) {
+  std::vector<DeviceInfo> devices;
+  for (const auto& g : in.gpus) devices.push_back(g.info);
+  auto w = RecordingWriter::create(path.string(), in.system, devices, in.source, in.start_unix_ms);
+  ASSERT_TRUE(w.ok()) << w.error().message;
+  ASSERT_TRUE(w.value()->add_recording(in).ok());
+  ASSERT_TRUE(w.value()->close().ok());
+}
+
 TEST(Store, ImportRoundTripsEveryFieldAcrossBlocks) {
   const fs::path path = temp_db("every");
   const Recording in = every_field_recording();
-  {
-    std::vector<DeviceInfo> devices;
-    for (const auto& g : in.gpus) devices.push_back(g.info);
-    auto w =
-        RecordingWriter::create(path.string(), in.system, devices, in.source, in.start_unix_ms);
-    ASSERT_TRUE(w.ok()) << w.error().message;
-    ASSERT_TRUE(w.value()->add_recording(in).ok());
-    ASSERT_TRUE(w.value()->close().ok());
-  }
+  write_imported(path, in);
+  ASSERT_FALSE(::testing::Test::HasFatalFailure());
   // One block per GPU per 4096 rows per column.
   EXPECT_EQ(query_int(path, "SELECT count(*) FROM samples WHERE gpu = 0 AND field = 't_ms'"), 3);
   auto out = read_recording(path.string());
@@ -366,15 +369,8 @@ struct Threads {
 TEST(Store, ColumnsReadOnSeveralThreadsAreTheOnesReadOnOne) {
   const fs::path path = temp_db("threads");
   const Recording in = every_field_recording();
-  {
-    std::vector<DeviceInfo> devices;
-    for (const auto& g : in.gpus) devices.push_back(g.info);
-    auto w =
-        RecordingWriter::create(path.string(), in.system, devices, in.source, in.start_unix_ms);
-    ASSERT_TRUE(w.ok()) << w.error().message;
-    ASSERT_TRUE(w.value()->add_recording(in).ok());
-    ASSERT_TRUE(w.value()->close().ok());
-  }
+  write_imported(path, in);
+  ASSERT_FALSE(::testing::Test::HasFatalFailure());
   Result<Recording> one = failure(""), four = failure("");
   {
     const Threads t("1");
