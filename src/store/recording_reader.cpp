@@ -44,7 +44,8 @@ class RecordingReader {
       return fail("cannot open the recording");
     // One read transaction: every table as the file was at one moment, while a recorder may be
     // writing it.
-    sqlite3_exec(db_, "PRAGMA mmap_size=1073741824; BEGIN", nullptr, nullptr, nullptr);
+    in_one_view_ = sqlite3_exec(db_, "PRAGMA mmap_size=1073741824; BEGIN", nullptr, nullptr,
+                                nullptr) == SQLITE_OK;
     for (auto step : {&RecordingReader::read_meta, &RecordingReader::read_devices,
                       &RecordingReader::size_rows, &RecordingReader::read_blocks})
       if (auto r = (this->*step)(); !r) return r.error();
@@ -162,7 +163,7 @@ class RecordingReader {
       Stmt st;
       if (sqlite3_prepare_v2(db_,
                              "SELECT rowid, gpu, field, first_row, n, length(data), CASE WHEN "
-                             "length(data) = 8 THEN data END FROM samples",
+                             "length(data) = 8 THEN data END, typeof(data) FROM samples",
                              -1, &st.s, nullptr) != SQLITE_OK)
         return fail("reading samples");
       int rc;
@@ -185,7 +186,11 @@ class RecordingReader {
           if (!f) continue;
           fi = static_cast<int>(index_of(*f));
         }
-        if (b.bytes != b.n * static_cast<int64_t>(sizeof(double)) && b.bytes != sizeof(double))
+        // (Data other than a BLOB or NULL is damage too: its length is not its size in bytes.)
+        const auto* type = reinterpret_cast<const char*>(sqlite3_column_text(st.s, 7));
+        const std::string_view data_type = type ? type : "";
+        if ((data_type != "blob" && data_type != "null") ||
+            (b.bytes != b.n * static_cast<int64_t>(sizeof(double)) && b.bytes != sizeof(double)))
           return damaged(
               fmt::format("block {} of GPU {} has the wrong size", b.first, g.info.index));
         if (b.bytes == sizeof(double))
@@ -203,18 +208,29 @@ class RecordingReader {
         columns.begin(), columns.end(),
         [](const ColumnBlocks& a, const ColumnBlocks& b) { return a.bytes > b.bytes; });
 
-    const bool spread = default_threads() > 1 && !in_spread_work() && columns.size() > 1;
-    if (spread && !read_columns_spread(columns)) {
+    // (Threads of their own need the list's view held, and an SQLite built for threads.)
+    const bool spread = in_one_view_ && sqlite3_threadsafe() != 0 && default_threads() > 1 &&
+                        !in_spread_work() && columns.size() > 1;
+    if (spread && read_columns_spread(columns)) return times_complete();
+    if (spread) {
       // The file changed under a thread's connection (a recorder writing it merged blocks): the
       // columns again, all on this one, in its view of the file.
       for (auto& g : rec_.gpus) {
         std::fill(g.time_s.begin(), g.time_s.end(), kMissing);
         for (auto& c : g.columns) c.reset();
       }
-      if (!read_columns(db_, columns, 0, columns.size())) return fail("reading samples");
-    } else if (!spread && !read_columns(db_, columns, 0, columns.size())) {
-      return fail("reading samples");
     }
+    // On the list's own connection a block is as listed: one it cannot read is damage.
+    if (const Block* bad = read_columns(db_, columns, 0, columns.size()))
+      return damaged(fmt::format("the block of rows from {} cannot be read{}", bad->first,
+                                 sqlite3_errcode(db_) == SQLITE_OK
+                                     ? std::string(" (not the size it says)")
+                                     : fmt::format(": {}", sqlite3_errmsg(db_))));
+    return times_complete();
+  }
+
+  // Every row of every GPU has its time (a time block missing is damage).
+  Result<Nothing> times_complete() const {
     for (const auto& g : rec_.gpus)
       if (std::any_of(g.time_s.begin(), g.time_s.end(), [](double t) { return std::isnan(t); }))
         return damaged(fmt::format("GPU {} has rows without a time", g.info.index));
@@ -222,17 +238,22 @@ class RecordingReader {
   }
 
   // The columns [b, e) read on connection `db` (this reader's, or a thread's own in a read
-  // transaction of its own). False where a block is not what the list said: gone, or another
-  // (only a connection that sees the file as it is now, not as the list was read, meets that).
-  bool read_columns(sqlite3* db, std::vector<ColumnBlocks>& columns, size_t b, size_t e) {
-    sqlite3_blob* blob = nullptr;
+  // transaction of its own). Returns the block that is not what the list said (gone, or another:
+  // only a connection that sees the file as it is now, not as the list was read, meets that, or
+  // a damaged file), or null when all were read.
+  const Block* read_columns(sqlite3* db, std::vector<ColumnBlocks>& columns, size_t b, size_t e) {
+    struct Blob {  // (closed however this returns: an open one keeps its connection open)
+      sqlite3_blob* p = nullptr;
+      ~Blob() { sqlite3_blob_close(p); }
+    } blob;
     Stmt check;
     const bool own_view = db != db_;
+    static const Block kNone;
     if (own_view && sqlite3_prepare_v2(db,
                                        "SELECT gpu, field, first_row, n, length(data) FROM "
                                        "samples WHERE rowid = ?",
                                        -1, &check.s, nullptr) != SQLITE_OK)
-      return false;
+      return &kNone;
     // A block's n values into out (8 bytes: its one value n times).
     auto read = [&](const ColumnBlocks& c, const Block& k, double* out) {
       if (k.n == 0) return true;
@@ -255,12 +276,13 @@ class RecordingReader {
           return false;
       }
       // Straight into the column (no copy of the blob in between).
-      const bool opened =
-          blob ? sqlite3_blob_reopen(blob, k.rowid) == SQLITE_OK
-               : sqlite3_blob_open(db, "main", "samples", "data", k.rowid, 0, &blob) == SQLITE_OK;
-      return opened && sqlite3_blob_bytes(blob) == k.bytes &&
-             sqlite3_blob_read(blob, out, static_cast<int>(k.bytes), 0) == SQLITE_OK;
+      const bool opened = blob.p ? sqlite3_blob_reopen(blob.p, k.rowid) == SQLITE_OK
+                                 : sqlite3_blob_open(db, "main", "samples", "data", k.rowid, 0,
+                                                     &blob.p) == SQLITE_OK;
+      return opened && sqlite3_blob_bytes(blob.p) == k.bytes &&
+             sqlite3_blob_read(blob.p, out, static_cast<int>(k.bytes), 0) == SQLITE_OK;
     };
+    const Block* failed = nullptr;
     bool ok = true;
     std::vector<double> scratch;
     for (size_t ci = b; ci < e && ok; ++ci) {
@@ -269,7 +291,8 @@ class RecordingReader {
       if (c.field < 0) {
         for (const Block& k : c.blocks) {
           double* out = g.time_s.data() + k.first;
-          if (!(ok = read(c, k, out))) break;
+          if (!(ok = read(c, k, out))) failed = &k;
+          if (!ok) break;
           for (int64_t i = 0; i < k.n; ++i) out[i] /= 1000.0;
         }
         continue;
@@ -288,7 +311,8 @@ class RecordingReader {
             one = k.one;
           } else {
             scratch.resize(static_cast<size_t>(k.n));
-            if (!(ok = read(c, k, scratch.data()))) break;
+            if (!(ok = read(c, k, scratch.data()))) failed = &k;
+            if (!ok) break;
             if (k.n == 0 || std::all_of(scratch.begin(), scratch.end(),
                                         [&](double x) { return same_bits(x, scratch[0]); }))
               one = k.n == 0 ? (seen ? v : kMissing) : scratch[0];
@@ -306,7 +330,8 @@ class RecordingReader {
             continue;
           }
         }
-        if (!(ok = read(c, k, g.columns[index_of(f)].values().data() + k.first))) break;
+        if (!(ok = read(c, k, g.columns[index_of(f)].values().data() + k.first))) failed = &k;
+        if (!ok) break;
       }
       if (!ok || !seen || !uniform) continue;
       const auto rows = static_cast<int64_t>(g.size());
@@ -317,8 +342,7 @@ class RecordingReader {
         std::fill(values.begin(), values.begin() + covered, v);
       }
     }
-    sqlite3_blob_close(blob);
-    return ok;
+    return failed;
   }
 
   // read_columns spread over the CPUs: this thread on this reader's connection, the others each
@@ -327,34 +351,44 @@ class RecordingReader {
   bool read_columns_spread(std::vector<ColumnBlocks>& columns) {
     const auto me = std::this_thread::get_id();
     std::mutex m;
-    std::vector<sqlite3*> idle;  // the threads' connections, between columns
+    struct Connections {  // every one opened, closed however this returns (an exception too)
+      std::vector<sqlite3*> all, idle;  // idle: between columns
+      ~Connections() {
+        for (sqlite3* db : all) sqlite3_close_v2(db);
+      }
+    } conns;
     std::atomic<bool> ok{true};
     parallel_for(columns.size(), 0, [&](size_t ci) {
       if (!ok) return;
       if (std::this_thread::get_id() == me) {
-        if (!read_columns(db_, columns, ci, ci + 1)) ok = false;
+        if (read_columns(db_, columns, ci, ci + 1)) ok = false;
         return;
       }
       sqlite3* db = nullptr;
       {
         const std::lock_guard lock(m);
-        if (!idle.empty()) db = idle.back(), idle.pop_back();
+        if (!conns.idle.empty()) {
+          db = conns.idle.back();
+          conns.idle.pop_back();
+        }
       }
       if (db == nullptr) {
-        if (sqlite3_open_v2(path_.c_str(), &db, SQLITE_OPEN_READONLY | SQLITE_OPEN_NOMUTEX,
-                            nullptr) != SQLITE_OK ||
-            sqlite3_exec(db, "PRAGMA mmap_size=1073741824; BEGIN", nullptr, nullptr, nullptr) !=
-                SQLITE_OK) {
-          sqlite3_close_v2(db);
+        const int opened = sqlite3_open_v2(path_.c_str(), &db,
+                                           SQLITE_OPEN_READONLY | SQLITE_OPEN_NOMUTEX, nullptr);
+        {
+          const std::lock_guard lock(m);
+          conns.all.push_back(db);  // (a failed open's handle too: closing it frees it)
+        }
+        if (opened != SQLITE_OK || sqlite3_exec(db, "PRAGMA mmap_size=1073741824; BEGIN", nullptr,
+                                                nullptr, nullptr) != SQLITE_OK) {
           ok = false;
           return;
         }
       }
-      if (!read_columns(db, columns, ci, ci + 1)) ok = false;
+      if (read_columns(db, columns, ci, ci + 1)) ok = false;
       const std::lock_guard lock(m);
-      idle.push_back(db);
+      conns.idle.push_back(db);
     });
-    for (sqlite3* db : idle) sqlite3_close_v2(db);
     return ok;
   }
 
@@ -503,6 +537,7 @@ class RecordingReader {
   Recording rec_;
   std::map<std::string, std::string> meta_;
   std::map<unsigned, size_t> by_gpu_;  // GPU index -> rec_.gpus
+  bool in_one_view_ = false;           // db_ reads in one read transaction
 };
 
 }  // namespace

@@ -455,6 +455,38 @@ TEST(Store, ARecordingReadWhileItIsWrittenIsTheFileAtOneMoment) {
   remove_db(path);
 }
 
+// A block whose data is not a BLOB of its size is damage, said with the block, whatever its
+// length in characters; the same on one thread and on several.
+TEST(Store, ABlockOfTextIsDamage) {
+  const fs::path path = temp_db("text-block");
+  write_imported(path, every_field_recording());
+  ASSERT_FALSE(::testing::Test::HasFatalFailure());
+  {
+    sqlite3* db = nullptr;
+    ASSERT_EQ(sqlite3_open(path.c_str(), &db), SQLITE_OK);
+    // As many characters as the block has bytes, but twice the bytes (two per character).
+    const char* sql =
+        "UPDATE samples SET data = (SELECT replace(hex(zeroblob(n * 8)), '00', 'é') FROM samples "
+        "WHERE gpu = 0 AND field = 'power_w' AND first_row = 4096) WHERE gpu = 0 AND field = "
+        "'power_w' AND first_row = 4096";
+    ASSERT_EQ(sqlite3_exec(db, sql, nullptr, nullptr, nullptr), SQLITE_OK) << sqlite3_errmsg(db);
+    sqlite3_close(db);
+  }
+  ASSERT_EQ(query_int(path,
+                      "SELECT typeof(data) = 'text' FROM samples WHERE gpu = 0 AND field = "
+                      "'power_w' AND first_row = 4096"),
+            1);
+  for (const char* threads : {"1", "4"}) {
+    const Threads t(threads);
+    const auto r = read_recording(path.string());
+    ASSERT_FALSE(r.ok()) << threads;
+    EXPECT_NE(r.error().message.find("damaged recording: block 4096 of GPU 0 has the wrong size"),
+              std::string::npos)
+        << r.error().message;
+  }
+  remove_db(path);
+}
+
 TEST(Store, KilledWriterKeepsEveryCommittedRow) {
   const fs::path path = temp_db("kill");
   const int64_t committed = kRecordingBlockRows + 1000;
