@@ -6,6 +6,7 @@
 // (generic_csv.cpp). Not part of the library's interface.
 #pragma once
 
+#include <algorithm>
 #include <array>
 #include <cstdint>
 #include <cstring>
@@ -246,7 +247,7 @@ class Reader {
     std::string_view view() const { return {text, size}; }
     bool keep(std::string_view v) {  // false, nothing kept, where v is too long
       if (v.size() > kMax) return false;
-      std::memcpy(text, v.data(), v.size());
+      std::copy(v.begin(), v.end(), text);  // (not memcpy: an empty view's data may be null)
       size = static_cast<uint8_t>(v.size());
       return true;
     }
