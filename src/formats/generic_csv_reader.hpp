@@ -6,7 +6,6 @@
 // (generic_csv.cpp). Not part of the library's interface.
 #pragma once
 
-#include <algorithm>
 #include <array>
 #include <cstdint>
 #include <cstring>
@@ -37,6 +36,22 @@ enum class Cell : uint8_t { kValue, kMissing, kNotSupported, kNoPermission, kBad
 // Markers of "no value" that loggers, pandas and nvidia-smi write ("", "N/A", "[Not Supported]",
 // "nan", "-" ...): kMissing, kNotSupported or kNoPermission; kBad for anything else.
 Cell classify_marker(std::string_view v);
+
+// A few bytes of text (a cell, a time) copied into a buffer kept in place, for a memo to
+// compare the next with (text::equal_small): fixed-size copies, overlapping where the size is
+// not a multiple, no call to memcpy (and none with an empty view's null data).
+inline void copy_small(char* to, std::string_view v) {
+  const size_t n = v.size();
+  if (n >= 8) {
+    for (size_t i = 0; i + 8 <= n; i += 8) std::memcpy(to + i, v.data() + i, 8);
+    std::memcpy(to + n - 8, v.data() + n - 8, 8);
+  } else if (n >= 4) {
+    std::memcpy(to, v.data(), 4);
+    std::memcpy(to + n - 4, v.data() + n - 4, 4);
+  } else {
+    for (size_t i = 0; i < n; ++i) to[i] = v[i];
+  }
+}
 
 static_assert(kFieldCount <= 256, "GpuState::present holds field indices as bytes");
 
@@ -203,18 +218,8 @@ class Reader {
         return;
       }
       col = c, kind = k, x = value, cell_unit = unit;
-      // (Fixed-size copies, overlapping where the size is not a multiple: no call to memcpy.)
-      const size_t n = v.size();
-      size = static_cast<uint8_t>(n);
-      if (n >= 8) {
-        for (size_t i = 0; i + 8 <= n; i += 8) std::memcpy(text + i, v.data() + i, 8);
-        std::memcpy(text + n - 8, v.data() + n - 8, 8);
-      } else if (n >= 4) {
-        std::memcpy(text, v.data(), 4);
-        std::memcpy(text + n - 4, v.data() + n - 4, 4);
-      } else {
-        for (size_t i = 0; i < n; ++i) text[i] = v[i];
-      }
+      size = static_cast<uint8_t>(v.size());
+      copy_small(text, v);
     }
   };
   std::vector<LastCell> last_cells_;
@@ -247,7 +252,7 @@ class Reader {
     std::string_view view() const { return {text, size}; }
     bool keep(std::string_view v) {  // false, nothing kept, where v is too long
       if (v.size() > kMax) return false;
-      std::copy(v.begin(), v.end(), text);  // (not memcpy: an empty view's data may be null)
+      copy_small(text, v);
       size = static_cast<uint8_t>(v.size());
       return true;
     }
