@@ -540,7 +540,8 @@ GpuDiagnosis gpu_result(const Context& ctx, size_t g, const Judgement& jd) {
     size_t samples = 0;
     for (const auto& j : jd.judged)
       if (j.gpu == g) samples += j.w->i1 - j.w->i0;
-    gd.judged.reserve(samples);
+    gd.judged.reserve(samples);  // written whole below
+    advise_huge_pages(gd.judged.data(), samples * sizeof(GpuDiagnosis::JudgedSample));
   }
   for (const auto& j : jd.judged) {
     if (j.gpu != g) continue;

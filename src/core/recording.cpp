@@ -1,13 +1,32 @@
 #include "core/recording.hpp"
 
+#include <sys/mman.h>
+
 #include <algorithm>
+#include <cstdint>
 
 namespace gpudoctor {
 
 std::vector<double>& GpuSeries::column_for_write(Field f) {
   auto& c = columns[index_of(f)];
-  if (!c) c = Column(std::vector<double>(time_s.size(), kMissing));
+  if (!c) {
+    std::vector<double> values;
+    assign_fresh(values, time_s.size(), kMissing);
+    c = Column(std::move(values));
+  }
   return c.values();
+}
+
+void advise_huge_pages(void* p, size_t bytes) noexcept {
+#ifdef MADV_HUGEPAGE
+  constexpr uintptr_t kHuge = uintptr_t{2} << 20;
+  if (p == nullptr || bytes < 2 * kHuge) return;
+  const auto b = (reinterpret_cast<uintptr_t>(p) + kHuge - 1) & ~(kHuge - 1);
+  const auto e = (reinterpret_cast<uintptr_t>(p) + bytes) & ~(kHuge - 1);
+  if (e > b) ::madvise(reinterpret_cast<void*>(b), e - b, MADV_HUGEPAGE);  // advice: may be refused
+#else
+  (void)p, (void)bytes;
+#endif
 }
 
 size_t GpuSeries::append_row(double t_s) {

@@ -133,7 +133,7 @@ class RecordingReader {
       const int64_t rows = sqlite3_column_int64(st.s, 1);
       if (it == by_gpu_.end()) continue;
       if (rows < 0 || rows > (int64_t{1} << 32)) return damaged("bad row count");
-      rec_.gpus[it->second].time_s.assign(static_cast<size_t>(rows), kMissing);
+      assign_fresh(rec_.gpus[it->second].time_s, static_cast<size_t>(rows), kMissing);
     }
     return kOk;
   }

@@ -7,6 +7,9 @@
 #include <atomic>
 #include <chrono>
 #include <cmath>
+#include <cstdint>
+#include <cstdio>
+#include <fstream>
 #include <stdexcept>
 #include <string>
 #include <thread>
@@ -364,6 +367,52 @@ TEST(Recording, ColumnsGrowToTheTimesRoom) {
   EXPECT_EQ(v, (std::vector<double>{1, 2, 3}));
   reserve_guess(v, 64);
   EXPECT_EQ(v.capacity(), 64u);
+}
+
+// The VmFlags of the mapping that holds address a in /proc/self/smaps ("" where none does).
+std::string vm_flags_at(uintptr_t a) {
+  std::ifstream in("/proc/self/smaps");
+  std::string line;
+  bool inside = false;
+  while (std::getline(in, line)) {
+    unsigned long b = 0, e = 0;
+    if (std::sscanf(line.c_str(), "%lx-%lx ", &b, &e) == 2 && line.find(' ') > line.find('-'))
+      inside = a >= b && a < e;
+    else if (inside && line.rfind("VmFlags:", 0) == 0)
+      return line.substr(8) + " ";
+  }
+  return "";
+}
+
+TEST(Recording, BuffersWrittenWholeAreAdvisedHugePages) {
+  // A recording's column: room for exactly its rows, every value the one given.
+  std::vector<double> v{1, 2};
+  const size_t n = size_t{3} << 20;  // 24 MiB
+  assign_fresh(v, n, kMissing);
+  ASSERT_EQ(v.size(), n);
+  EXPECT_EQ(v.capacity(), n);
+  EXPECT_TRUE(std::all_of(v.begin(), v.end(), [](double x) { return std::isnan(x); }));
+  // The huge pages inside it carry the advice (the kernel's "hg" flag on the mapping), where the
+  // kernel has transparent huge pages at all: whether it grants them is its own business.
+  const uintptr_t huge = uintptr_t{2} << 20;
+  const uintptr_t first = (reinterpret_cast<uintptr_t>(v.data()) + huge - 1) & ~(huge - 1);
+  if (std::ifstream("/sys/kernel/mm/transparent_hugepage/enabled")) {
+    EXPECT_NE(vm_flags_at(first).find(" hg "), std::string::npos) << vm_flags_at(first);
+  }
+  // Smaller, or room there already: the values all the same.
+  assign_fresh(v, 5, 7.0);
+  EXPECT_EQ(v, (std::vector<double>{7, 7, 7, 7, 7}));
+  advise_huge_pages(nullptr, n);
+  advise_huge_pages(v.data(), v.size() * sizeof(double));  // under 4 MiB: nothing to advise
+  EXPECT_EQ(v, (std::vector<double>{7, 7, 7, 7, 7}));
+
+  // The recording reader's columns are made so.
+  GpuSeries g;
+  g.time_s.assign(1000, 1.0);
+  std::vector<double>& power = g.column_for_write(Field::kPower);
+  EXPECT_EQ(power.size(), 1000u);
+  EXPECT_EQ(power.capacity(), 1000u);
+  EXPECT_TRUE(std::isnan(g.column(Field::kPower)[999]));
 }
 
 TEST(Recording, SliceKeepsWhatIsNotCutAndClipsWhatIs) {
