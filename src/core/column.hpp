@@ -14,6 +14,7 @@
 #include <iterator>
 #include <memory>
 #include <stdexcept>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
@@ -133,16 +134,19 @@ class ColumnView {
 };
 
 // Asks the kernel to back [p, p + bytes) with huge pages where it can (Linux's transparent huge
-// pages, `madvise` mode): a buffer of many megabytes that is about to be written whole then takes
-// one page fault per 2 MiB, not one per 4 KiB. Only the huge pages wholly inside the range are
-// advised (nothing outside the buffer); below 4 MiB, or where the system has no such advice, it
-// does nothing. Call it before the range is first written.
+// pages, `madvise` mode): a buffer of many megabytes that is about to be written whole may then
+// take one page fault per 2 MiB, not one per 4 KiB, where the kernel grants them (it may compact
+// memory to find them, or refuse). Only the huge pages wholly inside the range are advised; the
+// advice stays with that memory after the buffer is freed (malloc may hand it out again, in its
+// heap, to other allocations). Below 4 MiB, or where the system has no such advice, it does
+// nothing. Call it before the range is first written.
 void advise_huge_pages(void* p, size_t bytes) noexcept;
 
-// v as n copies of value, in room that is n values exactly, advised for huge pages first (for
-// buffers written whole at once: a recording's columns).
+// v as n copies of value. Where v has less room than n, the room is made anew for n values
+// exactly and advised for huge pages first (for buffers written whole at once: a recording's
+// columns); if that allocation throws, v is left empty.
 template <class T>
-void assign_fresh(std::vector<T>& v, size_t n, T value) {
+void assign_fresh(std::vector<T>& v, size_t n, std::type_identity_t<T> value) {
   if (n > v.capacity()) {
     std::vector<T>().swap(v);
     v.reserve(n);
