@@ -6,6 +6,7 @@
 
 #include <fmt/format.h>
 
+#include "analysis/prepare.hpp"
 #include "core/duration.hpp"
 #include "core/parallel.hpp"
 
@@ -16,12 +17,6 @@ bool same(double a, double b) {
   return (std::isnan(a) && std::isnan(b)) || a == b;
 }
 
-double median(std::vector<double> v) {
-  if (v.empty()) return std::numeric_limits<double>::quiet_NaN();
-  std::nth_element(v.begin(), v.begin() + static_cast<long>(v.size() / 2), v.end());
-  return v[v.size() / 2];
-}
-
 // The samples the scan keeps: every one (no index kept) until a sample is left out.
 struct Kept {
   size_t n = 0;
@@ -29,6 +24,20 @@ struct Kept {
   size_t operator[](size_t j) const { return idx.empty() ? j : idx[j]; }
   size_t size() const { return n; }
 };
+
+// Whether the median absolute difference between samples k apart (over the kept samples) is at
+// least `least`, without finding it: the median (rank m / 2 of m differences) is at least that
+// where no more than m / 2 of them are below it. False where lag_diff is NaN (fewer than 20).
+bool lag_diff_at_least(ColumnView x, const Kept& kept, size_t k, double least) {
+  size_t m = 0, below = 0;
+  for (size_t j = k; j < kept.size(); ++j) {
+    const double a = x[kept[j]], b = x[kept[j - k]];
+    if (std::isnan(a) || std::isnan(b)) continue;
+    ++m;
+    below += std::abs(a - b) < least;
+  }
+  return m >= 20 && below <= m / 2;
+}
 
 // Median absolute difference between samples k apart (over the kept samples); d is scratch.
 double lag_diff(ColumnView x, const Kept& kept, size_t k, std::vector<double>& d) {
@@ -118,11 +127,11 @@ QualityScan scan_quality(const Recording& rec, const DiagnosisConfig& cfg) {
     }
     // Gaps: a time step many intervals long.
     {
-      std::vector<double> steps;
-      steps.reserve(kept.size());
-      for (size_t j = 1; j < kept.size(); ++j)
-        steps.push_back(s.time_s[kept[j]] - s.time_s[kept[j - 1]]);
-      const double interval = median(std::move(steps));
+      const double interval =
+          kept.size() < 2 ? std::numeric_limits<double>::quiet_NaN()
+                          : diag::median_by(kept.size() - 1, [&](size_t j) {
+                              return s.time_s[kept[j + 1]] - s.time_s[kept[j]];
+                            });
       if (!std::isnan(interval) && interval > 0) {
         const double gap = std::max(30.0, cfg.gap_intervals * interval);
         for (size_t j = 1; j < kept.size(); ++j) {
@@ -147,10 +156,10 @@ QualityScan scan_quality(const Recording& rec, const DiagnosisConfig& cfg) {
                               {Field::kTemp, 3, "temperature"},
                               {Field::kMemTotal, 256, "memory total"}};
       std::vector<double> scratch;
-      scratch.reserve(kept.size());
       for (const auto& p : probes) {
         const auto c = s.column(p.f);
-        if (!c) continue;
+        // (Most logs stop here: consecutive rows differ by less than matters.)
+        if (!c || !lag_diff_at_least(*c, kept, 1, p.material)) continue;
         const double d1 = lag_diff(*c, kept, 1, scratch);
         if (!(d1 >= p.material)) continue;
         size_t found = 0;

@@ -59,14 +59,9 @@ GpuData prepare(const GpuSeries& s, const DiagnosisConfig& cfg) {
   GpuData d;
   d.s = &s;
   const size_t n = s.size();
-  {
-    std::vector<double> gaps;
-    gaps.reserve(n);
-    for (size_t i = 1; i < n; ++i) gaps.push_back(s.time_s[i] - s.time_s[i - 1]);
-    if (!gaps.empty()) {
-      std::nth_element(gaps.begin(), gaps.begin() + static_cast<long>(gaps.size() / 2), gaps.end());
-      d.interval_s = std::max(1e-3, gaps[gaps.size() / 2]);
-    }
+  if (n > 1) {
+    const auto& t = s.time_s;
+    d.interval_s = std::max(1e-3, median_by(n - 1, [&](size_t i) { return t[i + 1] - t[i]; }));
   }
 
   const auto model = s.info.name.empty() ? std::nullopt : gpu_model_by_name(s.info.name);

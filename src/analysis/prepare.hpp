@@ -4,6 +4,7 @@
 // windows the detectors judge. Internal to src/analysis.
 #pragma once
 
+#include <algorithm>
 #include <vector>
 
 #include "analysis/config.hpp"
@@ -22,5 +23,33 @@ void segment(GpuData& d, const DiagnosisConfig& cfg);
 double median_of(ColumnView c);
 // The same over rows [i0, i1) (i0 <= i1 <= the column's size).
 double median_of(ColumnView c, size_t i0, size_t i1);
+
+// The value of rank n / 2 among value(0) .. value(n - 1) (what nth_element puts at n / 2: the
+// median, the upper one of an even count), none of them NaN; NaN when n is 0. A value that more
+// than half of them share (bit for bit) is that rank's, found in two passes without a copy: the
+// time steps of a log sampled at one interval. Otherwise they are copied and selected.
+template <class Value>
+double median_by(size_t n, Value value) {
+  if (n == 0) return kNaN;
+  // The one value that may hold a majority (Boyer and Moore's vote), then its count.
+  double candidate = value(0);
+  size_t votes = 0;
+  for (size_t i = 0; i < n; ++i) {
+    const double x = value(i);
+    if (votes == 0)
+      candidate = x, votes = 1;
+    else if (same_bits(x, candidate))
+      ++votes;
+    else
+      --votes;
+  }
+  size_t count = 0;
+  for (size_t i = 0; i < n; ++i) count += same_bits(value(i), candidate);
+  if (count > n / 2) return candidate;  // its run in sorted order covers rank n / 2
+  std::vector<double> v(n);
+  for (size_t i = 0; i < n; ++i) v[i] = value(i);
+  std::nth_element(v.begin(), v.begin() + static_cast<long>(n / 2), v.end());
+  return v[n / 2];
+}
 
 }  // namespace gpudoctor::diag

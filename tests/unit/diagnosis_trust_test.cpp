@@ -9,6 +9,7 @@
 #include <gtest/gtest.h>
 
 #include "analysis/diagnosis.hpp"
+#include "analysis/prepare.hpp"
 #include "report/diagnosis_report.hpp"
 
 namespace gpudoctor {
@@ -394,6 +395,54 @@ TEST(DiagnosisTrust, InterleavedGpusAreSaid) {
       },
       false));
   EXPECT_TRUE(diagnose(calm).data_quality.empty());
+}
+
+// The row-to-row jump that matters (256 MiB of memory) is a bound on the median jump: at it, the
+// rows are read as interleaved GPUs; a little under it, they are not.
+TEST(DiagnosisTrust, InterleavedGpusFromAMedianJumpOfExactlyWhatMatters) {
+  for (const double jump : {256.0, 255.5}) {
+    Recording rec;
+    rec.gpus.push_back(make_gpu(
+        0, 1200, 0.5,
+        [&](size_t i) {
+          Row r;
+          // A GPU every other row: 600 of the 1199 jumps are `jump` (the median's rank, 599,
+          // is the last of them), the others 1000 more.
+          r.mem_used = i % 2 ? 20000 + jump + (i % 4 == 1 ? 0 : 1000) : 20000;
+          return r;
+        },
+        false));
+    const auto d = diagnose(rec);
+    bool interleaved = false;
+    for (const auto& q : d.data_quality) interleaved = interleaved || q.kind == "interleaved";
+    EXPECT_EQ(interleaved, jump >= 256) << jump;
+  }
+}
+
+// The median of the diagnosis' time steps, with and without a value most of them share: what
+// nth_element puts at rank n / 2, every time.
+TEST(DiagnosisTrust, MedianByIsTheValueAtTheMiddleRank) {
+  std::mt19937 rng(7);
+  for (size_t n = 0; n < 60; ++n) {
+    for (const int kind : {0, 1, 2}) {
+      std::vector<double> v(n);
+      for (size_t i = 0; i < n; ++i) {
+        const double noise = std::uniform_real_distribution<double>(0.5, 1.5)(rng);
+        // 0: all different; 1: exactly half one value (no majority); 2: more than half.
+        const size_t same = kind == 0 ? 0 : kind == 1 ? n / 2 : n / 2 + 1;
+        v[i] = i < same ? 1.0 : noise;
+      }
+      std::shuffle(v.begin(), v.end(), rng);
+      const double got = diag::median_by(n, [&](size_t i) { return v[i]; });
+      if (n == 0) {
+        EXPECT_TRUE(std::isnan(got));
+        continue;
+      }
+      std::vector<double> sorted = v;
+      std::sort(sorted.begin(), sorted.end());
+      EXPECT_EQ(got, sorted[n / 2]) << "n " << n << " kind " << kind;
+    }
+  }
 }
 
 }  // namespace
