@@ -1,5 +1,5 @@
 # `cmake --install` (GNUInstallDirs) and the Debian package (cmake/package.cmake):
-#   bin/gpudoctor; share/man/man1: a page per command from the program's own --help (help2man,
+#   bin/gpudoctor; lib/gpudoctor/gpudoctor-kubelet.so (the kubelet client module); share/man/man1: a page per command from the program's own --help (help2man,
 #   at build time); bash completion; share/doc/gpudoctor: README and docs/; share/gpudoctor:
 #   the deploy files (alert and recording rules, the fleet recording rules, both Grafana
 #   dashboards, unit, manifests, container file; not the rules' tests); the systemd unit
@@ -7,6 +7,9 @@
 include(GNUInstallDirs)
 
 install(TARGETS gpudoctor RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
+# The kubelet client module, where the program looks for it: ../lib/gpudoctor from bin/ (not
+# the multiarch lib directory: a private module, found relative to the program).
+install(TARGETS gpudoctor_kubelet LIBRARY DESTINATION lib/gpudoctor)
 
 option(GPUDOCTOR_MAN_PAGES "Generate man pages and bash completion with help2man" ON)
 if(GPUDOCTOR_MAN_PAGES)

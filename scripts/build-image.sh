@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Builds the container image gpudoctor:<version> from a built binary, without pulling any base
-# image: stages a root with the binary, the libraries ldd lists (and the dynamic loader), and
-# passwd/group entries for the non-root user 65534, then `buildah bud` (vfs storage, which works
-# without overlay or fuse) with deploy/container/Containerfile.
+# image: stages a root with the binary, its kubelet client module, the libraries ldd lists of
+# both (and the dynamic loader), and passwd/group entries for the non-root user 65534, then
+# `buildah bud` (vfs storage, which works without overlay or fuse) with
+# deploy/container/Containerfile.
 #   scripts/build-image.sh [BINARY] [TAG]    (default build/release/src/gpudoctor, gpudoctor:VERSION)
 # Push it with: buildah push --storage-driver vfs gpudoctor:VERSION docker://REGISTRY/gpudoctor:VERSION
 set -euo pipefail
@@ -15,10 +16,18 @@ stage=build/image
 root=$stage/rootfs
 rm -rf "$stage"
 mkdir -p "$root/usr/bin" "$root/etc" "$root/tmp" "$root/usr/share/doc/gpudoctor"
+# The kubelet client module beside it, as installed (../lib/gpudoctor from the binary's directory):
+# the daemonset asks the kubelet through it.
+module=$(dirname "$bin")/../lib/gpudoctor/gpudoctor-kubelet.so
+[ -f "$module" ] || { echo "build-image: $module missing: build it (cmake --build --preset release --target gpudoctor_kubelet)" >&2; exit 1; }
 install -m 0755 "$bin" "$root/usr/bin/gpudoctor"
 strip "$root/usr/bin/gpudoctor"
-# Every library the binary loads, at the path the loader looks for it (ld-linux included).
-for lib in $(ldd "$bin" | awk '/=> \//{print $3} /^\t\/[^ ]*ld-linux/{print $1}'); do
+mkdir -p "$root/usr/lib/gpudoctor"
+install -m 0644 "$module" "$root/usr/lib/gpudoctor/gpudoctor-kubelet.so"
+strip --strip-unneeded "$root/usr/lib/gpudoctor/gpudoctor-kubelet.so"
+# Every library the binary and the module load, at the path the loader looks for it (ld-linux
+# included).
+for lib in $( (ldd "$bin"; ldd "$module") | awk '/=> \//{print $3} /^\t\/[^ ]*ld-linux/{print $1}' | sort -u); do
   real=$(readlink -f "$lib")
   mkdir -p "$root$(dirname "$lib")"
   cp "$real" "$root$lib"

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Builds the Debian package from an existing build (no rebuild), installs it on this machine with
-# apt, uses it, and removes it again: gpudoctor --version, demo, the man page, the unit
+# apt, uses it, and removes it again: gpudoctor --version, demo, the kubelet client module (it
+# loads, and gRPC's libraries are among the Depends), the man page, the unit
 # (systemd-analyze verify), the system user, the service neither enabled nor started; after
 # `apt-get remove` nothing of the package is left but its config (dpkg's own list). Needs root.
 #   scripts/test-package.sh [BUILD_DIR]      (default build/release)
@@ -18,6 +19,7 @@ deb=$(ls "$build"/package/gpudoctor_*_amd64.deb)
 echo "test-package: $(basename "$deb"), $(du -h "$deb" | cut -f1)"
 depends=$(dpkg-deb -f "$deb" Depends)
 grep -q "libc6" <<<"$depends" || fail "Depends lacks the shared libraries (shlibdeps): $depends"
+grep -q "libgrpc++" <<<"$depends" || fail "Depends lacks the kubelet client module's gRPC: $depends"
 grep -q "libnvidia-ml1" <<<"$(dpkg-deb -f "$deb" Recommends)" || fail "no Recommends: libnvidia-ml1"
 
 DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends "./$deb" >/dev/null
@@ -30,6 +32,15 @@ grep -Eq "^gpudoctor [0-9.]+ \((git [0-9a-f]+|no git commit)" <<<"$version" || f
 demo=$(/usr/bin/gpudoctor demo --seconds 60 --scenarios healthy)
 grep -q "1 of 1 jobs diagnosed as expected" <<<"$demo" ||
   fail "gpudoctor demo failed"
+# The kubelet client module, where the installed program looks for it, loaded: a socket nobody
+# listens on is "cannot be reached" (the module's words), not "cannot be loaded".
+[ -f /usr/lib/gpudoctor/gpudoctor-kubelet.so ] || fail "no kubelet client module"
+ksock=$(mktemp -d)/kubelet.sock
+python3 -c "import socket,sys; s=socket.socket(socket.AF_UNIX); s.bind(sys.argv[1]); s.close()" "$ksock"
+kerr=$(/usr/bin/gpudoctor status --source sim:healthy --kubelet-socket "$ksock" 2>&1 >/dev/null) ||
+  fail "status with a kubelet socket: $kerr"
+rm -rf "$(dirname "$ksock")"
+grep -q "cannot be reached" <<<"$kerr" || fail "the kubelet client module did not run: $kerr"
 page=$(man gpudoctor-diagnose 2>/dev/null || true)
 grep -q "gpudoctor diagnose" <<<"$page" || fail "man gpudoctor-diagnose"
 for c in $(/usr/bin/gpudoctor --help | awk '/^Subcommands:/{on=1; next} on && /^  [a-z]/{print $1}'); do

@@ -1,71 +1,79 @@
 #include "host/pod_resources.hpp"
 
+#include <dlfcn.h>
 #include <fcntl.h>
 #include <pthread.h>
+#include <sys/auxv.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
+#include <climits>
 #include <csignal>
+#include <cstdlib>
 #include <cstring>
 
 #include <fmt/format.h>
-#include <grpcpp/grpcpp.h>
 
 #include "core/parallel.hpp"
-#include "podresources_v1.grpc.pb.h"
+#include "host/kubelet_abi.h"
 
 namespace gpudoctor::host {
 namespace {
 
 using std::chrono::milliseconds;
 
-// Answers of a large node (hundreds of pods, each with its CPU ids) stay far below this.
-constexpr int kMaxAnswerBytes = 16 << 20;
+// The kubelet client module (host/kubelet_abi.h), loaded once, the first time a kubelet's socket
+// is there to be asked; never unloaded.
+struct Module {
+  unsigned (*abi)() = nullptr;
+  gd_kubelet* (*open)(const char*) = nullptr;
+  const gd_kubelet_answer* (*list)(gd_kubelet*, long long) = nullptr;
+  void (*cancel)(gd_kubelet*) = nullptr;
+  void (*close)(gd_kubelet*) = nullptr;
+  std::string error;  // why it could not be loaded ("" when it was)
+};
 
-std::shared_ptr<grpc::Channel> make_channel(const std::string& socket) {
-  grpc::ChannelArguments args;
-  args.SetMaxReceiveMessageSize(kMaxAnswerBytes);
-  args.SetInt(GRPC_ARG_ENABLE_RETRIES, 0);  // one try per call: the next refresh is the retry
-  return grpc::CreateCustomChannel("unix:" + socket, grpc::InsecureChannelCredentials(), args);
+const Module& module() {
+  static const Module m = [] {
+    Module out;
+    const std::string path = kubelet_module_path();
+    void* h = ::dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
+    if (h == nullptr) {
+      const char* why = ::dlerror();
+      out.error = fmt::format("the kubelet client module {} cannot be loaded ({})", path,
+                              why ? why : "unknown error");
+      return out;
+    }
+    auto sym = [&](auto& f, const char* name) {
+      f = reinterpret_cast<std::remove_reference_t<decltype(f)>>(::dlsym(h, name));
+      if (f == nullptr && out.error.empty())
+        out.error = fmt::format("the kubelet client module {} has no {}", path, name);
+    };
+    sym(out.abi, "gd_kubelet_abi");
+    sym(out.open, "gd_kubelet_open");
+    sym(out.list, "gd_kubelet_list");
+    sym(out.cancel, "gd_kubelet_cancel");
+    sym(out.close, "gd_kubelet_close");
+    if (out.error.empty() && out.abi() != GD_KUBELET_ABI)
+      out.error = fmt::format(
+          "the kubelet client module {} is of another build (interface {}, this program's {})",
+          path, out.abi(), GD_KUBELET_ABI);
+    return out;
+  }();
+  return m;
 }
 
-std::vector<PodDevice> devices_of(const v1::ListPodResourcesResponse& answer) {
+// The devices of a successful answer.
+std::vector<PodDevice> devices_of(const gd_kubelet_answer& a) {
   std::vector<PodDevice> out;
-  for (const auto& pod : answer.pod_resources())
-    for (const auto& c : pod.containers())
-      for (const auto& d : c.devices())
-        for (const auto& id : d.device_ids())
-          out.push_back({d.resource_name(), id, pod.name(), pod.namespace_(), c.name()});
-  return out;
-}
-
-// A kind (each said once) and the words for a failed call.
-std::pair<std::string, std::string> describe(const grpc::Status& st, milliseconds deadline) {
-  switch (st.error_code()) {
-    case grpc::StatusCode::DEADLINE_EXCEEDED:
-      return {"timeout", fmt::format("no answer within {} ms", deadline.count())};
-    case grpc::StatusCode::UNAVAILABLE:
-      return {"unavailable", fmt::format("cannot be reached ({})", st.error_message())};
-    case grpc::StatusCode::UNIMPLEMENTED:
-      // gRPC's client says so too when the answer does not parse as the message.
-      if (st.error_message().find("No message returned") == std::string::npos)
-        return {"unimplemented",
-                fmt::format("does not serve the v1 List call ({}; a kubelet before Kubernetes "
-                            "1.20 has only v1alpha1)",
-                            st.error_message())};
-      break;
-    case grpc::StatusCode::PERMISSION_DENIED:
-    case grpc::StatusCode::UNAUTHENTICATED:
-      return {"permission", fmt::format("refused the call ({})", st.error_message())};
-    case grpc::StatusCode::CANCELLED:
-      return {"cancelled", "call cancelled"};
-    default:
-      break;
+  out.reserve(a.count);
+  for (size_t i = 0; i < a.count; ++i) {
+    const gd_kubelet_device& d = a.devices[i];
+    out.push_back({d.resource, d.device_id, d.pod, d.pod_namespace, d.container});
   }
-  return {"error", fmt::format("answered with an error or not as a kubelet (gRPC status {}: {})",
-                               static_cast<int>(st.error_code()), st.error_message())};
+  return out;
 }
 
 // Why the socket cannot be used before any call: "" when it can be tried.
@@ -96,20 +104,41 @@ constexpr const char* kConsequence =
 
 }  // namespace
 
+std::string kubelet_module_path() {
+  if (const char* env = std::getenv("GPUDOCTOR_KUBELET_MODULE"); env != nullptr && *env != '\0')
+    return env;
+  // Beside the program: bin/gpudoctor and lib/gpudoctor/ (installed, and in the build tree:
+  // build/PRESET/src/gpudoctor, build/PRESET/tests/unit_tests and build/PRESET/lib/gpudoctor).
+  // The program's path: /proc/self/exe, or where there is no /proc (a chroot) the path it was
+  // started by (the kernel's AT_EXECFN), made absolute.
+  char exe[PATH_MAX];
+  const ssize_t n = ::readlink("/proc/self/exe", exe, sizeof exe - 1);
+  std::string path = n > 0 ? std::string(exe, static_cast<size_t>(n)) : std::string();
+  if (path.empty()) {
+    const auto* started = reinterpret_cast<const char*>(::getauxval(AT_EXECFN));
+    char real[PATH_MAX];
+    if (started != nullptr && ::realpath(started, real) != nullptr) path = real;
+  }
+  const size_t slash = path.rfind('/');
+  const std::string dir = slash == std::string::npos ? "." : path.substr(0, slash);
+  return dir + "/../lib/gpudoctor/gpudoctor-kubelet.so";
+}
+
 Result<std::vector<PodDevice>> list_pod_devices(const std::string& socket, milliseconds deadline) {
-  auto stub = v1::PodResourcesLister::NewStub(make_channel(socket));
-  grpc::ClientContext ctx;
-  ctx.set_deadline(std::chrono::system_clock::now() + deadline);
-  v1::ListPodResourcesResponse answer;
-  const grpc::Status st = stub->List(&ctx, v1::ListPodResourcesRequest{}, &answer);
-  if (!st.ok())
-    return failure(fmt::format("{}: {}", subject(socket), describe(st, deadline).second));
-  return devices_of(answer);
+  const Module& m = module();
+  if (!m.error.empty()) return failure(fmt::format("{}: {}", subject(socket), m.error));
+  gd_kubelet* c = m.open(socket.c_str());
+  if (c == nullptr) return failure(fmt::format("{}: out of memory", subject(socket)));
+  const gd_kubelet_answer* a = m.list(c, deadline.count());
+  Result<std::vector<PodDevice>> out =
+      a->ok ? Result<std::vector<PodDevice>>(devices_of(*a))
+            : failure(fmt::format("{}: {}", subject(socket), a->words));
+  m.close(c);
+  return out;
 }
 
 struct PodResourcesWatcher::Impl {
-  std::shared_ptr<grpc::Channel> channel;
-  std::unique_ptr<v1::PodResourcesLister::Stub> stub;
+  gd_kubelet* client = nullptr;  // made by the refresh thread, closed by the destructor
 };
 
 PodResourcesWatcher::PodResourcesWatcher(Options o)
@@ -123,11 +152,12 @@ PodResourcesWatcher::~PodResourcesWatcher() {
   {
     std::lock_guard lock(mu_);
     stop_ = true;
-    if (in_flight_) in_flight_->TryCancel();
+    if (impl_->client != nullptr) module().cancel(impl_->client);  // a call in flight ends
   }
   wake_.notify_all();
   first_.notify_all();
   if (thread_.joinable()) thread_.join();
+  if (impl_->client != nullptr) module().close(impl_->client);
 }
 
 void PodResourcesWatcher::run() {
@@ -149,8 +179,11 @@ void PodResourcesWatcher::refresh_once() {
   bool missing = false;
   const std::string problem = socket_problem(o_.socket, &missing);
   if (missing || !problem.empty()) {
-    impl_->stub.reset();
-    impl_->channel.reset();
+    {
+      // A fresh connection once the socket is there again.
+      std::lock_guard lock(mu_);
+      if (impl_->client != nullptr) module().close(std::exchange(impl_->client, nullptr));
+    }
     if (problem == "permission")
       note_once("permission",
                 fmt::format("{}: permission denied (connecting needs write permission on it: "
@@ -161,35 +194,37 @@ void PodResourcesWatcher::refresh_once() {
     publish({});  // no kubelet here (missing: said nowhere), or none that can be asked
     return;
   }
-  if (!impl_->stub) {
-    impl_->channel = make_channel(o_.socket);
-    impl_->stub = v1::PodResourcesLister::NewStub(impl_->channel);
-  }
-  grpc::ClientContext ctx;
-  ctx.set_deadline(std::chrono::system_clock::now() + o_.deadline);
-  {
-    std::lock_guard lock(mu_);
-    if (stop_) return;
-    in_flight_ = &ctx;
-    ++calls_;
-  }
-  v1::ListPodResourcesResponse answer;
-  const grpc::Status st = impl_->stub->List(&ctx, v1::ListPodResourcesRequest{}, &answer);
-  {
-    std::lock_guard lock(mu_);
-    in_flight_ = nullptr;
-    if (stop_) return;
-  }
-  if (st.ok()) {
-    last_answer_ = now;
-    publish(devices_of(answer));
+  // A socket to ask: the module that asks it, loaded now (once).
+  const Module& m = module();
+  if (!m.error.empty()) {
+    note_once("module", fmt::format("{}: {}{}", subject(o_.socket), m.error, kConsequence));
+    publish({});
     return;
   }
-  // A fresh connection next time, rather than the channel's own reconnection back-off.
-  impl_->stub.reset();
-  impl_->channel.reset();
-  const auto [kind, words] = describe(st, o_.deadline);
-  note_once(kind, fmt::format("{}: {}{}", subject(o_.socket), words, kConsequence));
+  gd_kubelet* client = nullptr;
+  {
+    std::lock_guard lock(mu_);
+    if (stop_) return;
+    if (impl_->client == nullptr) impl_->client = m.open(o_.socket.c_str());
+    client = impl_->client;
+    if (client != nullptr) ++calls_;
+  }
+  if (client == nullptr) {
+    note_once("memory", fmt::format("{}: out of memory{}", subject(o_.socket), kConsequence));
+    publish({});
+    return;
+  }
+  const gd_kubelet_answer* a = m.list(client, o_.deadline.count());
+  {
+    std::lock_guard lock(mu_);
+    if (stop_) return;
+  }
+  if (a->ok) {
+    last_answer_ = now;
+    publish(devices_of(*a));
+    return;
+  }
+  note_once(a->kind, fmt::format("{}: {}{}", subject(o_.socket), a->words, kConsequence));
   // The last answer stands in for a while (allocations change rarely), then nothing does.
   if (last_answer_ == std::chrono::steady_clock::time_point{} || now - last_answer_ > o_.keep_last)
     publish({});

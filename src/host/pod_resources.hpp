@@ -3,7 +3,8 @@
 // (docs/owners.md): pod names and namespaces, and pods that hold a GPU with nothing running on it.
 // PodResourcesWatcher asks the kubelet on its own thread every few seconds, so sampling never
 // waits for it; a kubelet that refuses, errs or does not answer within the deadline is said once
-// in a note, never an error. gRPC stays inside pod_resources.cpp.
+// in a note, never an error. gRPC stays inside the kubelet client module (host/kubelet_abi.h),
+// which is loaded only where a kubelet's socket is there to be asked.
 // Thread-safety: a watcher's methods may be called from any one thread; its refresh thread is
 // its own.
 #pragma once
@@ -19,10 +20,6 @@
 
 #include "core/result.hpp"
 
-namespace grpc {
-class ClientContext;
-}
-
 namespace gpudoctor::host {
 
 inline constexpr const char* kDefaultKubeletSocket = "/var/lib/kubelet/pod-resources/kubelet.sock";
@@ -37,6 +34,12 @@ struct PodDevice {
 
   bool operator==(const PodDevice&) const = default;
 };
+
+// Where the kubelet client module is looked for: GPUDOCTOR_KUBELET_MODULE where it is set, else
+// lib/gpudoctor/gpudoctor-kubelet.so beside the program's bin/ (../lib/gpudoctor from its
+// directory: installed, /usr/bin and /usr/lib/gpudoctor; built, build/PRESET/src and
+// build/PRESET/lib/gpudoctor).
+std::string kubelet_module_path();
 
 // One List call on a fresh connection: every device of every container, or an error that says
 // what went wrong ("kubelet pod-resources at PATH: ..."). For tests and one-off use; the watcher
@@ -82,11 +85,10 @@ class PodResourcesWatcher {
   void publish(std::vector<PodDevice> devices);
 
   Options o_;
-  std::unique_ptr<Impl> impl_;  // gRPC channel and stub: used by the refresh thread only
+  std::unique_ptr<Impl> impl_;  // the module's client: made by the refresh thread (under mu_)
   mutable std::mutex mu_;
   std::condition_variable wake_, first_;
   bool stop_ = false, first_done_ = false;
-  grpc::ClientContext* in_flight_ = nullptr;  // the call in progress, to cancel (guarded by mu_)
   std::shared_ptr<const Snapshot> latest_ = std::make_shared<Snapshot>();
   std::chrono::steady_clock::time_point last_answer_{};
   std::vector<std::string> notes_, said_;

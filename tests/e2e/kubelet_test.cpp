@@ -124,4 +124,22 @@ TEST(Kubelet, NoKubeletIsSilentAndAKubeletThatDoesNotAnswerIsANote) {
   EXPECT_GE(kubelet.calls(), 1);
 }
 
+// The kubelet is asked through a module of its own (gpudoctor-kubelet.so: gRPC stays out of the
+// program): one that cannot be loaded is a note that says where it was looked for, never an
+// error, and pods are then known by UID only.
+TEST(Kubelet, AClientModuleThatCannotBeLoadedIsANote) {
+  Node node;
+  fake_kubelet::Server kubelet(node.socket, Mode::kAnswer, pods());
+  const std::string missing = (node.dir / "no-such-module.so").string();
+  const Result r = run_with(node.env + " GPUDOCTOR_KUBELET_MODULE=" + quote(missing),
+                            "status --kubelet-socket " + quote(node.socket));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const std::string note = "gpudoctor: note: the kubelet's pod-resources socket " + node.socket +
+                           ": the kubelet client module " + missing + " cannot be loaded (";
+  EXPECT_NE(r.err.find(note), std::string::npos) << r.err;
+  EXPECT_NE(r.out.find("pod 3f1e7b2a (root)"), std::string::npos) << r.out;
+  EXPECT_EQ(r.out.find("notebook-7"), std::string::npos) << r.out;
+  EXPECT_EQ(kubelet.calls(), 0);
+}
+
 }  // namespace
