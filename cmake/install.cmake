@@ -9,6 +9,10 @@ include(GNUInstallDirs)
 install(TARGETS gpudoctor RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
 # The kubelet client module, where the program looks for it: ../lib/gpudoctor from bin/ (not
 # the multiarch lib directory: a private module, found relative to the program).
+if(NOT CMAKE_INSTALL_BINDIR STREQUAL "bin")
+  message(FATAL_ERROR "CMAKE_INSTALL_BINDIR must be bin: the program finds its kubelet client "
+                      "module in ../lib/gpudoctor (host/pod_resources.cpp)")
+endif()
 install(TARGETS gpudoctor_kubelet LIBRARY DESTINATION lib/gpudoctor)
 
 option(GPUDOCTOR_MAN_PAGES "Generate man pages and bash completion with help2man" ON)

@@ -11,8 +11,16 @@
 extern "C" {
 #endif
 
-// Changes whenever anything below does: the program refuses a module of another.
+// Raise it with every change below (a type, a function, what a call promises): a long-running
+// program loads the module late (an upgrade may have replaced it meanwhile) and refuses one whose
+// number is not its own.
 #define GD_KUBELET_ABI 1
+
+#ifdef __cplusplus
+#define GD_KUBELET_NOEXCEPT noexcept
+#else
+#define GD_KUBELET_NOEXCEPT
+#endif
 
 // One device the kubelet gave to one container (strings in UTF-8, never NULL).
 typedef struct gd_kubelet_device {
@@ -36,16 +44,17 @@ typedef struct gd_kubelet_answer {
 typedef struct gd_kubelet gd_kubelet;
 
 // GD_KUBELET_ABI of the module.
-unsigned gd_kubelet_abi(void);
+unsigned gd_kubelet_abi(void) GD_KUBELET_NOEXCEPT;
 // A client of the pod-resources API on a unix socket (no connection yet); NULL only when out of
-// memory.
-gd_kubelet* gd_kubelet_open(const char* socket);
+// memory. No function throws.
+gd_kubelet* gd_kubelet_open(const char* socket) GD_KUBELET_NOEXCEPT;
 // One List call, within deadline_ms. The answer is the client's until its next call or close.
 // A failed call drops the connection: the next call makes a fresh one.
-const gd_kubelet_answer* gd_kubelet_list(gd_kubelet* client, long long deadline_ms);
+const gd_kubelet_answer* gd_kubelet_list(gd_kubelet* client,
+                                         long long deadline_ms) GD_KUBELET_NOEXCEPT;
 // From any thread: a call in flight ends as "cancelled", and so does every later one.
-void gd_kubelet_cancel(gd_kubelet* client);
-void gd_kubelet_close(gd_kubelet* client);
+void gd_kubelet_cancel(gd_kubelet* client) GD_KUBELET_NOEXCEPT;
+void gd_kubelet_close(gd_kubelet* client) GD_KUBELET_NOEXCEPT;
 
 #ifdef __cplusplus
 }

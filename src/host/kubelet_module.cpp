@@ -6,7 +6,6 @@
 #include <chrono>
 #include <memory>
 #include <mutex>
-#include <new>
 #include <string>
 #include <vector>
 
@@ -79,17 +78,21 @@ struct gd_kubelet {
 
 extern "C" {
 
-unsigned gd_kubelet_abi(void) {
+unsigned gd_kubelet_abi(void) noexcept {
   return GD_KUBELET_ABI;
 }
 
-gd_kubelet* gd_kubelet_open(const char* socket) {
-  auto* c = new (std::nothrow) gd_kubelet;
-  if (c != nullptr) c->socket = socket;
-  return c;
+gd_kubelet* gd_kubelet_open(const char* socket) noexcept {
+  try {
+    auto c = std::make_unique<gd_kubelet>();
+    c->socket = socket;
+    return c.release();
+  } catch (const std::exception&) {  // std::bad_alloc
+    return nullptr;
+  }
 }
 
-const gd_kubelet_answer* gd_kubelet_list(gd_kubelet* c, long long deadline_ms) {
+const gd_kubelet_answer* gd_kubelet_list(gd_kubelet* c, long long deadline_ms) noexcept {
   try {
     if (!c->stub) {
       grpc::ChannelArguments args;
@@ -106,11 +109,19 @@ const gd_kubelet_answer* gd_kubelet_list(gd_kubelet* c, long long deadline_ms) {
       if (c->cancelled) return c->fail("cancelled", "call cancelled");
       c->in_flight = &ctx;
     }
+    // Not in flight once the call has ended, however it ends (before ctx goes).
+    struct Landed {
+      gd_kubelet* c;
+      ~Landed() {
+        const std::lock_guard lock(c->mu);
+        c->in_flight = nullptr;
+      }
+    };
     v1::ListPodResourcesResponse reply;
-    const grpc::Status st = c->stub->List(&ctx, v1::ListPodResourcesRequest{}, &reply);
+    grpc::Status st;
     {
-      const std::lock_guard lock(c->mu);
-      c->in_flight = nullptr;
+      const Landed landed{c};
+      st = c->stub->List(&ctx, v1::ListPodResourcesRequest{}, &reply);
     }
     if (!st.ok()) {
       auto [kind, words] = describe(st, deadline_ms);
@@ -129,20 +140,22 @@ const gd_kubelet_answer* gd_kubelet_list(gd_kubelet* c, long long deadline_ms) {
     c->kind.clear(), c->words.clear();
     c->answer = {1, c->kind.c_str(), c->words.c_str(), c->views.size(), c->views.data()};
     return &c->answer;
-  } catch (const std::exception& e) {  // std::bad_alloc, mostly: said as a failed call
-    const std::lock_guard lock(c->mu);
-    c->in_flight = nullptr;
-    return c->fail("error", fmt::format("the call failed in gpudoctor ({})", e.what()));
+  } catch (const std::exception&) {  // std::bad_alloc: a failed call, in words that need no room
+    c->stub.reset();
+    c->channel.reset();
+    c->devices.clear(), c->views.clear();
+    c->answer = {0, "error", "the call failed in gpudoctor (out of memory)", 0, nullptr};
+    return &c->answer;
   }
 }
 
-void gd_kubelet_cancel(gd_kubelet* c) {
+void gd_kubelet_cancel(gd_kubelet* c) noexcept {
   const std::lock_guard lock(c->mu);
   c->cancelled = true;
   if (c->in_flight != nullptr) c->in_flight->TryCancel();
 }
 
-void gd_kubelet_close(gd_kubelet* c) {
+void gd_kubelet_close(gd_kubelet* c) noexcept {
   delete c;
 }
 

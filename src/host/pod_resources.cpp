@@ -13,6 +13,9 @@
 #include <csignal>
 #include <cstdlib>
 #include <cstring>
+#include <memory>
+#include <mutex>
+#include <type_traits>
 
 #include <fmt/format.h>
 
@@ -20,49 +23,65 @@
 #include "host/kubelet_abi.h"
 
 namespace gpudoctor::host {
-namespace {
 
-using std::chrono::milliseconds;
-
-// The kubelet client module (host/kubelet_abi.h), loaded once, the first time a kubelet's socket
-// is there to be asked; never unloaded.
-struct Module {
+// The kubelet client module (host/kubelet_abi.h): loaded the first time a kubelet's socket is
+// there to be asked, and kept. A load that fails is tried again at the next refresh (a package
+// upgrade half done, no file descriptors left), its note said once.
+struct KubeletModule {
   unsigned (*abi)() = nullptr;
   gd_kubelet* (*open)(const char*) = nullptr;
   const gd_kubelet_answer* (*list)(gd_kubelet*, long long) = nullptr;
   void (*cancel)(gd_kubelet*) = nullptr;
   void (*close)(gd_kubelet*) = nullptr;
-  std::string error;  // why it could not be loaded ("" when it was)
 };
 
-const Module& module() {
-  static const Module m = [] {
-    Module out;
-    const std::string path = kubelet_module_path();
-    void* h = ::dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
-    if (h == nullptr) {
-      const char* why = ::dlerror();
-      out.error = fmt::format("the kubelet client module {} cannot be loaded ({})", path,
-                              why ? why : "unknown error");
-      return out;
-    }
-    auto sym = [&](auto& f, const char* name) {
-      f = reinterpret_cast<std::remove_reference_t<decltype(f)>>(::dlsym(h, name));
-      if (f == nullptr && out.error.empty())
-        out.error = fmt::format("the kubelet client module {} has no {}", path, name);
-    };
-    sym(out.abi, "gd_kubelet_abi");
-    sym(out.open, "gd_kubelet_open");
-    sym(out.list, "gd_kubelet_list");
-    sym(out.cancel, "gd_kubelet_cancel");
-    sym(out.close, "gd_kubelet_close");
-    if (out.error.empty() && out.abi() != GD_KUBELET_ABI)
-      out.error = fmt::format(
-          "the kubelet client module {} is of another build (interface {}, this program's {})",
-          path, out.abi(), GD_KUBELET_ABI);
-    return out;
-  }();
-  return m;
+namespace {
+
+using std::chrono::milliseconds;
+
+// The module, or nullptr and why not.
+const KubeletModule* load_module(std::string* error) {
+  static std::mutex mu;
+  static std::unique_ptr<const KubeletModule> loaded;
+  const std::lock_guard lock(mu);
+  if (loaded) return loaded.get();
+  const std::string path = kubelet_module_path();
+  if (path.empty()) {
+    *error =
+        "the kubelet client module cannot be found: the program's own path is not known (no "
+        "/proc/self/exe); name it with GPUDOCTOR_KUBELET_MODULE";
+    return nullptr;
+  }
+  void* h = ::dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
+  if (h == nullptr) {
+    const char* why = ::dlerror();
+    *error = fmt::format("the kubelet client module {} cannot be loaded ({})", path,
+                         why ? why : "unknown error");
+    return nullptr;
+  }
+  auto m = std::make_unique<KubeletModule>();
+  std::string missing;
+  auto sym = [&](auto& f, const char* name) {
+    f = reinterpret_cast<std::remove_reference_t<decltype(f)>>(::dlsym(h, name));
+    if (f == nullptr && missing.empty()) missing = name;
+  };
+  sym(m->abi, "gd_kubelet_abi");
+  sym(m->open, "gd_kubelet_open");
+  sym(m->list, "gd_kubelet_list");
+  sym(m->cancel, "gd_kubelet_cancel");
+  sym(m->close, "gd_kubelet_close");
+  if (!missing.empty())
+    *error = fmt::format("the kubelet client module {} has no {}", path, missing);
+  else if (m->abi() != GD_KUBELET_ABI)
+    *error = fmt::format(
+        "the kubelet client module {} is of another build (interface {}, this program's {})", path,
+        m->abi(), GD_KUBELET_ABI);
+  if (!missing.empty() || m->abi() != GD_KUBELET_ABI) {
+    ::dlclose(h);
+    return nullptr;
+  }
+  loaded = std::move(m);  // (the handle is never closed: the module stays while the program runs)
+  return loaded.get();
 }
 
 // The devices of a successful answer.
@@ -119,14 +138,16 @@ std::string kubelet_module_path() {
     char real[PATH_MAX];
     if (started != nullptr && ::realpath(started, real) != nullptr) path = real;
   }
-  const size_t slash = path.rfind('/');
-  const std::string dir = slash == std::string::npos ? "." : path.substr(0, slash);
-  return dir + "/../lib/gpudoctor/gpudoctor-kubelet.so";
+  // Never a guess relative to the working directory.
+  if (path.empty() || path.front() != '/') return "";
+  return path.substr(0, path.rfind('/')) + "/../lib/gpudoctor/gpudoctor-kubelet.so";
 }
 
 Result<std::vector<PodDevice>> list_pod_devices(const std::string& socket, milliseconds deadline) {
-  const Module& m = module();
-  if (!m.error.empty()) return failure(fmt::format("{}: {}", subject(socket), m.error));
+  std::string error;
+  const KubeletModule* mp = load_module(&error);
+  if (mp == nullptr) return failure(fmt::format("{}: {}", subject(socket), error));
+  const KubeletModule& m = *mp;
   gd_kubelet* c = m.open(socket.c_str());
   if (c == nullptr) return failure(fmt::format("{}: out of memory", subject(socket)));
   const gd_kubelet_answer* a = m.list(c, deadline.count());
@@ -138,7 +159,8 @@ Result<std::vector<PodDevice>> list_pod_devices(const std::string& socket, milli
 }
 
 struct PodResourcesWatcher::Impl {
-  gd_kubelet* client = nullptr;  // made by the refresh thread, closed by the destructor
+  const KubeletModule* module = nullptr;  // the module the client is of (set with it)
+  gd_kubelet* client = nullptr;           // made by the refresh thread, closed by the destructor
 };
 
 PodResourcesWatcher::PodResourcesWatcher(Options o)
@@ -152,12 +174,12 @@ PodResourcesWatcher::~PodResourcesWatcher() {
   {
     std::lock_guard lock(mu_);
     stop_ = true;
-    if (impl_->client != nullptr) module().cancel(impl_->client);  // a call in flight ends
+    if (impl_->client != nullptr) impl_->module->cancel(impl_->client);  // a call in flight ends
   }
   wake_.notify_all();
   first_.notify_all();
   if (thread_.joinable()) thread_.join();
-  if (impl_->client != nullptr) module().close(impl_->client);
+  if (impl_->client != nullptr) impl_->module->close(impl_->client);
 }
 
 void PodResourcesWatcher::run() {
@@ -182,7 +204,7 @@ void PodResourcesWatcher::refresh_once() {
     {
       // A fresh connection once the socket is there again.
       std::lock_guard lock(mu_);
-      if (impl_->client != nullptr) module().close(std::exchange(impl_->client, nullptr));
+      if (impl_->client != nullptr) impl_->module->close(std::exchange(impl_->client, nullptr));
     }
     if (problem == "permission")
       note_once("permission",
@@ -195,17 +217,19 @@ void PodResourcesWatcher::refresh_once() {
     return;
   }
   // A socket to ask: the module that asks it, loaded now (once).
-  const Module& m = module();
-  if (!m.error.empty()) {
-    note_once("module", fmt::format("{}: {}{}", subject(o_.socket), m.error, kConsequence));
+  std::string error;
+  const KubeletModule* mp = load_module(&error);
+  if (mp == nullptr) {
+    note_once("module", fmt::format("{}: {}{}", subject(o_.socket), error, kConsequence));
     publish({});
     return;
   }
+  const KubeletModule& m = *mp;
   gd_kubelet* client = nullptr;
   {
     std::lock_guard lock(mu_);
     if (stop_) return;
-    if (impl_->client == nullptr) impl_->client = m.open(o_.socket.c_str());
+    if (impl_->client == nullptr) impl_->client = m.open(o_.socket.c_str()), impl_->module = &m;
     client = impl_->client;
     if (client != nullptr) ++calls_;
   }

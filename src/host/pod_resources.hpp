@@ -38,7 +38,7 @@ struct PodDevice {
 // Where the kubelet client module is looked for: GPUDOCTOR_KUBELET_MODULE where it is set, else
 // lib/gpudoctor/gpudoctor-kubelet.so beside the program's bin/ (../lib/gpudoctor from its
 // directory: installed, /usr/bin and /usr/lib/gpudoctor; built, build/PRESET/src and
-// build/PRESET/lib/gpudoctor).
+// build/PRESET/lib/gpudoctor); "" where the program's own path is not known.
 std::string kubelet_module_path();
 
 // One List call on a fresh connection: every device of every container, or an error that says
