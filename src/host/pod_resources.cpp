@@ -55,8 +55,10 @@ const KubeletModule* load_module(std::string* error) {
   void* h = ::dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
   if (h == nullptr) {
     const char* why = ::dlerror();
-    *error = fmt::format("the kubelet client module {} cannot be loaded ({})", path,
-                         why ? why : "unknown error");
+    *error = fmt::format(
+        "the kubelet client module {} cannot be loaded ({}; GPUDOCTOR_KUBELET_MODULE names "
+        "another)",
+        path, why ? why : "unknown error");
     return nullptr;
   }
   auto m = std::make_unique<KubeletModule>();
