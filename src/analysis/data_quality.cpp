@@ -127,11 +127,10 @@ QualityScan scan_quality(const Recording& rec, const DiagnosisConfig& cfg) {
     }
     // Gaps: a time step many intervals long.
     {
-      const double interval =
-          kept.size() < 2 ? std::numeric_limits<double>::quiet_NaN()
-                          : diag::median_by(kept.size() - 1, [&](size_t j) {
-                              return s.time_s[kept[j + 1]] - s.time_s[kept[j]];
-                            });
+      const double interval = kept.size() < 2 ? std::numeric_limits<double>::quiet_NaN()
+                                              : diag::median_by(kept.size() - 1, [&](size_t j) {
+                                                  return s.time_s[kept[j + 1]] - s.time_s[kept[j]];
+                                                });
       if (!std::isnan(interval) && interval > 0) {
         const double gap = std::max(30.0, cfg.gap_intervals * interval);
         for (size_t j = 1; j < kept.size(); ++j) {
