@@ -65,14 +65,18 @@ struct gd_kubelet {
   std::vector<gd_kubelet_device> views;
   gd_kubelet_answer answer{};
 
-  const gd_kubelet_answer* fail(std::string k, std::string w) {
-    // A fresh connection next time, rather than the channel's own reconnection back-off.
+  // A failed call's answer (k and w: text that outlives the client, or its own strings). A fresh
+  // connection next time, rather than the channel's own reconnection back-off.
+  const gd_kubelet_answer* failed(const char* k, const char* w) noexcept {
     stub.reset();
     channel.reset();
-    kind = std::move(k), words = std::move(w);
     devices.clear(), views.clear();
-    answer = {0, kind.c_str(), words.c_str(), 0, nullptr};
+    answer = {0, k, w, 0, nullptr};
     return &answer;
+  }
+  const gd_kubelet_answer* fail(std::string k, std::string w) {
+    kind = std::move(k), words = std::move(w);
+    return failed(kind.c_str(), words.c_str());
   }
 };
 
@@ -141,11 +145,7 @@ const gd_kubelet_answer* gd_kubelet_list(gd_kubelet* c, long long deadline_ms) n
     c->answer = {1, c->kind.c_str(), c->words.c_str(), c->views.size(), c->views.data()};
     return &c->answer;
   } catch (const std::exception&) {  // std::bad_alloc: a failed call, in words that need no room
-    c->stub.reset();
-    c->channel.reset();
-    c->devices.clear(), c->views.clear();
-    c->answer = {0, "error", "the call failed in gpudoctor (out of memory)", 0, nullptr};
-    return &c->answer;
+    return c->failed("error", "the call failed in gpudoctor (out of memory)");
   }
 }
 

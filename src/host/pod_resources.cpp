@@ -72,13 +72,14 @@ const KubeletModule* load_module(std::string* error) {
   sym(m->list, "gd_kubelet_list");
   sym(m->cancel, "gd_kubelet_cancel");
   sym(m->close, "gd_kubelet_close");
+  const unsigned abi = missing.empty() ? m->abi() : 0;
   if (!missing.empty())
     *error = fmt::format("the kubelet client module {} has no {}", path, missing);
-  else if (m->abi() != GD_KUBELET_ABI)
+  else if (abi != GD_KUBELET_ABI)
     *error = fmt::format(
         "the kubelet client module {} is of another build (interface {}, this program's {})", path,
-        m->abi(), GD_KUBELET_ABI);
-  if (!missing.empty() || m->abi() != GD_KUBELET_ABI) {
+        abi, GD_KUBELET_ABI);
+  if (!missing.empty() || abi != GD_KUBELET_ABI) {
     ::dlclose(h);
     return nullptr;
   }
