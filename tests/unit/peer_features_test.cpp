@@ -42,7 +42,8 @@ TEST(PeerFeatures, EqualTheWindowFeaturesAtAnyWindow) {
       for (int k = 0; k < 200; ++k) {
         size_t i0 = rng() % n, i1 = rng() % (n + 1);
         if (i0 > i1) std::swap(i0, i1);
-        const Features a = ctx.peer_features(g, i0, i1), b = ctx.features(g, i0, i1);
+        const PeerFeatures a = ctx.peer_features(g, i0, i1);
+        const Features b = ctx.features(g, i0, i1);
         EXPECT_EQ(a.n, b.n);
         expect_same(a.util, b.util, "util");
         expect_same(a.power_ratio, b.power_ratio, "power_ratio");
@@ -90,6 +91,45 @@ TEST(PeerFeatures, SumsBetweenMarksAreTheRunningSumsBitForBit) {
   EXPECT_GT(run.pr_n, 0u);
   EXPECT_LT(run.pr_n, n);  // the hole left some samples out
   EXPECT_EQ(d.sums.marks.size(), n / PrefixSums::kStride + 1);
+}
+
+// What a GPU did over one of its own windows is made once and read from there by the others: the
+// same figures, bit for bit, as made anew; a range that is no window of the GPU is made anew,
+// whatever window the hint names.
+TEST(PeerFeatures, ReadFromAWindowOfTheSameSamplesBitForBit) {
+  Recording rec = sim::simulate_recording(
+      sim::parse_sim_spec("straggler,gpus=3,duration=30m,interval=1s").value(),
+      *gpu_model_by_key("h100-sxm"));
+  const DiagnosisConfig cfg;
+  Context ctx{rec, cfg, {}, detect_workload(rec)};
+  for (const auto& s : rec.gpus) {
+    ctx.gpus.push_back(prepare(s, cfg));
+    segment(ctx.gpus.back(), cfg);
+  }
+  auto same = [](const PeerFeatures& a, const PeerFeatures& b) {
+    auto eq = [](double x, double y) { return (std::isnan(x) && std::isnan(y)) || x == y; };
+    return a.n == b.n && eq(a.util, b.util) && eq(a.power_ratio, b.power_ratio) &&
+           eq(a.power_sd_ratio, b.power_sd_ratio) && eq(a.efficiency, b.efficiency);
+  };
+  for (size_t g = 0; g < ctx.gpus.size(); ++g) {
+    auto& ws = ctx.gpus[g].windows;
+    ASSERT_GT(ws.size(), 3u);
+    for (auto& w : ws) w.peer = ctx.peer_features(g, w.i0, w.i1);
+    for (size_t k = 0; k < ws.size(); ++k) {
+      const PeerFeatures made = ctx.peer_features(g, ws[k].i0, ws[k].i1);
+      for (size_t hint : {k, size_t{0}, ws.size() - 1, ws.size() + 5})
+        EXPECT_TRUE(same(ctx.peer_features_at(g, ws[k].i0, ws[k].i1, hint), made)) << k;
+      // Not a window: one sample short of it.
+      if (ws[k].i1 - ws[k].i0 > 2) {
+        const PeerFeatures part = ctx.peer_features(g, ws[k].i0, ws[k].i1 - 1);
+        EXPECT_TRUE(same(ctx.peer_features_at(g, ws[k].i0, ws[k].i1 - 1, k), part)) << k;
+        EXPECT_FALSE(same(part, made)) << k;
+      }
+    }
+    // A window's stored figures are what is read: a changed one shows.
+    ws[1].peer.util = -1;
+    EXPECT_EQ(ctx.peer_features_at(g, ws[1].i0, ws[1].i1, 0).util, -1);
+  }
 }
 
 }  // namespace

@@ -89,9 +89,9 @@ PrefixSums::Sums GpuData::sums_before(size_t i) const {
   return s;
 }
 
-Features Context::peer_features(size_t g, size_t i0, size_t i1) const {
+PeerFeatures Context::peer_features(size_t g, size_t i0, size_t i1) const {
   const GpuData& d = gpus[g];
-  Features f;
+  PeerFeatures f;
   f.n = i1 - i0;
   if (f.n == 0) return f;
   const PrefixSums::Sums a = d.sums_before(i0), b = d.sums_before(i1);
@@ -110,6 +110,17 @@ Features Context::peer_features(size_t g, size_t i0, size_t i1) const {
   }
   f.efficiency = mean(a.eff, b.eff, a.eff_n, b.eff_n);
   return f;
+}
+
+PeerFeatures Context::peer_features_at(size_t g, size_t i0, size_t i1, size_t hint) const {
+  const auto& ws = gpus[g].windows;
+  auto same = [&](size_t k) { return k < ws.size() && ws[k].i0 == i0 && ws[k].i1 == i1; };
+  if (same(hint)) return ws[hint].peer;
+  const size_t k =
+      static_cast<size_t>(std::lower_bound(ws.begin(), ws.end(), i0,
+                                           [](const Window& w, size_t i) { return w.i0 < i; }) -
+                          ws.begin());
+  return same(k) ? ws[k].peer : peer_features(g, i0, i1);
 }
 
 size_t Context::active_samples(size_t g, size_t i0, size_t i1) const {

@@ -21,7 +21,7 @@ namespace {
 
 struct Peer {
   size_t g;
-  Features f;
+  PeerFeatures f;
 };
 
 // Pearson correlation of two GPUs' power over [t0, t1), pairing each sample of a with the
@@ -53,13 +53,21 @@ double power_correlation(const Context& ctx, size_t a, size_t b, double t0, doub
   return cov / std::sqrt(vx * vy);
 }
 
-double median(std::vector<double> v) {
+// The median of one figure of the GPUs (a GPU first, then its peers) but one (skip); v, its
+// scratch. (In that order: a figure unknown on some GPU makes the order matter.)
+double median_of_others(const Peer& self, const std::vector<Peer>& peers, size_t skip,
+                        double PeerFeatures::*figure, std::vector<double>& v) {
+  v.clear();
+  if (self.g != skip) v.push_back(self.f.*figure);
+  for (const auto& p : peers)
+    if (p.g != skip) v.push_back(p.f.*figure);
   if (v.empty()) return kNaN;
   std::nth_element(v.begin(), v.begin() + static_cast<long>(v.size() / 2), v.end());
   return v[v.size() / 2];
 }
 
-bool busy_but_idle(const Context& ctx, const Features& f) {
+template <typename F>
+bool busy_but_idle(const Context& ctx, const F& f) {
   return f.util >= ctx.cfg.busy_util_pct && f.efficiency < ctx.cfg.low_efficiency;
 }
 
@@ -67,14 +75,17 @@ std::optional<Candidate> check(const Context& ctx, size_t g, const Window& w) {
   if (w.idle) return std::nullopt;
   const auto& cfg = ctx.cfg;
   const Features& f = w.f;
-  // The other GPUs working over the same time.
+  // The other GPUs working over the same time. (Where the GPUs were sampled together, each one's
+  // window of these samples has the index of this one: what it did is read from there.)
+  const size_t k = static_cast<size_t>(&w - ctx.gpus[g].windows.data());
   std::vector<Peer> peers;
+  peers.reserve(ctx.gpus.size());
   for (size_t h = 0; h < ctx.gpus.size(); ++h) {
     if (h == g) continue;
     const auto [i0, i1] = ctx.range(h, w.t0, w.t1, w.i0, w.i1);
     if (i1 - i0 < 2) continue;
     if (ctx.active_samples(h, i0, i1) * 2 < i1 - i0) continue;
-    peers.push_back({h, ctx.peer_features(h, i0, i1)});
+    peers.push_back({h, ctx.peer_features_at(h, i0, i1, k)});
   }
   if (peers.empty()) {
     // One GPU alone: only its own peer traffic can say it waits on others (other nodes).
@@ -99,17 +110,28 @@ std::optional<Candidate> check(const Context& ctx, size_t g, const Window& w) {
     double top_pr = f.power_ratio;
     for (const auto& p : peers)
       if (p.f.power_ratio > top_pr || !known(top_pr)) top = p.g, top_pr = p.f.power_ratio;
-    std::vector<double> others_pr, others_util, others_eff;
-    if (top != g)
-      others_pr.push_back(f.power_ratio), others_util.push_back(f.util),
-          others_eff.push_back(f.efficiency);
+    // The others: every GPU here but the top one, this one among them. Each median is taken only
+    // where the test before it passed (a median of 63 GPUs per window and figure is a fleet's
+    // cost).
+    const Peer self{g, {f.n, f.util, f.power_ratio, f.power_sd_ratio, f.efficiency}};
+    std::vector<double> v;
+    v.reserve(peers.size() + 1);
+    auto median = [&](double PeerFeatures::*figure) {
+      return median_of_others(self, peers, top, figure, v);
+    };
+    // (The median is no lower than the lowest: where even that is within the gap, and every
+    // figure is known, no median is needed to say no.)
+    bool all_known = known(f.power_ratio);
+    double lowest = f.power_ratio;
     for (const auto& p : peers)
-      if (p.g != top)
-        others_pr.push_back(p.f.power_ratio), others_util.push_back(p.f.util),
-            others_eff.push_back(p.f.efficiency);
-    const double m_pr = median(others_pr), m_util = median(others_util), m_eff = median(others_eff);
-    if (known(top_pr) && known(m_pr) && top_pr - m_pr >= cfg.straggler_power_gap &&
-        m_util >= cfg.busy_util_pct - 10 && m_eff < cfg.low_efficiency) {
+      all_known = all_known && known(p.f.power_ratio), lowest = std::min(lowest, p.f.power_ratio);
+    const bool within_gap = all_known && top_pr - lowest < cfg.straggler_power_gap;
+    const double m_pr = within_gap ? kNaN : median(&PeerFeatures::power_ratio);
+    const bool straggler = known(top_pr) && known(m_pr) && top_pr - m_pr >= cfg.straggler_power_gap;
+    const double m_util = straggler ? median(&PeerFeatures::util) : kNaN;
+    const double m_eff =
+        straggler && m_util >= cfg.busy_util_pct - 10 ? median(&PeerFeatures::efficiency) : kNaN;
+    if (straggler && m_util >= cfg.busy_util_pct - 10 && m_eff < cfg.low_efficiency) {
       Candidate c;
       c.confidence = 0.8;
       c.evidence["pattern"] = "straggler";

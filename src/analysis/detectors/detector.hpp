@@ -73,11 +73,21 @@ struct Features {
   }
 };
 
+// What another GPU did over a window, as the communication detector compares GPUs: the figures
+// of Features of the same names, from running sums (PrefixSums).
+struct PeerFeatures {
+  size_t n = 0;
+  double util = kNaN, power_ratio = kNaN, power_sd_ratio = kNaN, efficiency = kNaN;
+};
+
 struct Window {
   bool idle = false;  // an idle stretch (whole run or a long pause), not steady work
   double t0 = 0, t1 = 0;
   size_t i0 = 0, i1 = 0;  // sample index range [i0, i1)
   Features f;
+  // The GPU's figures over the window as its peers see them (Context::peer_features), made once:
+  // every other GPU reads them over a window of the same samples.
+  PeerFeatures peer;
 };
 
 // Running sums over a GPU's samples, so that the mean of a measure over any window costs two
@@ -170,9 +180,11 @@ struct Context {
   // Computes the features of GPU g over samples [i0, i1).
   Features features(size_t g, size_t i0, size_t i1) const;
   // What another GPU did over samples [i0, i1): the features' util, power_ratio, power_sd_ratio
-  // and efficiency alone (the same figures features() gives, from the running sums), and its
-  // active samples.
-  Features peer_features(size_t g, size_t i0, size_t i1) const;
+  // and efficiency alone (the same figures features() gives, from the running sums).
+  PeerFeatures peer_features(size_t g, size_t i0, size_t i1) const;
+  // The same, read from GPU g's window over exactly those samples where it has one (hint: the
+  // index of that window, probably, tried first), else made.
+  PeerFeatures peer_features_at(size_t g, size_t i0, size_t i1, size_t hint) const;
   size_t active_samples(size_t g, size_t i0, size_t i1) const;
   // Sample index range of GPU g with times in [t0, t1). hint0, hint1: where the bounds probably
   // are (a window's own indices, where the GPUs were sampled together), tried first.
