@@ -37,13 +37,20 @@ Records::Next Records::next(std::vector<std::string_view>& cells, size_t& line_n
       len = nl != nullptr ? static_cast<size_t>(static_cast<const char*>(nl) - rest.data())
                           : rest.size();
     }
-    const std::string_view line = rest.substr(0, len);
+    std::string_view line = rest.substr(0, len);
     // Every byte of the text is in what some call consumes, and each is checked there: the
-    // line, or a quoted record's lines (check_utf8).
+    // line, or a quoted record's lines (text::ReadAs::kCheckUtf8).
     auto check = [&](std::string_view bytes) {
-      if (check_utf8_ && !text::valid_utf8(bytes)) invalid_utf8_ = true;
+      if (bytes_ == text::ReadAs::kCheckUtf8 && !text::valid_utf8(bytes)) invalid_utf8_ = true;
     };
-    if (!quoted && non_ascii) check(line);
+    if (!quoted && non_ascii) {
+      check(line);
+      if (bytes_ ==
+          text::ReadAs::kWindows1252) {  // (decoding adds no quote, separator or line end)
+        line = decoded(line);
+        text::split_line_trimmed(line, sep_, '"', cells, non_ascii);
+      }
+    }
     line_no = ++line_;
     const std::string_view t = text::trim(line);
     if (t.empty() || t.front() == '#') {
@@ -51,25 +58,41 @@ Records::Next Records::next(std::vector<std::string_view>& cells, size_t& line_n
       pos_ = std::min(text_.size(), pos_ + len + 1);
       continue;
     }
-    text::passed(line.data());
+    text::passed(rest.data());
     if (!quoted) {
       pos_ = std::min(text_.size(), pos_ + len + 1);
       raw = t;
       return Next::kRecord;
     }
     size_t consumed = 0;
+    const size_t line_before = line_;
     if (!split_quoted(rest, consumed, cells)) {
       check(line);
       pos_ = std::min(text_.size(), pos_ + len + 1);  // an unclosed quote: this line only
-      raw = t;
+      raw = bytes_ == text::ReadAs::kWindows1252 ? text::trim(decoded(line)) : t;
       return Next::kMalformed;
     }
-    check(rest.substr(0, consumed));
+    std::string_view record = rest.substr(0, consumed);
+    check(record);
+    if (bytes_ == text::ReadAs::kWindows1252 &&
+        std::any_of(record.begin(), record.end(), [](char c) { return (c & 0x80) != 0; })) {
+      // Split again, decoded: the same cells, quotes and line ends.
+      const size_t line_after = line_;
+      line_ = line_before;
+      record = decoded(record);
+      size_t decoded_consumed = 0;
+      split_quoted(record, decoded_consumed, cells);
+      line_ = line_after;
+    }
     pos_ += consumed;
-    raw = text::trim(rest.substr(0, consumed));
+    raw = text::trim(record);
     return Next::kRecord;
   }
   return Next::kEnd;
+}
+
+std::string_view Records::decoded(std::string_view bytes) {
+  return text::decode_to_utf8(bytes, text::Encoding::kWindows1252, decoded_);
 }
 
 bool Records::split_quoted(std::string_view s, size_t& consumed,

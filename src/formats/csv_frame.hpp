@@ -1,13 +1,16 @@
 // The framing layer of the CSV-like log readers: lines, cells, separators and RFC 4180 quotes
 // (a quoted cell may hold the separator, doubled quotes and line breaks). The readers above it see
 // records of trimmed, unquoted cells and never the bytes' layout. Text reaches it as UTF-8
-// (load.cpp decodes other encodings once, at the edge).
+// (load.cpp decodes other encodings once, at the edge), or as Windows-1252 that it decodes line by
+// line (text::ReadAs): a log whose only such bytes are in its header ("°C") is read in place.
 #pragma once
 
 #include <cstddef>
 #include <string>
 #include <string_view>
 #include <vector>
+
+#include "formats/encoding.hpp"
 
 namespace gpudoctor::csv {
 
@@ -20,19 +23,19 @@ class Records {
  public:
   enum class Next { kRecord, kMalformed, kEnd };
 
-  // check_utf8: the text's encoding is not known yet (load_text leaves the check to the reader):
-  // each line holding a byte of 0x80 or more is checked to be UTF-8 as it is read (invalid_utf8).
-  Records(std::string_view text, char sep, size_t line_before, bool check_utf8 = false)
-      : text_(text), sep_(sep), line_(line_before), check_utf8_(check_utf8) {}
+  Records(std::string_view text, char sep, size_t line_before,
+          text::ReadAs bytes = text::ReadAs::kUtf8)
+      : text_(text), sep_(sep), line_(line_before), bytes_(bytes) {}
 
-  // line_no: the line the record starts on; raw: its text, trimmed.
+  // line_no: the line the record starts on; raw: its text, trimmed. Cells and raw are UTF-8 (with
+  // text::ReadAs::kWindows1252, views into the record decoded, valid until the next call).
   Next next(std::vector<std::string_view>& cells, size_t& line_no, std::string_view& raw);
 
   // Bytes consumed so far, and the number of the last line read.
   size_t position() const { return pos_; }
   bool at_end() const { return pos_ >= text_.size(); }
   size_t line() const { return line_; }
-  // With check_utf8: some line read so far is not valid UTF-8.
+  // With text::ReadAs::kCheckUtf8: some line read so far is not valid UTF-8.
   bool invalid_utf8() const { return invalid_utf8_; }
 
  private:
@@ -42,13 +45,16 @@ class Records {
   };
 
   bool split_quoted(std::string_view s, size_t& consumed, std::vector<std::string_view>& cells);
+  // text::ReadAs::kWindows1252: the bytes decoded to UTF-8, in decoded_.
+  std::string_view decoded(std::string_view bytes);
 
   std::string_view text_;
   char sep_;
   size_t line_;
   size_t pos_ = 0;
-  bool check_utf8_ = false, invalid_utf8_ = false;
-  std::string own_;
+  text::ReadAs bytes_;
+  bool invalid_utf8_ = false;
+  std::string own_, decoded_;
   std::vector<Span> spans_;
 };
 

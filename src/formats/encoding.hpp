@@ -12,6 +12,14 @@ namespace gpudoctor::text {
 
 enum class Encoding { kUtf8, kUtf8Bom, kUtf16Le, kUtf16Be, kWindows1252 };
 
+// How a reader that decodes as it reads (InputReader::decodes_as_it_reads) takes a text's bytes,
+// as load_text tells it: UTF-8 (decoded before, or ASCII); UTF-8 not checked yet: each line
+// holding a byte of 0x80 or more is checked as it is read, and a text that is not all UTF-8 gives
+// an error of code kNotUtf8; Windows-1252 (load_text found the text is not UTF-8): each line
+// holding such a byte is decoded to UTF-8 as it is read, the others (most, in the logs of GPU-Z
+// and HWiNFO, whose "°C" is in the header) are read in place, with no copy of the text.
+enum class ReadAs { kUtf8, kCheckUtf8, kWindows1252 };
+
 // The encoding of a text, from its first bytes (byte order marks, NUL bytes) and, for 8-bit text,
 // whether the whole text is valid UTF-8.
 Encoding detect_encoding(std::string_view bytes);

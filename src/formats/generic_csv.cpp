@@ -51,7 +51,8 @@ Result<Recording> Reader::run() {
   if (auto e = make_layout()) return std::move(*e);
   // The lines before the rows; the rows' framing checks the rest as it reads it.
   const size_t before_rows = static_cast<size_t>(body_.data() - text_.data()) + rows_offset_;
-  if (opt_.check_utf8 && !text::valid_utf8(text_.substr(0, before_rows))) invalid_utf8_ = true;
+  if (opt_.read_as == text::ReadAs::kCheckUtf8 && !text::valid_utf8(text_.substr(0, before_rows)))
+    invalid_utf8_ = true;
   read_rows();
   auto rec = finish_reading();
   if (invalid_utf8_)

@@ -21,6 +21,7 @@
 
 #include "core/recording.hpp"
 #include "core/result.hpp"
+#include "formats/encoding.hpp"
 #include "formats/flat_table.hpp"
 
 namespace gpudoctor {
@@ -49,10 +50,10 @@ struct GenericCsvOptions {
   size_t chunk_bytes = 0;
   // Set (tests, the bench): counts the chunks read by other readers and merged as they were.
   size_t* chunks_merged = nullptr;
-  // The text's encoding is not known yet (load_text leaves the check to this reader, which reads
-  // every byte anyway): a text that is not all UTF-8 gives an error of code kNotUtf8, no
-  // recording.
-  bool check_utf8 = false;
+  // How the text's bytes are taken (text::ReadAs, as load_text says): UTF-8; UTF-8 checked as
+  // read (this reader reads every byte anyway: no pass over the text before it); Windows-1252
+  // decoded as read.
+  text::ReadAs read_as = text::ReadAs::kUtf8;
 };
 
 // True when the text looks like a CSV whose header names columns gpudoctor recognises through the

@@ -176,6 +176,9 @@ bool Reader::merge(Reader& part, size_t line_base) {
     add_problem(*into, *from, origin_, line_base);
   data_lines_ += part.data_lines_;
   rows_read_ += part.rows_read_;
+  // A log without a GPU column: every row's time, for the rounds (finish_reading).
+  row_times_.insert(row_times_.end(), part.row_times_.begin(), part.row_times_.end());
+  timed_rows_ += part.timed_rows_;
   header_repeats_ += part.header_repeats_;
   any_unzoned_ = any_unzoned_ || part.any_unzoned_;
   decimal_comma_ = decimal_comma_ || part.decimal_comma_;
@@ -190,7 +193,10 @@ bool Reader::read_in_chunks(std::string_view rows) {
   const unsigned threads =
       opt_.threads != 0 ? opt_.threads : (in_spread_work() ? 1 : default_threads());
   const size_t chunk = opt_.chunk_bytes != 0 ? opt_.chunk_bytes : kChunkBytes;
-  if (threads < 2 || chunk_ || wide_ || key_col_ < 0 || time_col_ < 0 || rows.size() < 2 * chunk)
+  // (Without a GPU column, the rows are one GPU's on the first reading; on a second, by their
+  // place in the sampling rounds, each row's GPU is its rank among all rows: read in order.)
+  const bool by_position = key_col_ < 0 && !positions_.empty();
+  if (threads < 2 || chunk_ || wide_ || by_position || time_col_ < 0 || rows.size() < 2 * chunk)
     return false;
   // The head, read here: it fixes the time's form and the first time the others count from. A
   // quote in it may open a cell that holds line ends: then all is read in one pass.
@@ -198,7 +204,7 @@ bool Reader::read_in_chunks(std::string_view rows) {
   if (std::memchr(rows.data(), '"', head) != nullptr) return false;
   size_t line = read_span(rows.substr(0, head), rows_line_before_, head == rows.size());
   if (head == rows.size()) return true;
-  if (header_changes_ > 0 || !have_first_ || key_col_ < 0 || wide_ ||
+  if (header_changes_ > 0 || !have_first_ || wide_ ||
       !(mode_ == TimeMode::kDateTime || mode_ == TimeMode::kDateAndTod ||
         mode_ == TimeMode::kEpoch || mode_ == TimeMode::kElapsed)) {
     // (A time of day needs the rows before it: past midnight it goes back.)

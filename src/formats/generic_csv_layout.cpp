@@ -85,7 +85,7 @@ std::optional<Error> Reader::find_header() {
   std::vector<std::string_view> cells;
   size_t rec_line = 0;
   std::string_view raw;
-  Records header(body_.substr(offset), sep_, line_no - 1);
+  Records header(body_.substr(offset), sep_, line_no - 1, decoding());
   if (header.next(cells, rec_line, raw) != Records::Next::kRecord)
     return usage_error(fmt::format("{}:{}: cannot read the header line (a quote is never closed)",
                                    origin_, file_line(line_no)));
@@ -104,7 +104,7 @@ std::optional<Error> Reader::find_header() {
     });
   };
   if (!comment.empty() && !recognised(header_)) {
-    Records cr(comment.substr(1), sep_, comment_line - 1);
+    Records cr(comment.substr(1), sep_, comment_line - 1, decoding());
     std::vector<std::string_view> cc;
     size_t cl = 0;
     std::string_view craw;
@@ -426,7 +426,7 @@ void Reader::find_footer() {
     if (end == 0) return;
     const size_t nl = rest.rfind('\n', end - 1);
     const size_t begin = nl == std::string_view::npos ? 0 : nl + 1;
-    r = Records(rest.substr(begin, end - begin), sep_, 0);
+    r = Records(rest.substr(begin, end - begin), sep_, 0, decoding());
     size_t ln = 0;
     if (r.next(cells, ln, raw) != Records::Next::kRecord || raw == header_raw_) return;
   }

@@ -168,6 +168,11 @@ class Reader {
   }
   // The file's line of a record (a table's rows carry the file's own lines already).
   static size_t file_line(size_t n) { return n; }
+  // How the lines before and after the rows (header, comments, footer) are framed: decoded where
+  // the text is Windows-1252 (the rows: as opt_.read_as says, checked for UTF-8 there too).
+  text::ReadAs decoding() const {
+    return opt_.read_as == text::ReadAs::kWindows1252 ? opt_.read_as : text::ReadAs::kUtf8;
+  }
 
   std::string_view text_;
   const std::string& origin_;
@@ -292,7 +297,7 @@ class Reader {
   // How far the rows read so far reach, for rows_ahead(): into body_, or a table's rows read.
   const char* read_to_ = nullptr;
   size_t table_read_ = 0;
-  bool invalid_utf8_ = false;  // opt_.check_utf8: some text read is not UTF-8
+  bool invalid_utf8_ = false;  // ReadAs::kCheckUtf8: some text read is not UTF-8
   std::vector<std::string> position_ids_;
   size_t timed_rows_ = 0;
   Recording rec_;

@@ -572,7 +572,7 @@ void Reader::read_rows() {
 }
 
 size_t Reader::read_span(std::string_view rows, size_t line_before, bool last) {
-  Records records(rows, sep_, line_before, opt_.check_utf8);
+  Records records(rows, sep_, line_before, opt_.read_as);
   size_t ncols = cols_.size();
   bool empty_last_name = !header_.empty() && header_.back().empty();
   const bool cut_at_end = last && text::ends_inside_a_line(body_);

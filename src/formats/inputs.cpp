@@ -35,7 +35,7 @@ GenericCsvOptions generic_options(Opts o) {
   GenericCsvOptions g;
   g.map = o.map;
   g.power_limit_w = o.power_limit_w;
-  g.check_utf8 = o.check_utf8;
+  g.read_as = o.read_as;
   return g;
 }
 
@@ -49,7 +49,7 @@ Result<Recording> read_smi_csv_input(std::string_view text, Origin origin, Opts 
   s.columns = o.columns;
   s.power_limit_w = o.power_limit_w;
   s.map = o.map;
-  s.check_utf8 = o.check_utf8;
+  s.read_as = o.read_as;
   return read_smi_csv(text, origin, s);
 }
 

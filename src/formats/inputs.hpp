@@ -28,9 +28,10 @@ struct InputReader {
   // Reads the whole text (UTF-8; W&B run files: the bytes as they are).
   Result<Recording> (*read)(std::string_view text, const std::string& origin,
                             const LoadOptions& options);
-  // The reader checks that the text is UTF-8 as it reads it (LoadOptions::check_utf8), which
-  // spares load_text a pass over a large text before it.
-  bool checks_utf8 = false;
+  // The reader takes the text's bytes as LoadOptions::read_as says: checks that it is UTF-8, or
+  // decodes Windows-1252, as it reads it, which spares load_text a pass over a large text before
+  // it (and a decoded copy of it).
+  bool decodes_as_it_reads = false;
 };
 
 // Every reader, in the order content is tried (the first whose recognise says yes reads it).

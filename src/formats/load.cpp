@@ -83,6 +83,14 @@ namespace {
 // Detection looks at this many bytes from the start of the input.
 constexpr size_t kHeadBytes = 4096;
 
+// A head of a text of `total` bytes, cut after its last line end where it is not all of the text
+// (so that no character is cut at its end); empty where no line ends in it.
+std::string_view whole_lines(std::string_view head, size_t total) {
+  if (head.size() == total) return head;
+  const size_t nl = head.rfind('\n');
+  return nl == std::string_view::npos ? std::string_view() : head.substr(0, nl + 1);
+}
+
 // A header line of a delimited table (',' ';' or tab, at least two named cells, the next line with
 // as many cells): its line number and cells. Only the first line that is not blank or a comment.
 std::optional<std::pair<size_t, std::vector<std::string_view>>> unknown_header(
@@ -159,17 +167,33 @@ Result<Recording> load_text(std::string_view bytes, const std::string& origin,
   std::string decoded;
   std::string_view utf8 = bytes;
   const std::string_view head = bytes.substr(0, kHeadBytes);
-  // An 8-bit text whose head is UTF-8, for a reader that checks the rest as it reads (the CSV
-  // reader): no pass over the whole text first. Where the rest is not UTF-8, or the reader fails,
-  // what follows reads it as ever (a failure's message comes from the decoded text).
-  if (!head.empty() && !looks_like_wandb_run(head) && !text::encoding_by_head(bytes) &&
-      text::valid_utf8(head)) {
-    auto reader = choose_reader(head, origin, options);
-    if (reader && reader.value()->checks_utf8) {
-      LoadOptions checking = options;
-      checking.check_utf8 = true;
-      auto rec = reader.value()->read(bytes, origin, checking);
-      if (rec.ok()) return with_gpu_name(std::move(rec), options);
+  // An 8-bit text, for a reader that decodes as it reads (the CSV reader): no pass over the whole
+  // text first, and no copy of it. Where its head is UTF-8, the reader checks the rest is; where
+  // the head's whole lines are not UTF-8, the text is Windows-1252, and the reader decodes the
+  // lines that need it. Where the rest is not UTF-8, or the reader fails, what follows reads it
+  // as ever (a failure's message comes from the decoded text).
+  if (!head.empty() && !looks_like_wandb_run(head) && !text::encoding_by_head(bytes)) {
+    LoadOptions as_read = options;
+    std::string decoded_head;
+    std::string_view utf8_head = head;
+    if (text::valid_utf8(head)) {
+      as_read.read_as = text::ReadAs::kCheckUtf8;
+    } else if (!text::valid_utf8(whole_lines(head, bytes.size()))) {
+      as_read.read_as = text::ReadAs::kWindows1252;
+      // (What a reader is chosen by: the decoded text's first kHeadBytes, as below.)
+      utf8_head = text::decode_to_utf8(head, text::Encoding::kWindows1252, decoded_head)
+                      .substr(0, kHeadBytes);
+    }
+    if (as_read.read_as != text::ReadAs::kUtf8) {
+      auto reader = choose_reader(utf8_head, origin, options);
+      if (reader && reader.value()->decodes_as_it_reads) {
+        auto rec = reader.value()->read(bytes, origin, as_read);
+        if (rec.ok() && as_read.read_as == text::ReadAs::kWindows1252)
+          log_reader::add_note(rec.value(),
+                               fmt::format("the file is {} text: decoded to UTF-8",
+                                           text::encoding_name(text::Encoding::kWindows1252)));
+        if (rec.ok()) return with_gpu_name(std::move(rec), options);
+      }
     }
   }
   if (!head.empty() && !looks_like_wandb_run(head)) {

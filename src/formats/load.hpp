@@ -13,6 +13,7 @@
 
 #include "core/recording.hpp"
 #include "core/result.hpp"
+#include "formats/encoding.hpp"
 
 namespace gpudoctor {
 
@@ -27,9 +28,9 @@ struct LoadOptions {
   // Reading `-`: asked when a read of standard input is interrupted by a signal (Ctrl-C); true
   // ends the reading and what arrived is read. Empty: standard input is read to its end.
   std::function<bool()> stop_reading;
-  // Set by load_text, not by its callers: the text's encoding is not checked yet, and a reader
-  // that checks it as it reads (InputReader::checks_utf8) says kNotUtf8 where it is not UTF-8.
-  bool check_utf8 = false;
+  // Set by load_text, not by its callers: how a reader that decodes as it reads
+  // (InputReader::decodes_as_it_reads) takes the text's bytes (text::ReadAs).
+  text::ReadAs read_as = text::ReadAs::kUtf8;
 };
 
 std::vector<std::string> input_formats();

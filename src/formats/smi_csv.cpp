@@ -62,7 +62,7 @@ Result<Recording> read_smi_csv(std::string_view text, const std::string& origin,
   g.power_limit_w = opt.power_limit_w;
   g.map = opt.map;
   g.tool = "nvidia-smi";
-  g.check_utf8 = opt.check_utf8;
+  g.read_as = opt.read_as;
   return read_generic_csv(text, origin, g);
 }
 

@@ -14,6 +14,7 @@
 
 #include "core/recording.hpp"
 #include "core/result.hpp"
+#include "formats/encoding.hpp"
 
 namespace gpudoctor {
 
@@ -25,8 +26,8 @@ struct SmiCsvOptions {
   std::optional<double> power_limit_w;
   // --map COLUMN=FIELD (GenericCsvOptions::map).
   std::vector<std::pair<std::string, std::string>> map;
-  // GenericCsvOptions::check_utf8.
-  bool check_utf8 = false;
+  // GenericCsvOptions::read_as.
+  text::ReadAs read_as = text::ReadAs::kUtf8;
 };
 
 // True when a header's cells hold a name only nvidia-smi --query-gpu writes (a dotted query name

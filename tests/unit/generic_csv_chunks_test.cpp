@@ -88,26 +88,47 @@ size_t expect_same(std::string_view text, const std::string& what, std::string_v
   checked.threads = 3;
   checked.chunk_bytes = std::max<size_t>(997, n / 23);
   checked.tool = tool;
-  checked.check_utf8 = true;
+  checked.read_as = text::ReadAs::kCheckUtf8;
   EXPECT_EQ(differs(one, read_generic_csv(text, "in.csv", checked)), "")
       << what << ", checked as read";
   return merged;
 }
 
-std::string utf8_of(const fs::path& p) {
+std::string bytes_of(const fs::path& p) {
   std::ifstream in(p, std::ios::binary);
   std::stringstream ss;
   ss << in.rdbuf();
-  const std::string bytes = ss.str();
+  return ss.str();
+}
+
+std::string utf8_of(const fs::path& p) {
+  const std::string bytes = bytes_of(p);
   std::string storage;
   const std::string_view s = text::decode_to_utf8(bytes, text::detect_encoding(bytes), storage);
   return std::string(s);
 }
 
+// A Windows-1252 text read as it is (ReadAs::kWindows1252: the lines that need it decoded as they
+// are read) gives the recording its decoded text gives, in one pass and in chunks.
+void expect_decoded_as_read(const std::string& bytes, const std::string& what) {
+  std::string storage;
+  const std::string decoded(text::decode_to_utf8(bytes, text::Encoding::kWindows1252, storage));
+  const auto want = read(decoded, 1, 0, nullptr);
+  for (const auto& [threads, chunk] :
+       {std::pair{1u, size_t{0}}, std::pair{3u, std::max<size_t>(61, bytes.size() / 50)}}) {
+    GenericCsvOptions o;
+    o.threads = threads;
+    o.chunk_bytes = chunk;
+    o.read_as = text::ReadAs::kWindows1252;
+    EXPECT_EQ(differs(want, read_generic_csv(bytes, "in.csv", o)), "")
+        << what << ", decoded as read, " << threads << " thread(s)";
+  }
+}
+
 // Every fixture and real log the CSV reader takes (and those it refuses: the same error).
 TEST(CsvChunks, EveryLogReadsAsInOnePass) {
   const fs::path root(GPUDOCTOR_SOURCE_DIR);
-  size_t files = 0, chunked = 0;
+  size_t files = 0, chunked = 0, latin1 = 0;
   for (const fs::path& dir : {root / "tests/data/logs", root / "../shared/data/real-logs"}) {
     if (!fs::is_directory(dir)) continue;
     for (const auto& e : fs::recursive_directory_iterator(dir)) {
@@ -118,12 +139,18 @@ TEST(CsvChunks, EveryLogReadsAsInOnePass) {
       const std::string name = e.path().filename().string();
       ++files;
       chunked += expect_same(text, name) > 0;
+      const std::string bytes = bytes_of(e.path());
+      if (text::detect_encoding(bytes) == text::Encoding::kWindows1252) {
+        ++latin1;
+        expect_decoded_as_read(bytes, name);
+      }
       if (e.path().parent_path().filename() == "smi-csv")
         chunked += expect_same(text, name + " as nvidia-smi's", "nvidia-smi") > 0;
     }
   }
   EXPECT_GE(files, 40U);
   EXPECT_GE(chunked, 20U) << "of " << files << " files";
+  EXPECT_GE(latin1, 2U) << "Windows-1252 logs (GPU-Z, HWiNFO) among " << files << " files";
 }
 
 // An nvidia-smi-like log of `rows` rounds of `gpus` GPUs, 1 s apart; `edit` changes row r's line.
@@ -274,6 +301,91 @@ TEST(CsvChunks, UnitsToldByValuesFromEveryChunk) {
   for (const auto& n : rec.value().notes) notes += n + "\n";
   EXPECT_NE(notes.find("bytes"), std::string::npos) << notes;
   EXPECT_NE(notes.find("ratio"), std::string::npos) << notes;
+}
+
+// A log without a GPU column (GPU-Z, HWiNFO, a script's own CSV): one GPU's rows, read in chunks
+// as a log with one; where its rows come in rounds of several GPUs (the same time on each round's
+// rows), the second reading that tells them apart by their place in the round is in order. The
+// same recording as one pass either way, times going back across a cut included.
+TEST(CsvChunks, LogsWithoutAGpuColumn) {
+  auto gpuz = [](size_t rows, auto&& edit) {
+    std::string s = "Date , GPU Clock [MHz] , GPU Load [%] , Board Power Draw [W] ,\n";
+    for (size_t r = 0; r < rows; ++r) {
+      std::string line =
+          fmt::format("2026-12-03 {:02}:{:02}:{:02} , {:7.1f} , {:3} , {:6.1f} ,\n", 10 + r / 3600,
+                      r / 60 % 60, r % 60, 1980.0 - r % 50, r % 101, 100.0 + (r % 40) * 0.1);
+      edit(r, line);
+      s += line;
+    }
+    return s;
+  };
+  const std::string plain = gpuz(3000, [](size_t, std::string&) {});
+  EXPECT_GT(expect_same(plain, "GPU-Z"), 10U);
+  const auto rec = read(plain, 3, 997, nullptr);
+  ASSERT_TRUE(rec.ok()) << rec.error().message;
+  ASSERT_EQ(rec->gpus.size(), 1U);
+  EXPECT_EQ(rec->gpus[0].size(), 3000U);
+
+  expect_same(gpuz(3000,
+                   [](size_t r, std::string& line) {
+                     if (r % 97 == 5) line.replace(line.find("10:"), 8, "09:00:00");
+                   }),
+              "GPU-Z, time back");
+
+  // Two GPUs' rows in rounds, with no column to tell them apart.
+  std::string rounds = "time,power_w,util\n";
+  for (size_t r = 0; r < 2000; ++r)
+    for (size_t g = 0; g < 2; ++g)
+      rounds += fmt::format("{},{},{}\n", 1764756000 + r, 100 + g * 200 + r % 50, (r + g) % 101);
+  expect_same(rounds, "rounds");
+  const auto two = read(rounds, 3, 997, nullptr);
+  ASSERT_TRUE(two.ok()) << two.error().message;
+  ASSERT_EQ(two->gpus.size(), 2U);
+  EXPECT_EQ(two->gpus[1].size(), 2000U);
+}
+
+// Windows-1252 bytes in every place a CSV holds text: the header ("°C"), a comment line above it
+// that is the header, the GPU's name in the rows, a quoted cell over two lines, a quote never
+// closed, a number that cannot be read, the footer of group names (HWiNFO) and a last line cut
+// short. Decoded as read, the recording of the decoded text, notes (which quote cells) included.
+TEST(CsvChunks, Windows1252DecodedAsItIsRead) {
+  const std::string head =
+      "Date, GPU Temperature [\xB0"
+      "C], Board Power Draw [W], GPU Load [%], Name, Remark\n";
+  std::string s = "# " + head + head;
+  for (size_t r = 0; r < 1500; ++r) {
+    std::string remark = r % 3 == 0 ? "na\xEFve" : "plain";
+    if (r == 900) remark = "\"unclosed \xE9";
+    // A quoted temperature over two lines that cannot be read: the note quotes it (the first
+    // such cell; in bad_temp, that of the first row).
+    const std::string temp = r == 700 ? "\"4\xB0\n0\"" : fmt::format("{}", 40 + r % 30);
+    s += fmt::format("2026-12-03 {:02}:{:02}:{:02}, {}, {}.5, {}, GeForce RTX\x99 4090, {}\n",
+                     10 + r / 3600, r / 60 % 60, r % 60, temp, 100 + r % 300, r % 101, remark);
+  }
+  std::string bad_temp = s;
+  bad_temp.replace(bad_temp.find(", 40, "), 6,
+                   ", 4\xB0"
+                   "0, ");
+  std::string footer = s +
+                       ", GPU [\xB0"
+                       "C], GPU [W], GPU [%], GPU\n";
+  std::string cut = s + "2026-12-03 11:00:00, 41, 1\xB0";
+  for (const std::string* t : {&s, &bad_temp, &footer, &cut}) {
+    expect_decoded_as_read(*t, "made");
+    GenericCsvOptions o;
+    o.read_as = text::ReadAs::kWindows1252;
+    const auto rec = read_generic_csv(*t, "in.csv", o);
+    ASSERT_TRUE(rec.ok()) << rec.error().message;
+    ASSERT_EQ(rec->gpus.size(), 1U);
+    EXPECT_EQ(rec->gpus[0].info.name, "GeForce RTX\u2122 4090");
+    EXPECT_TRUE(rec->gpus[0].columns[index_of(Field::kTemp)]);
+    bool quoted = false;
+    for (const auto& n : rec->notes) {
+      EXPECT_TRUE(text::valid_utf8(n)) << n;
+      quoted = quoted || n.find("cannot read \"4\u00B0") != std::string::npos;
+    }
+    EXPECT_TRUE(quoted);
+  }
 }
 
 // A time of day alone needs the rows before it (past midnight it goes back): read in one pass,

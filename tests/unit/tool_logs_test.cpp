@@ -543,8 +543,8 @@ TEST(Encodings, DecodedOnceAtTheEdge) {
 }
 
 // A CSV whose first 4 KiB are UTF-8 is not checked whole before it is read: the CSV reader checks
-// each line as it reads it (check_utf8), on one thread or in chunks, quoted records' lines and
-// skipped lines too. A byte that is not UTF-8 anywhere makes load_text decode the whole text
+// each line as it reads it (ReadAs::kCheckUtf8), on one thread or in chunks, quoted records' lines
+// and skipped lines too. A byte that is not UTF-8 anywhere makes load_text decode the whole text
 // and read it again: the same recording as checking first, note included.
 TEST(Encodings, TheCsvReaderChecksTheRestAsItReads) {
   auto csv = [](std::string_view late) {
@@ -575,7 +575,7 @@ TEST(Encodings, TheCsvReaderChecksTheRestAsItReads) {
   size_t merged = 0;  // chunks read on other threads: the reading in chunks was tested
   auto check = [&](const std::string& text, unsigned threads) {
     GenericCsvOptions o;
-    o.check_utf8 = true;
+    o.read_as = text::ReadAs::kCheckUtf8;
     o.threads = threads;
     o.chunk_bytes = 1024;
     o.chunks_merged = &merged;
@@ -615,6 +615,56 @@ TEST(Encodings, TheCsvReaderChecksTheRestAsItReads) {
   auto r = check(two_lines, 1);
   ASSERT_TRUE(r.ok()) << r.error().message;
   EXPECT_EQ(r->gpus.at(0).size(), 400u);
+}
+
+// A CSV whose head is not UTF-8 (GPU-Z's "°C" in Windows-1252) is read as it is, its lines
+// decoded where they need it (ReadAs::kWindows1252), not decoded whole first: the recording of the
+// decoded text, with the note that says so. A UTF-8 text whose 4 KiB head ends inside a character
+// is UTF-8 all the same.
+TEST(Encodings, Windows1252CsvIsDecodedAsItIsRead) {
+  std::string gpuz =
+      "        Date        , GPU Temperature [\xB0"
+      "C] , GPU Load [%] , "
+      "Board Power Draw [W] , Name ,\r\n";
+  for (int i = 0; i < 2000; ++i)
+    gpuz +=
+        fmt::format("2026-12-01 00:{:02d}:{:02d} , {:5.1f} , {:3} , {:6.1f} , RTX\x99 A6000 ,\r\n",
+                    i / 60 % 60, i % 60, 60.0 + i % 7, i % 101, 100.0 + (i % 40) * 0.1);
+  std::string storage;
+  const std::string decoded(text::decode_to_utf8(gpuz, text::Encoding::kWindows1252, storage));
+  auto raw = load_text(gpuz, "g.txt", {});
+  auto dec = load_text(decoded, "g.txt", {});
+  ASSERT_TRUE(raw.ok()) << raw.error().message;
+  ASSERT_TRUE(dec.ok()) << dec.error().message;
+  EXPECT_TRUE(has_note(*raw, "Windows-1252 (latin-1) text: decoded to UTF-8")) << all_notes(*raw);
+  ASSERT_EQ(raw->gpus.size(), 1u);
+  EXPECT_EQ(raw->gpus[0].info.name, "RTX\u2122 A6000");
+  EXPECT_EQ(raw->gpus[0].size(), 2000u);
+  for (size_t f = 0; f < kFieldCount; ++f) {
+    const auto a = raw->gpus[0].column(static_cast<Field>(f));
+    const auto b = dec->gpus[0].column(static_cast<Field>(f));
+    ASSERT_EQ(bool(a), bool(b)) << f;
+    if (a) {
+      EXPECT_TRUE(std::equal(a->begin(), a->end(), b->begin(), b->end(), [](double x, double y) {
+        return same_bits(x, y);
+      })) << f;
+    }
+  }
+  // UTF-8 whose first 4 KiB end inside "°" (its first byte the head's last): no note, the name as
+  // written.
+  std::string utf8 = "timestamp, index, name, utilization.gpu [%]\n";
+  for (int i = 0; i < 200; ++i) {
+    std::string row =
+        fmt::format("2026/01/01 00:{:02d}:{:02d}.000, 0, A100 \u00B0C, 5\n", i / 60, i % 60);
+    const size_t at = utf8.size() + row.find("\u00B0");
+    if (at < 4095 && at + row.size() > 4095) row.insert(row.find("A100"), 4095 - at, ' ');
+    utf8 += row;
+  }
+  ASSERT_EQ(utf8.substr(4095, 2), "\u00B0");
+  auto u = load_text(utf8, "u.csv", {});
+  ASSERT_TRUE(u.ok()) << u.error().message;
+  EXPECT_FALSE(has_note(*u, "decoded to UTF-8")) << all_notes(*u);
+  EXPECT_EQ(u->gpus.at(0).info.name, "A100 \u00B0C");
 }
 
 // The catalogue: each (name, per-GPU) once, every reason code real, every entry read as itself.
