@@ -45,8 +45,8 @@ Records::Next Records::next(std::vector<std::string_view>& cells, size_t& line_n
     };
     if (!quoted && non_ascii) {
       check(line);
-      if (bytes_ ==
-          text::ReadAs::kWindows1252) {  // (decoding adds no quote, separator or line end)
+      // (Decoding adds no quote, separator or line end: all three are ASCII.)
+      if (bytes_ == text::ReadAs::kWindows1252) {
         line = decoded(line);
         text::split_line_trimmed(line, sep_, '"', cells, non_ascii);
       }

@@ -49,7 +49,9 @@ std::optional<Error> Reader::find_header() {
   while (lines.next(line)) {
     const std::string_view t = text::trim(line);
     if (t.empty()) continue;
-    if (t.size() == 5 && text::istarts_with(t, "sep=")) {  // Excel's separator hint
+    // Excel's separator hint: an ASCII one (a byte past ASCII is part of a character: as a
+    // separator it would cut characters, and decoded from Windows-1252 it is no longer one byte).
+    if (t.size() == 5 && text::istarts_with(t, "sep=") && static_cast<unsigned char>(t[4]) < 0x80) {
       sep_ = t[4];
       explicit_sep = true;
       continue;

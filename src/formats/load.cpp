@@ -199,6 +199,8 @@ Result<Recording> load_text(std::string_view bytes, const std::string& origin,
   if (!head.empty() && !looks_like_wandb_run(head)) {
     enc = text::detect_encoding(bytes);
     utf8 = text::decode_to_utf8(bytes, enc, decoded);
+    if (options.texts_decoded_whole && utf8.data() == decoded.data())
+      ++*options.texts_decoded_whole;
   }
   auto reader = choose_reader(utf8.substr(0, kHeadBytes), origin, options);
   if (!reader) return reader.error();

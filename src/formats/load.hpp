@@ -31,6 +31,8 @@ struct LoadOptions {
   // Set by load_text, not by its callers: how a reader that decodes as it reads
   // (InputReader::decodes_as_it_reads) takes the text's bytes (text::ReadAs).
   text::ReadAs read_as = text::ReadAs::kUtf8;
+  // Set (tests): counts the texts load_text decoded whole into a copy before reading them.
+  size_t* texts_decoded_whole = nullptr;
 };
 
 std::vector<std::string> input_formats();

@@ -344,41 +344,50 @@ TEST(CsvChunks, LogsWithoutAGpuColumn) {
   EXPECT_EQ(two->gpus[1].size(), 2000U);
 }
 
-// Windows-1252 bytes in every place a CSV holds text: the header ("°C"), a comment line above it
-// that is the header, the GPU's name in the rows, a quoted cell over two lines, a quote never
-// closed, a number that cannot be read, the footer of group names (HWiNFO) and a last line cut
-// short. Decoded as read, the recording of the decoded text, notes (which quote cells) included.
+// Windows-1252 bytes in the places a CSV holds text: the header ("°C"), a comment line above it,
+// the GPU's name in the rows, a quoted cell over two lines, a quote never closed, a number that
+// cannot be read, the footer of group names (HWiNFO) and a last line cut short. Decoded as read,
+// the recording of the decoded text, notes (which quote cells) included.
 TEST(CsvChunks, Windows1252DecodedAsItIsRead) {
   const std::string head =
       "Date, GPU Temperature [\xB0"
       "C], Board Power Draw [W], GPU Load [%], Name, Remark\n";
-  std::string s = "# " + head + head;
+  std::string rows;
   for (size_t r = 0; r < 1500; ++r) {
     std::string remark = r % 3 == 0 ? "na\xEFve" : "plain";
     if (r == 900) remark = "\"unclosed \xE9";
     // A quoted temperature over two lines that cannot be read: the note quotes it (the first
     // such cell; in bad_temp, that of the first row).
     const std::string temp = r == 700 ? "\"4\xB0\n0\"" : fmt::format("{}", 40 + r % 30);
-    s += fmt::format("2026-12-03 {:02}:{:02}:{:02}, {}, {}.5, {}, GeForce RTX\x99 4090, {}\n",
-                     10 + r / 3600, r / 60 % 60, r % 60, temp, 100 + r % 300, r % 101, remark);
+    rows += fmt::format("2026-12-03 {:02}:{:02}:{:02}, {}, {}.5, {}, GeForce RTX\x99 4090, {}\n",
+                        10 + r / 3600, r / 60 % 60, r % 60, temp, 100 + r % 300, r % 101, remark);
   }
+  const std::string s = head + rows;
   std::string bad_temp = s;
   bad_temp.replace(bad_temp.find(", 40, "), 6,
                    ", 4\xB0"
                    "0, ");
-  std::string footer = s +
-                       ", GPU [\xB0"
-                       "C], GPU [W], GPU [%], GPU\n";
-  std::string cut = s + "2026-12-03 11:00:00, 41, 1\xB0";
-  for (const std::string* t : {&s, &bad_temp, &footer, &cut}) {
+  const std::string commented = "# " + head + head + rows;
+  // HWiNFO's last line: each column's sensor group, the GPU named there.
+  std::string footer = s;
+  for (int k = 0; k < 5; ++k) footer += ", GPU [#0]: NVIDIA GeForce RTX\x99 4090";
+  footer += "\n";
+  const std::string cut = s + "2026-12-03 11:00:00, 41, 1\xB0";
+  // Excel's separator hint is one ASCII byte: "sep=§" is no hint, decoded or not.
+  expect_decoded_as_read("sep=\xA7\n" + s, "a hint past ASCII");
+  GenericCsvOptions o;
+  o.read_as = text::ReadAs::kWindows1252;
+  const auto plain = read_generic_csv(s, "in.csv", o);
+  ASSERT_TRUE(plain.ok()) << plain.error().message;
+  for (const std::string* t :
+       std::vector<const std::string*>{&s, &bad_temp, &commented, &footer, &cut}) {
     expect_decoded_as_read(*t, "made");
-    GenericCsvOptions o;
-    o.read_as = text::ReadAs::kWindows1252;
     const auto rec = read_generic_csv(*t, "in.csv", o);
     ASSERT_TRUE(rec.ok()) << rec.error().message;
     ASSERT_EQ(rec->gpus.size(), 1U);
-    EXPECT_EQ(rec->gpus[0].info.name, "GeForce RTX\u2122 4090");
-    EXPECT_TRUE(rec->gpus[0].columns[index_of(Field::kTemp)]);
+    EXPECT_EQ(rec->gpus[0].info.name,
+              t == &footer ? "NVIDIA GeForce RTX\u2122 4090" : "GeForce RTX\u2122 4090");
+    EXPECT_TRUE(rec->gpus[0].columns[index_of(Field::kTemp)]);  // the header's, decoded
     bool quoted = false;
     for (const auto& n : rec->notes) {
       EXPECT_TRUE(text::valid_utf8(n)) << n;
@@ -386,6 +395,10 @@ TEST(CsvChunks, Windows1252DecodedAsItIsRead) {
     }
     EXPECT_TRUE(quoted);
   }
+  // The footer is read as one (the GPU's name above, from it): no row more.
+  const auto with_footer = read_generic_csv(footer, "in.csv", o);
+  ASSERT_TRUE(with_footer.ok());
+  EXPECT_EQ(with_footer->gpus[0].size(), plain->gpus[0].size());
 }
 
 // A time of day alone needs the rows before it (past midnight it goes back): read in one pass,

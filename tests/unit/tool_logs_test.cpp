@@ -632,7 +632,11 @@ TEST(Encodings, Windows1252CsvIsDecodedAsItIsRead) {
                     i / 60 % 60, i % 60, 60.0 + i % 7, i % 101, 100.0 + (i % 40) * 0.1);
   std::string storage;
   const std::string decoded(text::decode_to_utf8(gpuz, text::Encoding::kWindows1252, storage));
-  auto raw = load_text(gpuz, "g.txt", {});
+  size_t copies = 0;
+  LoadOptions counted;
+  counted.texts_decoded_whole = &copies;
+  auto raw = load_text(gpuz, "g.txt", counted);
+  EXPECT_EQ(copies, 0u) << "the text was decoded whole first";
   auto dec = load_text(decoded, "g.txt", {});
   ASSERT_TRUE(raw.ok()) << raw.error().message;
   ASSERT_TRUE(dec.ok()) << dec.error().message;
@@ -663,6 +667,11 @@ TEST(Encodings, Windows1252CsvIsDecodedAsItIsRead) {
   ASSERT_EQ(utf8.substr(4095, 2), "\u00B0");
   auto u = load_text(utf8, "u.csv", {});
   ASSERT_TRUE(u.ok()) << u.error().message;
+  // (And a text no reader takes as it reads is decoded whole, as ever: the count counts.)
+  std::string dmon = "# gpu    pwr  gtemp\n# Idx      W      C\n";
+  for (int i = 0; i < 50; ++i) dmon += fmt::format("    0    {:3}     40 \xB0\n", 100 + i);
+  const auto d = load_text(dmon, "d.txt", counted);
+  EXPECT_EQ(copies, 1u);
   EXPECT_FALSE(has_note(*u, "decoded to UTF-8")) << all_notes(*u);
   EXPECT_EQ(u->gpus.at(0).info.name, "A100 \u00B0C");
 }
