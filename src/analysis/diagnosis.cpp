@@ -335,8 +335,8 @@ void prepare_gpus(Context& ctx) {
   parallel_for(ctx.gpus.size(), 0, [&](size_t g) {
     ctx.gpus[g] = prepare(ctx.rec.gpus[g], ctx.cfg);
     segment(ctx.gpus[g], ctx.cfg);
-    for (auto& w : ctx.gpus[g].windows)
-      w.f = ctx.features(g, w.i0, w.i1), w.peer = ctx.peer_features(g, w.i0, w.i1);
+    for (auto& w : ctx.gpus[g].windows) w.f = ctx.features(g, w.i0, w.i1);
+    ctx.make_peer_windows(g);
   });
 }
 

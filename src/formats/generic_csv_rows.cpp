@@ -388,7 +388,8 @@ bool Reader::row_time_of(const std::vector<std::string_view>& cells, std::string
 size_t Reader::slot_for(std::string_view host, std::string_view id, int wide) {
   const size_t n = gpus_.size();
   if (n > 0) {
-    const size_t next = (last_slot_ + 1) % n;  // rows usually go round the GPUs in order
+    // Rows usually go round the GPUs in order. (Not `% n`: a division per row.)
+    const size_t next = last_slot_ + 1 < n ? last_slot_ + 1 : 0;
     if (gpus_[next].id == id && gpus_[next].host == host) return last_slot_ = next;
   }
   lookup_.assign(host);

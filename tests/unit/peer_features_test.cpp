@@ -4,6 +4,7 @@
 
 #include <cmath>
 #include <random>
+#include <tuple>
 
 #include "analysis/config.hpp"
 #include "analysis/detectors/detector.hpp"
@@ -93,43 +94,53 @@ TEST(PeerFeatures, SumsBetweenMarksAreTheRunningSumsBitForBit) {
   EXPECT_EQ(d.sums.marks.size(), n / PrefixSums::kStride + 1);
 }
 
-// What a GPU did over one of its own windows is made once and read from there by the others: the
-// same figures, bit for bit, as made anew; a range that is no window of the GPU is made anew,
-// whatever window the hint names.
-TEST(PeerFeatures, ReadFromAWindowOfTheSameSamplesBitForBit) {
+// What a GPU did over the times of one of its windows is made once (its peer windows) and read by
+// every other GPU whose window has the same times: the same samples, activity and figures, bit for
+// bit, as range(), active_samples() and peer_features() give anew; over other times (GPUs sampled
+// apart), made anew, the figures of a window over the same samples read from it.
+TEST(PeerFeatures, PeerWindowsAreWhatIsMadeAnewBitForBit) {
   Recording rec = sim::simulate_recording(
       sim::parse_sim_spec("straggler,gpus=3,duration=30m,interval=1s").value(),
       *gpu_model_by_key("h100-sxm"));
+  // GPU 2 sampled a quarter second after the others: no window of it has their times.
+  for (double& t : rec.gpus[2].time_s) t += 0.25;
   const DiagnosisConfig cfg;
   Context ctx{rec, cfg, {}, detect_workload(rec)};
-  for (const auto& s : rec.gpus) {
-    ctx.gpus.push_back(prepare(s, cfg));
+  for (size_t g = 0; g < rec.gpus.size(); ++g) {
+    ctx.gpus.push_back(prepare(rec.gpus[g], cfg));
     segment(ctx.gpus.back(), cfg);
   }
-  auto same = [](const PeerFeatures& a, const PeerFeatures& b) {
+  for (size_t g = 0; g < ctx.gpus.size(); ++g) ctx.make_peer_windows(g);
+  auto same = [](const PeerWindow& a, const PeerWindow& b) {
     auto eq = [](double x, double y) { return (std::isnan(x) && std::isnan(y)) || x == y; };
-    return a.n == b.n && eq(a.util, b.util) && eq(a.power_ratio, b.power_ratio) &&
-           eq(a.power_sd_ratio, b.power_sd_ratio) && eq(a.efficiency, b.efficiency);
+    return a.i0 == b.i0 && a.i1 == b.i1 && a.active == b.active && a.f.n == b.f.n &&
+           eq(a.f.util, b.f.util) && eq(a.f.power_ratio, b.f.power_ratio) &&
+           eq(a.f.power_sd_ratio, b.f.power_sd_ratio) && eq(a.f.efficiency, b.f.efficiency);
   };
+  size_t from_table = 0, made = 0;
   for (size_t g = 0; g < ctx.gpus.size(); ++g) {
-    auto& ws = ctx.gpus[g].windows;
+    const auto& ws = ctx.gpus[g].windows;
     ASSERT_GT(ws.size(), 3u);
-    for (auto& w : ws) w.peer = ctx.peer_features(g, w.i0, w.i1);
-    for (size_t k = 0; k < ws.size(); ++k) {
-      const PeerFeatures made = ctx.peer_features(g, ws[k].i0, ws[k].i1);
-      for (size_t hint : {k, size_t{0}, ws.size() - 1, ws.size() + 5})
-        EXPECT_TRUE(same(ctx.peer_features_at(g, ws[k].i0, ws[k].i1, hint), made)) << k;
-      // Not a window: one sample short of it.
-      if (ws[k].i1 - ws[k].i0 > 2) {
-        const PeerFeatures part = ctx.peer_features(g, ws[k].i0, ws[k].i1 - 1);
-        EXPECT_TRUE(same(ctx.peer_features_at(g, ws[k].i0, ws[k].i1 - 1, k), part)) << k;
-        EXPECT_FALSE(same(part, made)) << k;
+    ASSERT_EQ(ctx.gpus[g].peer_windows.size(), ws.size());
+    for (size_t h = 0; h < ctx.gpus.size(); ++h) {
+      if (h == g) continue;
+      for (size_t k = 0; k < ws.size(); ++k) {
+        PeerWindow want;
+        std::tie(want.i0, want.i1) = ctx.range(h, ws[k].t0, ws[k].t1);
+        want.active = ctx.active_samples(h, want.i0, want.i1);
+        want.f = ctx.peer_features(h, want.i0, want.i1);
+        EXPECT_TRUE(same(ctx.peer_over(h, ws[k], k), want)) << g << " " << h << " " << k;
+        const auto& pw = ctx.gpus[h].peer_windows;
+        const bool aligned = k < pw.size() && pw[k].t0 == ws[k].t0 && pw[k].t1 == ws[k].t1;
+        (aligned ? from_table : made) += 1;
       }
     }
-    // A window's stored figures are what is read: a changed one shows.
-    ws[1].peer.util = -1;
-    EXPECT_EQ(ctx.peer_features_at(g, ws[1].i0, ws[1].i1, 0).util, -1);
   }
+  EXPECT_GT(from_table, 0u);
+  EXPECT_GT(made, 0u);
+  // What is read where the times are the same is the table's: a changed entry shows.
+  ctx.gpus[1].peer_windows[2].f.util = -1;
+  EXPECT_EQ(ctx.peer_over(1, ctx.gpus[0].windows[2], 2).f.util, -1);
 }
 
 }  // namespace

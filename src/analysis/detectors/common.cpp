@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <bit>
 #include <cmath>
+#include <tuple>
 
 #include <fmt/format.h>
 
@@ -112,15 +113,37 @@ PeerFeatures Context::peer_features(size_t g, size_t i0, size_t i1) const {
   return f;
 }
 
-PeerFeatures Context::peer_features_at(size_t g, size_t i0, size_t i1, size_t hint) const {
-  const auto& ws = gpus[g].windows;
-  auto same = [&](size_t k) { return k < ws.size() && ws[k].i0 == i0 && ws[k].i1 == i1; };
-  if (same(hint)) return ws[hint].peer;
-  const size_t k =
-      static_cast<size_t>(std::lower_bound(ws.begin(), ws.end(), i0,
-                                           [](const Window& w, size_t i) { return w.i0 < i; }) -
-                          ws.begin());
-  return same(k) ? ws[k].peer : peer_features(g, i0, i1);
+void Context::make_peer_windows(size_t g) {
+  GpuData& d = gpus[g];
+  d.peer_windows.clear();
+  d.peer_windows.reserve(d.windows.size());
+  for (const Window& w : d.windows) {
+    PeerWindow p;
+    p.t0 = w.t0, p.t1 = w.t1;
+    std::tie(p.i0, p.i1) = range(g, w.t0, w.t1, w.i0, w.i1);
+    p.active = active_samples(g, p.i0, p.i1);
+    p.f = peer_features(g, p.i0, p.i1);
+    d.peer_windows.push_back(p);
+  }
+}
+
+PeerWindow Context::peer_over(size_t h, const Window& w, size_t k) const {
+  const auto& pw = gpus[h].peer_windows;
+  // (range() is a function of the times alone: over the same times, the same samples.)
+  if (k < pw.size() && pw[k].t0 == w.t0 && pw[k].t1 == w.t1) return pw[k];
+  PeerWindow p;
+  p.t0 = w.t0, p.t1 = w.t1;
+  std::tie(p.i0, p.i1) = range(h, w.t0, w.t1, w.i0, w.i1);
+  p.active = active_samples(h, p.i0, p.i1);
+  auto same = [&](size_t j) { return j < pw.size() && pw[j].i0 == p.i0 && pw[j].i1 == p.i1; };
+  size_t j = k;
+  if (!same(j))
+    j = static_cast<size_t>(
+        std::lower_bound(pw.begin(), pw.end(), p.i0,
+                         [](const PeerWindow& a, size_t i) { return a.i0 < i; }) -
+        pw.begin());
+  p.f = same(j) ? pw[j].f : peer_features(h, p.i0, p.i1);
+  return p;
 }
 
 size_t Context::active_samples(size_t g, size_t i0, size_t i1) const {

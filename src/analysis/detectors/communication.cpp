@@ -76,16 +76,15 @@ std::optional<Candidate> check(const Context& ctx, size_t g, const Window& w) {
   const auto& cfg = ctx.cfg;
   const Features& f = w.f;
   // The other GPUs working over the same time. (Where the GPUs were sampled together, each one's
-  // window of these samples has the index of this one: what it did is read from there.)
+  // window of these times has the index of this one: what it did is read from there.)
   const size_t k = static_cast<size_t>(&w - ctx.gpus[g].windows.data());
   std::vector<Peer> peers;
   peers.reserve(ctx.gpus.size());
   for (size_t h = 0; h < ctx.gpus.size(); ++h) {
     if (h == g) continue;
-    const auto [i0, i1] = ctx.range(h, w.t0, w.t1, w.i0, w.i1);
-    if (i1 - i0 < 2) continue;
-    if (ctx.active_samples(h, i0, i1) * 2 < i1 - i0) continue;
-    peers.push_back({h, ctx.peer_features_at(h, i0, i1, k)});
+    const PeerWindow p = ctx.peer_over(h, w, k);
+    if (p.i1 - p.i0 < 2 || p.active * 2 < p.i1 - p.i0) continue;
+    peers.push_back({h, p.f});
   }
   if (peers.empty()) {
     // One GPU alone: only its own peer traffic can say it waits on others (other nodes).

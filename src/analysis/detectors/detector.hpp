@@ -85,9 +85,15 @@ struct Window {
   double t0 = 0, t1 = 0;
   size_t i0 = 0, i1 = 0;  // sample index range [i0, i1)
   Features f;
-  // The GPU's figures over the window as its peers see them (Context::peer_features), made once:
-  // every other GPU reads them over a window of the same samples.
-  PeerFeatures peer;
+};
+
+// What a GPU did over the times [t0, t1) of one of its windows, as another GPU's window over the
+// same times sees it: its samples there (Context::range's), how many of them are active, and its
+// peer figures over them.
+struct PeerWindow {
+  double t0 = 0, t1 = 0;
+  size_t i0 = 0, i1 = 0, active = 0;
+  PeerFeatures f;
 };
 
 // Running sums over a GPU's samples, so that the mean of a measure over any window costs two
@@ -126,6 +132,10 @@ struct GpuData {
   std::vector<uint8_t> active;  // per sample
   std::vector<Phase> phases;
   std::vector<Window> windows;
+  // Per window, in their order (Context::make_peer_windows): what every other GPU's window over
+  // the same times reads of this one, made once, kept apart from the windows' features so that a
+  // fleet's GPUs, each reading all the others per window, read a few words each.
+  std::vector<PeerWindow> peer_windows;
   PrefixSums sums;
   ColumnView col(Field f) const { return s->column(f); }
   // Sample i's share of the time: the gap to the next sample, capped at 2 intervals (the last
@@ -154,6 +164,7 @@ struct GpuData {
     // (Move-assigned: `v = {}` would keep the capacity.)
     power_ratio = std::vector<double>();
     active = std::vector<uint8_t>(), sums = PrefixSums();
+    peer_windows = std::vector<PeerWindow>();
   }
   // The running sums over samples [0, i) (PrefixSums).
   PrefixSums::Sums sums_before(size_t i) const;
@@ -182,9 +193,12 @@ struct Context {
   // What another GPU did over samples [i0, i1): the features' util, power_ratio, power_sd_ratio
   // and efficiency alone (the same figures features() gives, from the running sums).
   PeerFeatures peer_features(size_t g, size_t i0, size_t i1) const;
-  // The same, read from GPU g's window over exactly those samples where it has one (hint: the
-  // index of that window, probably, tried first), else made.
-  PeerFeatures peer_features_at(size_t g, size_t i0, size_t i1, size_t hint) const;
+  // GPU g's peer windows (GpuData::peer_windows), from its windows, running sums and activity.
+  void make_peer_windows(size_t g);
+  // What GPU h did over window w (the k-th) of another GPU: h's k-th peer window where its times
+  // are w's (GPUs sampled together), else made, its figures read from a window of h over the same
+  // samples where there is one. The same as range(), active_samples() and peer_features() give.
+  PeerWindow peer_over(size_t h, const Window& w, size_t k) const;
   size_t active_samples(size_t g, size_t i0, size_t i1) const;
   // Sample index range of GPU g with times in [t0, t1). hint0, hint1: where the bounds probably
   // are (a window's own indices, where the GPUs were sampled together), tried first.
