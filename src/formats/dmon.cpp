@@ -313,7 +313,8 @@ bool looks_like_dmon(std::string_view head) {
   std::vector<std::string_view> tokens;
   size_t other = 0;
   return log_reader::by_first_lines(head, 64, [&](std::string_view t) -> std::optional<bool> {
-    if (t.front() == '#') {
+    // (A '#' line of names with commas is a CSV's header written as a comment, not dmon's.)
+    if (t.front() == '#' && t.find(',') == std::string_view::npos) {
       split_ws(t.substr(1), tokens);
       if (is_pmon_header(tokens)) return false;
       if (is_names_line(tokens) && std::any_of(tokens.begin(), tokens.end(), is_metric_name))

@@ -526,6 +526,11 @@ TEST(Dmon, LooksLikeDmon) {
   EXPECT_FALSE(looks_like_dmon("# gpu\n"));                   // no metric column
   EXPECT_FALSE(looks_like_dmon("#Entity   POWER  GTEMP\n"));  // dcgmi dmon
   EXPECT_FALSE(looks_like_dmon("a\nb\nc\nd\n# gpu pwr\n"));   // too far in
+  // A CSV whose header is also written above it as a comment.
+  EXPECT_FALSE(
+      looks_like_dmon("# Date, GPU Temperature [C], GPU Load [%]\n"
+                      "Date, GPU Temperature [C], GPU Load [%]\n"
+                      "2026-12-03 10:00:00, 40, 99\n"));
 }
 
 TEST(Dmon, NeverThrowsOnMangledInput) {
