@@ -676,6 +676,22 @@ TEST(Encodings, Windows1252CsvIsDecodedAsItIsRead) {
   EXPECT_EQ(u->gpus.at(0).info.name, "A100 \u00B0C");
 }
 
+// A CSV whose header is also written above it as a '#' comment is read as the CSV it is (a '#'
+// line of names is how nvidia-smi dmon writes its header, but never with commas).
+TEST(Encodings, ACsvHeaderWrittenAsACommentTooIsACsv) {
+  std::string t =
+      "# Date, GPU Temperature [C], Board Power Draw [W], GPU Load [%]\n"
+      "Date, GPU Temperature [C], Board Power Draw [W], GPU Load [%]\n";
+  for (int i = 0; i < 100; ++i)
+    t += fmt::format("2026-12-03 10:{:02d}:{:02d}, {}, {}.5, {}\n", i / 60, i % 60, 40 + i % 30,
+                     100 + i, i % 101);
+  const auto r = load_text(t, "c.csv", {});
+  ASSERT_TRUE(r.ok()) << r.error().message;
+  ASSERT_EQ(r->gpus.size(), 1u);
+  EXPECT_EQ(r->gpus[0].size(), 100u);
+  EXPECT_TRUE(r->gpus[0].column(Field::kPower));
+}
+
 // The catalogue: each (name, per-GPU) once, every reason code real, every entry read as itself.
 TEST(ColumnCatalogue, EveryEntryIsOneMeaningAndResolves) {
   std::set<std::pair<std::string_view, bool>> seen;
