@@ -32,6 +32,7 @@ Records::Next Records::next(std::vector<std::string_view>& cells, size_t& line_n
     bool non_ascii = false;
     size_t len = text::split_line_trimmed(rest, sep_, '"', cells, non_ascii);
     const bool quoted = len == std::string_view::npos;
+    if (quoted && stop_at_quotes_) return Next::kQuote;
     if (quoted) {
       const void* nl = std::memchr(rest.data(), '\n', rest.size());
       len = nl != nullptr ? static_cast<size_t>(static_cast<const char*>(nl) - rest.data())

@@ -21,7 +21,8 @@ char detect_separator(std::string_view line);
 // the separator, doubled quotes and line breaks). Blank lines and '#' comment lines are skipped.
 class Records {
  public:
-  enum class Next { kRecord, kMalformed, kEnd };
+  // kQuote: a line holds a quote and the records were asked to stop there (stop_at_quotes).
+  enum class Next { kRecord, kMalformed, kEnd, kQuote };
 
   Records(std::string_view text, char sep, size_t line_before,
           text::ReadAs bytes = text::ReadAs::kUtf8)
@@ -30,6 +31,11 @@ class Records {
   // line_no: the line the record starts on; raw: its text, trimmed. Cells and raw are UTF-8 (with
   // text::ReadAs::kWindows1252, views into the record decoded, valid until the next call).
   Next next(std::vector<std::string_view>& cells, size_t& line_no, std::string_view& raw);
+
+  // From now on, a line that holds a quote (comment lines too) is not read: next() says kQuote,
+  // and says it again, without consuming the line. For a reader of one piece of a text, where a
+  // quoted cell may hold line ends from the piece before.
+  void stop_at_quotes() { stop_at_quotes_ = true; }
 
   // Bytes consumed so far, and the number of the last line read.
   size_t position() const { return pos_; }
@@ -54,6 +60,7 @@ class Records {
   size_t pos_ = 0;
   text::ReadAs bytes_;
   bool invalid_utf8_ = false;
+  bool stop_at_quotes_ = false;
   std::string own_, decoded_;
   std::vector<Span> spans_;
 };

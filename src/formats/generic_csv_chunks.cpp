@@ -239,13 +239,10 @@ bool Reader::read_in_chunks(std::string_view rows) {
     Part p;
     try {
       const std::string_view text = rows.substr(spans[i].first, spans[i].second - spans[i].first);
-      if (std::memchr(text.data(), '"', text.size()) != nullptr) {
-        p.stopped = true;
-      } else {
-        p.reader = std::make_unique<Reader>(proto);
-        p.lines = p.reader->read_span(text, 0, spans[i].second == rows.size());
-        p.stopped = p.reader->chunk_->stopped;
-      }
+      p.reader = std::make_unique<Reader>(proto);
+      p.reader->chunk_->text = text;
+      p.lines = p.reader->read_span(text, 0, spans[i].second == rows.size());
+      p.stopped = p.reader->chunk_->stopped;
     } catch (...) {
       p.error = std::current_exception();
     }

@@ -101,7 +101,8 @@ struct InfoCol {
 
 // What a reader of one chunk of a text says back (generic_csv_chunks.cpp).
 struct ChunkState {
-  bool stopped = false;  // a header changed the columns inside the chunk
+  bool stopped = false;   // a header changed the columns inside the chunk, or a line has a quote
+  std::string_view text;  // the chunk: what its rows' room is guessed from (rows_ahead)
 };
 
 class Reader {
@@ -126,15 +127,16 @@ class Reader {
   bool change_header(const std::vector<std::string_view>& cells, std::string_view raw,
                      size_t line_no);
   void restore_first_header();
-  // The rows a GPU with `n` rows read so far will have when the text is read, by how much of it
-  // is read (at least `need`): what its times are reserved for, so that its columns grow once.
+  // The rows a GPU with `n` rows read so far will have when the text (a chunk's reader: its chunk)
+  // is read, by how much of it is read (at least `need`): what its times are reserved for, so that
+  // its columns grow once.
   size_t rows_ahead(size_t n, size_t need) const;
   void find_footer();
   void split_side_by_side();
   void read_rows();
   // Reads the records of `rows` (the body, or a part of it after line `line_before`); `last`: the
   // part ends the file. Returns the number of the last line read. A chunk's reader stops at a
-  // header that changes the columns (chunk_->stopped).
+  // header that changes the columns or at a line with a quote (chunk_->stopped).
   size_t read_span(std::string_view rows, size_t line_before, bool last);
   void after_rows();
   // The rows of a large text read by several threads, in chunks cut at line ends and merged in

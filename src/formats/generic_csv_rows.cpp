@@ -490,8 +490,7 @@ void Reader::read_cells(GpuState& g, double t, int wide, const std::vector<std::
     }
   }
   std::vector<double>& times = g.series.time_s;
-  if (times.size() == times.capacity() && !chunk_)
-    reserve_guess(times, rows_ahead(row_no, row_no + 1));
+  if (times.size() == times.capacity()) reserve_guess(times, rows_ahead(row_no, row_no + 1));
   // The row: a value or NaN in each of the GPU's columns (those this row had no cell for
   // included), and row_ NaN again for the next.
   times.push_back(t);
@@ -523,13 +522,16 @@ size_t Reader::rows_ahead(size_t n, size_t need) const {
   // A guess from the first few rows is off by what makes them unlike the rest (a header, longer
   // first values): doublings up to a thousand rows (8 KiB a column), a guess from there on.
   double read = 0, all = 0;
+  // (A chunk's reader guesses from its chunk: the rows it will read, not the text's.)
+  const std::string_view span = chunk_ ? chunk_->text : body_;
   if (table_) {
     read = static_cast<double>(table_read_), all = static_cast<double>(table_->rows());
-  } else if (read_to_ != nullptr && read_to_ > body_.data() &&
-             read_to_ <= body_.data() + body_.size()) {
-    read = static_cast<double>(read_to_ - body_.data()), all = static_cast<double>(body_.size());
+  } else if (read_to_ != nullptr && read_to_ > span.data() &&
+             read_to_ <= span.data() + span.size()) {
+    read = static_cast<double>(read_to_ - span.data()), all = static_cast<double>(span.size());
   }
-  if (n < 1024 || read <= 0) return doubled;
+  // (A chunk has no header, and its reader may meet 64 GPUs' rows in it: its guess comes sooner.)
+  if (n < (chunk_ ? 16U : 1024U) || read <= 0) return doubled;
   // As many rows per byte (or table row) in the rest as in what is read, and a tenth more: a
   // guess too high costs address space only (pages never written are never mapped), one too low
   // a copy of the column (as a doubling would). Never less than half as much again: a GPU first
@@ -574,6 +576,8 @@ void Reader::read_rows() {
 
 size_t Reader::read_span(std::string_view rows, size_t line_before, bool last) {
   Records records(rows, sep_, line_before, opt_.read_as);
+  // (A chunk's text may start inside a quoted cell: a chunk with a quote is read in order.)
+  if (chunk_) records.stop_at_quotes();
   size_t ncols = cols_.size();
   bool empty_last_name = !header_.empty() && header_.back().empty();
   const bool cut_at_end = last && text::ends_inside_a_line(body_);
@@ -603,6 +607,11 @@ size_t Reader::read_span(std::string_view rows, size_t line_before, bool last) {
       next = records.next(cells_, line_no, raw);
       read_to_ = rows.data() + records.position();
       if (next == Records::Next::kEnd) break;
+      if (next == Records::Next::kQuote) {  // (chunk_ only)
+        chunk_->stopped = true;
+        invalid_utf8_ = invalid_utf8_ || records.invalid_utf8();
+        return records.line();
+      }
       footer = !footer_raw_.empty() && raw == footer_raw_;
       header_again = raw == header_raw_;
     }

@@ -16,6 +16,7 @@
 #include <fmt/format.h>
 
 #include "core/parallel.hpp"
+#include "formats/csv_frame.hpp"
 #include "formats/encoding.hpp"
 #include "formats/generic_csv.hpp"
 
@@ -442,6 +443,35 @@ TEST(CsvChunks, ColumnsGrowToTheRowsTheTextHolds) {
         EXPECT_EQ(v.size(), kRows);
         EXPECT_LE(v.capacity(), kRows * 5 / 4) << threads << " thread(s), " << info(f).id;
       }
+    }
+  }
+}
+
+// What a chunk's reader reads its chunk with: records that stop at the first line with a quote (a
+// comment's too, as a quoted cell may hold a '#' line), say so again when asked again, and consume
+// nothing of that line; without being asked, the quoted record is read.
+TEST(CsvChunks, RecordsStopAtAQuoteWhenAsked) {
+  const std::string t = "a,b\n1,2\n# a \"note\"\n3,\"4\"\n";
+  for (const bool stop : {false, true}) {
+    csv::Records r(t, ',', 0);
+    if (stop) r.stop_at_quotes();
+    std::vector<std::string_view> cells;
+    size_t line = 0;
+    std::string_view raw;
+    ASSERT_EQ(r.next(cells, line, raw), csv::Records::Next::kRecord);
+    ASSERT_EQ(r.next(cells, line, raw), csv::Records::Next::kRecord);
+    EXPECT_EQ(raw, "1,2");
+    if (stop) {
+      EXPECT_EQ(r.next(cells, line, raw), csv::Records::Next::kQuote);
+      EXPECT_EQ(r.position(), t.find('#'));
+      EXPECT_EQ(r.next(cells, line, raw), csv::Records::Next::kQuote);
+      EXPECT_EQ(r.position(), t.find('#'));
+      EXPECT_EQ(r.line(), 2U);
+    } else {
+      ASSERT_EQ(r.next(cells, line, raw), csv::Records::Next::kRecord);
+      EXPECT_EQ(cells, (std::vector<std::string_view>{"3", "4"}));
+      EXPECT_EQ(line, 4U);
+      EXPECT_EQ(r.next(cells, line, raw), csv::Records::Next::kEnd);
     }
   }
 }
