@@ -712,9 +712,14 @@ Diagnosis diagnose(const Recording& input, const DiagnosisConfig& cfg) {
   const Judgement jd = judge_windows(ctx);
   const double observed_h = observed_hours(ctx);
   out.gpu_hours = round_to(observed_h, 3);
-  out.findings = findings_of(ctx, jd, observed_h);
+  // The findings beside the GPUs' results (they read the judged windows, not the samples that a
+  // GPU's result hands back): a lone GPU's two steps on two threads.
   out.gpus.resize(ctx.gpus.size());
-  parallel_for(ctx.gpus.size(), 0, [&](size_t g) {
+  parallel_for(ctx.gpus.size() + 1, 0, [&](size_t g) {
+    if (g == ctx.gpus.size()) {
+      out.findings = findings_of(ctx, jd, observed_h);
+      return;
+    }
     out.gpus[g] = gpu_result(ctx, g, jd);
     ctx.gpus[g].release_samples();  // read by no step below: not held beside the judged samples
   });

@@ -102,19 +102,22 @@ GpuData prepare(const GpuSeries& s, const DiagnosisConfig& cfg) {
   // clock mostly at the floor, far below the highest the log shows (a starved job's GPU stays
   // clocked up between its short gaps; a desktop's drops to idle clocks).
   bool driver_idle = false;
-  if (reasons && s.column(Field::kClockSm)) {
+  if (const ColumnView clock = s.column(Field::kClockSm); reasons && clock) {
     size_t with = 0, idle_set = 0;
-    std::vector<double> clocks;
     for (size_t i = 0; i < n; ++i) {
-      const double r = (*reasons)[i], c = (*s.column(Field::kClockSm))[i];
+      const double r = (*reasons)[i];
       if (known(r) && r >= 0 && r < 1e15)
         ++with, idle_set += (static_cast<uint64_t>(r) & kReasonIdle) != 0;
-      if (known(c) && c > 0) clocks.push_back(c);
     }
-    if (with >= static_cast<size_t>(cfg.window_samples) && idle_set >= 0.9 * with &&
-        clocks.size() >= static_cast<size_t>(cfg.window_samples)) {
-      std::sort(clocks.begin(), clocks.end());
-      driver_idle = clocks[clocks.size() / 2] <= 0.5 * clocks[(clocks.size() - 1) * 99 / 100];
+    // The clocks only for a GPU the reasons call idle (few are): a copy and a sort otherwise.
+    if (with >= static_cast<size_t>(cfg.window_samples) && idle_set >= 0.9 * with) {
+      std::vector<double> clocks;
+      for (const double c : clock)
+        if (known(c) && c > 0) clocks.push_back(c);
+      if (clocks.size() >= static_cast<size_t>(cfg.window_samples)) {
+        std::sort(clocks.begin(), clocks.end());
+        driver_idle = clocks[clocks.size() / 2] <= 0.5 * clocks[(clocks.size() - 1) * 99 / 100];
+      }
     }
   }
   std::vector<int8_t> act_of(n, -1);
