@@ -327,16 +327,37 @@ Cleaned clean_input(const Recording& input, const QualityScan& quality) {
   return out;
 }
 
+// A run of one GPU's windows, [k0, k1) in its list: the share of the windows' steps (features,
+// judging) one thread takes at a time, so that a lone GPU's thousands of windows are spread too.
+struct WindowBlock {
+  size_t g, k0, k1;
+};
+std::vector<WindowBlock> window_blocks(const Context& ctx) {
+  constexpr size_t kWindows = 512;
+  std::vector<WindowBlock> blocks;
+  for (size_t g = 0; g < ctx.gpus.size(); ++g)
+    for (size_t k = 0, n = ctx.gpus[g].windows.size(); k < n; k += kWindows)
+      blocks.push_back({g, k, std::min(n, k + kWindows)});
+  return blocks;
+}
+
 // Each GPU's derived series, phases and windows, and every window's features before any detector
 // runs (a detector may read other GPUs' windows).
-// Each GPU on its own (several at once where the process may use several CPUs).
+// Each GPU on its own, then the windows' features block by block (several at once where the
+// process may use several CPUs).
 void prepare_gpus(Context& ctx) {
   ctx.gpus.resize(ctx.rec.gpus.size());
   parallel_for(ctx.gpus.size(), 0, [&](size_t g) {
     ctx.gpus[g] = prepare(ctx.rec.gpus[g], ctx.cfg);
     segment(ctx.gpus[g], ctx.cfg);
-    for (auto& w : ctx.gpus[g].windows) w.f = ctx.features(g, w.i0, w.i1);
-    ctx.make_peer_windows(g);
+    // (What the other GPUs' windows read of this one: a lone GPU has none.)
+    if (ctx.gpus.size() > 1) ctx.make_peer_windows(g);
+  });
+  const std::vector<WindowBlock> blocks = window_blocks(ctx);
+  parallel_for(blocks.size(), 0, [&](size_t b) {
+    const auto [g, k0, k1] = blocks[b];
+    auto& windows = ctx.gpus[g].windows;
+    for (size_t k = k0; k < k1; ++k) windows[k].f = ctx.features(g, windows[k].i0, windows[k].i1);
   });
 }
 
@@ -367,25 +388,34 @@ Judgement judge_windows(const Context& ctx) {
   for (size_t g = 0; g < ctx.gpus.size(); ++g)
     for (const auto& w : ctx.gpus[g].windows)
       if (!w.idle) jd.steady_samples[g] += w.i1 - w.i0;
-  // Each GPU's windows on their own (the detectors read the context, never change it), then in
-  // GPU order.
-  std::vector<std::vector<Judged>> by_gpu(ctx.gpus.size());
-  parallel_for(ctx.gpus.size(), 0, [&](size_t g) {
-    for (const auto& w : ctx.gpus[g].windows) {
-      if (!w.idle && jd.steady_samples[g] < static_cast<size_t>(cfg.min_samples)) continue;
-      jd.per_gpu[g].windows_h += window_hours(ctx, g, w);
+  auto judged_at_all = [&](size_t g, const Window& w) {
+    return w.idle || jd.steady_samples[g] >= static_cast<size_t>(cfg.min_samples);
+  };
+  // Each block of windows on its own (the detectors read the context, never change it), then in
+  // GPU and window order.
+  const std::vector<WindowBlock> blocks = window_blocks(ctx);
+  std::vector<std::vector<Judged>> by_block(blocks.size());
+  parallel_for(blocks.size(), 0, [&](size_t b) {
+    const auto [g, k0, k1] = blocks[b];
+    for (size_t k = k0; k < k1; ++k) {
+      const Window& w = ctx.gpus[g].windows[k];
+      if (!judged_at_all(g, w)) continue;
       for (const Detector* det : kDetectors) {
         auto c = det->check(ctx, g, w);
         if (!c) continue;
-        by_gpu[g].push_back(
+        by_block[b].push_back(
             {g, &w, det->cause, std::move(*c), lost_hours(ctx, g, w), window_hours(ctx, g, w)});
         break;
       }
     }
   });
-  for (auto& judged : by_gpu)
+  for (auto& judged : by_block)
     jd.judged.insert(jd.judged.end(), std::make_move_iterator(judged.begin()),
                      std::make_move_iterator(judged.end()));
+  // (Summed here, window after window, as one loop would: the same hours to the last bit.)
+  for (size_t g = 0; g < ctx.gpus.size(); ++g)
+    for (const auto& w : ctx.gpus[g].windows)
+      if (judged_at_all(g, w)) jd.per_gpu[g].windows_h += window_hours(ctx, g, w);
   // Per GPU and for the run, per cause: lost hours and covered hours (for verdicts).
   for (const auto& j : jd.judged) {
     jd.per_gpu[j.gpu].judged_h += j.hours;

@@ -2,6 +2,7 @@
 // the simulator; phases; lost GPU time; degenerate inputs; configuration.
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <fstream>
 #include <functional>
 
@@ -460,6 +461,55 @@ TEST(Causes, TableIsCompleteAndCodesRoundTrip) {
     }
   }
   EXPECT_FALSE(cause_from_code("loafing"));
+}
+
+// GPUDOCTOR_THREADS=n while it lives (the diagnosis' steps spread over that many threads).
+struct Threads {
+  explicit Threads(const char* n) { ::setenv("GPUDOCTOR_THREADS", n, 1); }
+  ~Threads() { ::unsetenv("GPUDOCTOR_THREADS"); }
+};
+
+// The diagnosis is the same on one thread and on several, to the bit: a lone GPU of a day at 1 s
+// (1,440 windows: their features and judging in three blocks, on different threads) and four GPUs,
+// one a straggler the others wait for (their windows read its windows).
+TEST(Diagnosis, SameOnOneThreadAndOnSeveral) {
+  const Recording lone = one(make_gpu(0, 86400, 1.0, [](size_t i) {
+    Row r;
+    const bool busy = i % 4 < 2;  // a batch every 4 s: starved
+    r.util = busy ? 100 : 0, r.power = busy ? 320 + static_cast<double>(i % 11) : 90;
+    return r;
+  }));
+  Recording fleet;
+  fleet.source = "test";
+  for (unsigned g = 0; g < 4; ++g)
+    fleet.gpus.push_back(make_gpu(g, 3 * 3600, 1.0, [g](size_t i) {
+      Row r;
+      r.power = g == 2 ? 370 - static_cast<double>(i % 7) : 120 + static_cast<double>(i % 5);
+      return r;
+    }));
+  for (const Recording* rec : std::vector<const Recording*>{&lone, &fleet}) {
+    Diagnosis a, b;
+    {
+      const Threads t("1");
+      a = diagnose(*rec, DiagnosisConfig{});
+    }
+    {
+      const Threads t("3");
+      b = diagnose(*rec, DiagnosisConfig{});
+    }
+    EXPECT_EQ(verdict(a), rec == &lone ? "data_starvation" : "communication_wait");
+    EXPECT_EQ(diagnosis_json(a).dump(), diagnosis_json(b).dump()) << rec->gpus.size() << " GPU(s)";
+    ASSERT_EQ(a.gpus.size(), b.gpus.size());
+    for (size_t g = 0; g < a.gpus.size(); ++g) {
+      const auto& x = a.gpus[g].judged;
+      const auto& y = b.gpus[g].judged;
+      ASSERT_EQ(x.size(), y.size());
+      for (size_t i = 0; i < x.size(); ++i)
+        ASSERT_TRUE(same_bits(x[i].t_s, y[i].t_s) && same_bits(x[i].dt_s, y[i].dt_s) &&
+                    x[i].cause == y[i].cause && same_bits(x[i].lost_s, y[i].lost_s))
+            << "GPU " << g << ", sample " << i;
+    }
+  }
 }
 
 }  // namespace
