@@ -350,8 +350,11 @@ void prepare_gpus(Context& ctx) {
   parallel_for(ctx.gpus.size(), 0, [&](size_t g) {
     ctx.gpus[g] = prepare(ctx.rec.gpus[g], ctx.cfg);
     segment(ctx.gpus[g], ctx.cfg);
-    // (What the other GPUs' windows read of this one: a lone GPU has none.)
-    if (ctx.gpus.size() > 1) ctx.make_peer_windows(g);
+    // What the other GPUs' windows read of this one (a lone GPU has no peers to read it).
+    if (ctx.gpus.size() > 1) {
+      running_sums(ctx.gpus[g]);
+      ctx.make_peer_windows(g);
+    }
   });
   const std::vector<WindowBlock> blocks = window_blocks(ctx);
   parallel_for(blocks.size(), 0, [&](size_t b) {
@@ -745,11 +748,13 @@ Diagnosis diagnose(const Recording& input, const DiagnosisConfig& cfg) {
   // The findings beside the GPUs' results (they read the judged windows, not the samples that a
   // GPU's result hands back): a lone GPU's two steps on two threads.
   out.gpus.resize(ctx.gpus.size());
-  parallel_for(ctx.gpus.size() + 1, 0, [&](size_t g) {
-    if (g == ctx.gpus.size()) {
+  // (The findings first: where both throw, theirs is the error, as when they came first.)
+  parallel_for(ctx.gpus.size() + 1, 0, [&](size_t k) {
+    if (k == 0) {
       out.findings = findings_of(ctx, jd, observed_h);
       return;
     }
+    const size_t g = k - 1;
     out.gpus[g] = gpu_result(ctx, g, jd);
     ctx.gpus[g].release_samples();  // read by no step below: not held beside the judged samples
   });

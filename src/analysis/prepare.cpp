@@ -38,9 +38,7 @@ double median_of(ColumnView c) {
   return median_of(c, 0, c.size());
 }
 
-namespace {
-
-void prefix_sums(GpuData& d) {
+void running_sums(GpuData& d) {
   const size_t n = d.active.size();
   auto& marks = d.sums.marks;
   marks.assign(n / PrefixSums::kStride + 1, {});
@@ -52,8 +50,6 @@ void prefix_sums(GpuData& d) {
     if ((i + 1) % PrefixSums::kStride == 0) marks[(i + 1) / PrefixSums::kStride] = run;
   }
 }
-
-}  // namespace
 
 GpuData prepare(const GpuSeries& s, const DiagnosisConfig& cfg) {
   GpuData d;
@@ -165,7 +161,6 @@ GpuData prepare(const GpuSeries& s, const DiagnosisConfig& cfg) {
     if (act_of[i] >= 0) last = act_of[i];
     d.active[i] = static_cast<uint8_t>(last != 0);
   }
-  prefix_sums(d);
   return d;
 }
 

@@ -16,6 +16,10 @@ namespace gpudoctor::diag {
 // Static facts and per-sample derived series of one GPU (no phases or windows yet).
 GpuData prepare(const GpuSeries& s, const DiagnosisConfig& cfg);
 
+// The running sums of d's samples (GpuData::sums) that the other GPUs' windows read of it
+// (Context::peer_features, active_samples): made after prepare, for a GPU that has peers.
+void running_sums(GpuData& d);
+
 // Fills d.phases and d.windows from the activity mask.
 void segment(GpuData& d, const DiagnosisConfig& cfg);
 

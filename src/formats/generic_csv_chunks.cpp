@@ -246,7 +246,11 @@ bool Reader::read_in_chunks(std::string_view rows) {
     } catch (...) {
       p.error = std::current_exception();
     }
-    const std::lock_guard lock(m);
+    std::unique_lock lock(m);
+    if (cancel) {  // (read again in one pass, or not needed: dropped, outside the lock)
+      lock.unlock();
+      return;
+    }
     parts[i] = std::move(p);
     ready[i] = 1;
     cv.notify_all();
@@ -310,11 +314,15 @@ bool Reader::read_in_chunks(std::string_view rows) {
     if (p.error) std::rethrow_exception(p.error);
     const std::string_view text = rows.substr(spans[k].first, spans[k].second - spans[k].first);
     if (p.stopped) {
+      // The rest in one pass; the chunks read ahead are not held while it is read.
+      std::vector<Part> ahead;
       {
         const std::lock_guard lock(m);
         cancel = true;
+        ahead.swap(parts);
       }
       cv.notify_all();
+      ahead.clear();
       read_span(rows.substr(spans[k].first), line, true);
       return true;
     }

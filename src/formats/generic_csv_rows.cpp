@@ -520,7 +520,8 @@ void Reader::read_cells(GpuState& g, double t, int wide, const std::vector<std::
 size_t Reader::rows_ahead(size_t n, size_t need) const {
   const size_t doubled = std::max(need, 2 * n);
   // A guess from the first few rows is off by what makes them unlike the rest (a header, longer
-  // first values): doublings up to a thousand rows (8 KiB a column), a guess from there on.
+  // first values): doublings up to a thousand rows (8 KiB a column), a guess from there on (a
+  // chunk's reader: from its 16th row, below).
   double read = 0, all = 0;
   // (A chunk's reader guesses from its chunk: the rows it will read, not the text's.)
   const std::string_view span = chunk_ ? chunk_->text : body_;
@@ -576,7 +577,8 @@ void Reader::read_rows() {
 
 size_t Reader::read_span(std::string_view rows, size_t line_before, bool last) {
   Records records(rows, sep_, line_before, opt_.read_as);
-  // (A chunk's text may start inside a quoted cell: a chunk with a quote is read in order.)
+  // (A chunk's text may start inside a quoted cell: from a chunk with a quote on, the text is read
+  // in one pass.)
   if (chunk_) records.stop_at_quotes();
   size_t ncols = cols_.size();
   bool empty_last_name = !header_.empty() && header_.back().empty();

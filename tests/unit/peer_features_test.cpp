@@ -35,7 +35,10 @@ TEST(PeerFeatures, EqualTheWindowFeaturesAtAnyWindow) {
     for (size_t i = 10; i < 40; ++i) p[i] = kNaN;
     const DiagnosisConfig cfg;
     Context ctx{rec, cfg, {}, detect_workload(rec)};
-    for (const auto& s : rec.gpus) ctx.gpus.push_back(prepare(s, cfg));
+    for (const auto& s : rec.gpus) {
+      ctx.gpus.push_back(prepare(s, cfg));
+      running_sums(ctx.gpus.back());
+    }
     std::mt19937 rng(7);
     for (size_t g = 0; g < ctx.gpus.size(); ++g) {
       const size_t n = rec.gpus[g].size();
@@ -67,7 +70,8 @@ TEST(PeerFeatures, SumsBetweenMarksAreTheRunningSumsBitForBit) {
   auto& p = rec.gpus[0].column_for_write(Field::kPower);
   for (size_t i = 100; i < 170; ++i) p[i] = kNaN;
   const DiagnosisConfig cfg;
-  const GpuData d = prepare(rec.gpus[0], cfg);
+  GpuData d = prepare(rec.gpus[0], cfg);
+  running_sums(d);
   const size_t n = rec.gpus[0].size();
   ASSERT_GT(n, 3 * PrefixSums::kStride);
   PrefixSums::Sums run;
@@ -108,6 +112,7 @@ TEST(PeerFeatures, PeerWindowsAreWhatIsMadeAnewBitForBit) {
   Context ctx{rec, cfg, {}, detect_workload(rec)};
   for (size_t g = 0; g < rec.gpus.size(); ++g) {
     ctx.gpus.push_back(prepare(rec.gpus[g], cfg));
+    running_sums(ctx.gpus.back());
     segment(ctx.gpus.back(), cfg);
   }
   for (size_t g = 0; g < ctx.gpus.size(); ++g) ctx.make_peer_windows(g);
