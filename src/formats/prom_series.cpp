@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <charconv>
 #include <cmath>
+#include <functional>
 #include <limits>
 #include <set>
 #include <unordered_map>
@@ -364,11 +365,25 @@ Recording series_by_gpu(const std::vector<PromSeries>& series, const std::string
     g.info.index = static_cast<unsigned>(k.gpu);
     g.info.uuid = k.uuid;
     g.host = k.host;
+    // The GPU's times: every series' times, in order, once each. The series of one exporter are
+    // scraped together and nearly always share their times: then those are the GPU's.
     std::vector<int64_t> times;
-    for (const auto* s : per_gpu[gi])
-      for (const auto& p : s->points) times.push_back(p.first);
-    std::sort(times.begin(), times.end());
-    times.erase(std::unique(times.begin(), times.end()), times.end());
+    const auto& first = per_gpu[gi].front()->points;
+    auto same_times = [&](const PromSeries* s) {
+      return std::equal(s->points.begin(), s->points.end(), first.begin(), first.end(),
+                        [](const auto& a, const auto& b) { return a.first == b.first; });
+    };
+    times.reserve(first.size());
+    for (const auto& p : first) times.push_back(p.first);
+    const bool increasing =
+        std::adjacent_find(times.begin(), times.end(), std::greater_equal<>()) == times.end();
+    if (!increasing || !std::all_of(per_gpu[gi].begin(), per_gpu[gi].end(), same_times)) {
+      times.clear();
+      for (const auto* s : per_gpu[gi])
+        for (const auto& p : s->points) times.push_back(p.first);
+      std::sort(times.begin(), times.end());
+      times.erase(std::unique(times.begin(), times.end()), times.end());
+    }
     for (int64_t t : times) g.time_s.push_back(static_cast<double>(t - rec.start_unix_ms) / 1000.0);
     std::vector<double> fb_free(times.size(), kMissing), fb_reserved(times.size(), kMissing);
     std::vector<bool> has_value(times.size(), false);
@@ -407,9 +422,14 @@ Recording series_by_gpu(const std::vector<PromSeries>& series, const std::string
       }
       if (ni.extra == Extra::kOwnerInfo) continue;
       std::vector<double>* col = ni.field ? &g.column_for_write(*ni.field) : nullptr;
+      size_t next_row = 0;  // (points in time order: the row after the last point's, mostly)
       for (const auto& [t, v] : s->points) {
         const size_t row =
-            static_cast<size_t>(std::lower_bound(times.begin(), times.end(), t) - times.begin());
+            next_row < times.size() && times[next_row] == t
+                ? next_row
+                : static_cast<size_t>(std::lower_bound(times.begin(), times.end(), t) -
+                                      times.begin());
+        next_row = row + 1;
         if (ni.extra == Extra::kGpuLost) {
           if (v == 1 && (!g.lost_at_s || g.time_s[row] < *g.lost_at_s)) g.lost_at_s = g.time_s[row];
           continue;

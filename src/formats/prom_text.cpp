@@ -108,14 +108,20 @@ std::optional<Sample> parse_sample(std::string_view line, size_t* labels = nullp
     }
   }
   s.key = line.substr(0, i);
-  std::vector<std::string_view> rest;
-  text::split_ws(line.substr(i), rest);
-  if (rest.empty() || rest.size() > 2) return std::nullopt;
-  const auto v = parse_value(rest[0]);
+  // The value and the timestamp, if any: one or two tokens after the key, nothing more.
+  auto token = [&] {
+    while (i < line.size() && text::is_space(line[i])) ++i;
+    const size_t from = i;
+    while (i < line.size() && !text::is_space(line[i])) ++i;
+    return line.substr(from, i - from);
+  };
+  const std::string_view value = token(), time = token();
+  if (value.empty() || !token().empty()) return std::nullopt;
+  const auto v = parse_value(value);
   if (!v) return std::nullopt;
   s.value = *v;
-  if (rest.size() == 2) {
-    const auto t = text::parse_double(rest[1]);
+  if (!time.empty()) {
+    const auto t = text::parse_double(time);
     if (!t || !std::isfinite(*t)) return std::nullopt;
     s.timestamp = *t;
   }
@@ -192,12 +198,14 @@ Result<Recording> read_prom_text_unguarded(std::string_view text, const std::str
   // Per series (keyed by its text, which outlives the read): its points and the snapshot it was
   // last seen in.
   struct Entry {
+    std::string_view key;
     PromSeries series;
     size_t last_snapshot = SIZE_MAX;
+    size_t next = SIZE_MAX;  // the series that came after this one last time
   };
   std::unordered_map<std::string_view, size_t> index;
   std::vector<Entry> entries;
-  size_t snapshot = 0, samples = 0, stamped_snapshots = 0;
+  size_t snapshot = 0, samples = 0, stamped_snapshots = 0, previous = SIZE_MAX;
   std::optional<int64_t> stamp, pending_stamp;
   bool any_sample_time = false, any_unstamped = false, sample_in_snapshot = false;
   log_reader::Problem skipped;
@@ -210,26 +218,42 @@ Result<Recording> read_prom_text_unguarded(std::string_view text, const std::str
     pos = end + 1;
     ++line_no;
     if (line.empty() || is_exposition_comment(line)) continue;
-    std::string_view stamp_text = line;
-    if (line.front() == '#') stamp_text = line.substr(1);
-    if (auto t = parse_stamp_line_ms(stamp_text)) {
-      pending_stamp = t;
-      continue;
-    }
-    if (line.front() == '#') continue;
-    auto s = parse_sample(line);
+    // A sample line first where one can start (a letter): no stamp line is also a sample line
+    // (a date(1) line has five words or six, a sample two or three; the others start with a
+    // digit or '#').
+    std::optional<Sample> s;
+    if (name_start(line.front())) s = parse_sample(line);
     if (!s) {
+      std::string_view stamp_text = line;
+      if (line.front() == '#') stamp_text = line.substr(1);
+      if (auto t = parse_stamp_line_ms(stamp_text)) {
+        pending_stamp = t;
+        continue;
+      }
+      if (line.front() == '#') continue;
       log_reader::count_problem(skipped, origin, line_no, "not a sample line: {}", line);
       continue;
     }
+    // The series: a snapshot lists them in the order the last one did, so the one that followed
+    // the previous series last time is tried before the index.
+    size_t e = SIZE_MAX;
+    if (const size_t guess = previous < entries.size() ? entries[previous].next : SIZE_MAX;
+        guess < entries.size() && entries[guess].key == s->key) {
+      e = guess;
+    } else {
+      auto [it, fresh] = index.emplace(s->key, entries.size());
+      if (fresh) {
+        entries.emplace_back();
+        entries.back().key = s->key;
+        entries.back().series.labels = parse_labels(s->key);
+      }
+      e = it->second;
+      if (previous < entries.size()) entries[previous].next = e;
+    }
+    previous = e;
     // A new snapshot: a stamp line after samples, or a series seen again. Its time is the
     // stamp line before its first sample, if any.
-    auto [it, fresh] = index.emplace(s->key, entries.size());
-    if (fresh) {
-      entries.emplace_back();
-      entries.back().series.labels = parse_labels(s->key);
-    }
-    if (sample_in_snapshot && (pending_stamp || entries[it->second].last_snapshot == snapshot)) {
+    if (sample_in_snapshot && (pending_stamp || entries[e].last_snapshot == snapshot)) {
       ++snapshot;
       sample_in_snapshot = false;
     }
@@ -238,7 +262,7 @@ Result<Recording> read_prom_text_unguarded(std::string_view text, const std::str
       if (pending_stamp) ++stamped_snapshots;
       pending_stamp.reset();
     }
-    Entry& entry = entries[it->second];
+    Entry& entry = entries[e];
     entry.last_snapshot = snapshot;
     sample_in_snapshot = true;
     int64_t t_ms = 0;
@@ -264,17 +288,22 @@ Result<Recording> read_prom_text_unguarded(std::string_view text, const std::str
   list.reserve(entries.size());
   for (auto& e : entries) {
     PromSeries& s = e.series;
-    // Points in time order, one per time (a later snapshot of the same time wins).
-    std::stable_sort(s.points.begin(), s.points.end(),
-                     [](const auto& a, const auto& b) { return a.first < b.first; });
-    std::vector<std::pair<int64_t, double>> kept;
-    for (const auto& p : s.points) {
-      if (!kept.empty() && kept.back().first == p.first)
-        kept.back() = p;
-      else
-        kept.push_back(p);
+    // Points in time order, one per time (a later snapshot of the same time wins). Snapshots
+    // come in time order nearly always: then there is nothing to do.
+    auto& points = s.points;
+    auto not_after = [](const auto& a, const auto& b) { return !(a.first < b.first); };
+    if (std::adjacent_find(points.begin(), points.end(), not_after) != points.end()) {
+      std::stable_sort(points.begin(), points.end(),
+                       [](const auto& a, const auto& b) { return a.first < b.first; });
+      size_t kept = 0;
+      for (const auto& p : points) {
+        if (kept > 0 && points[kept - 1].first == p.first)
+          points[kept - 1] = p;
+        else
+          points[kept++] = p;
+      }
+      points.resize(kept);
     }
-    s.points = std::move(kept);
     list.push_back(std::move(s));
   }
   Recording rec = recording_from_series(list, origin);

@@ -448,6 +448,37 @@ TEST(PromText, UnstampedSnapshotsAreSaidToBeOneSecondApart) {
   EXPECT_TRUE(has_note(rec, "two.prom:5: not a sample line")) << notes_of(rec);
 }
 
+// Series in another order from one snapshot to the next, snapshots out of time order, a time
+// given twice (the later snapshot wins) and a series at a time no other has: the GPU's rows are
+// every time once, in order. (The reader tries the series that came next last time, and takes a
+// GPU's times from one series when all share them: neither may change what is read.)
+TEST(PromText, SeriesInAnyOrderAndSnapshotsOutOfTimeOrder) {
+  const std::string text =
+      "DCGM_FI_DEV_POWER_USAGE{gpu=\"0\",UUID=\"GPU-a\"} 100 1733047210000\n"
+      "DCGM_FI_DEV_GPU_UTIL{gpu=\"0\",UUID=\"GPU-a\"} 50 1733047210000\n"
+      "DCGM_FI_DEV_GPU_UTIL{gpu=\"0\",UUID=\"GPU-a\"} 60 1733047205000\n"
+      "DCGM_FI_DEV_POWER_USAGE{gpu=\"0\",UUID=\"GPU-a\"} 90 1733047205000\n"
+      "DCGM_FI_DEV_POWER_USAGE{gpu=\"0\",UUID=\"GPU-a\"} 120 1733047210000\n"
+      "DCGM_FI_DEV_GPU_UTIL{gpu=\"0\",UUID=\"GPU-a\"} 55 1733047210000\n"
+      "DCGM_FI_DEV_SM_CLOCK{gpu=\"0\",UUID=\"GPU-a\"} 1500 1733047215000\n";
+  const Recording rec = load_ok(text, "order.prom");
+  ASSERT_EQ(rec.gpus.size(), 1u) << notes_of(rec);
+  const GpuSeries& g = rec.gpus[0];
+  EXPECT_EQ(rec.start_unix_ms, 1733047205000);
+  ASSERT_EQ(g.time_s, (std::vector<double>{0, 5, 10}));
+  const ColumnView power = g.column(Field::kPower), util = g.column(Field::kUtilGpu),
+                   clock = g.column(Field::kClockSm);
+  ASSERT_TRUE(power && util && clock);
+  EXPECT_EQ(power[0], 90);
+  EXPECT_EQ(power[1], 120);
+  EXPECT_TRUE(is_missing(power[2]));
+  EXPECT_EQ(util[0], 60);
+  EXPECT_EQ(util[1], 55);
+  EXPECT_TRUE(is_missing(util[2]));
+  EXPECT_TRUE(is_missing(clock[0]));
+  EXPECT_EQ(clock[2], 1500);
+}
+
 TEST(PromText, SampleTimesOutOfRangeAreSkipped) {
   // Found by fuzz_prom_text: a timestamp past any date overflowed int64 once in ms.
   const std::string text =
