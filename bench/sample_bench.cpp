@@ -201,6 +201,72 @@ void BM_LoadGpuzLatin1(benchmark::State& state) {
 }
 BENCHMARK(BM_LoadGpuzLatin1)->Unit(benchmark::kMillisecond);
 
+// A GPU-Z sensor log as GPU-Z writes it (the layout of shared/data/real-logs' "GPU-Z Sensor
+// Log.txt"): 22 sensors of an RTX card, each value right-aligned under its title and followed by
+// three spaces, 524 bytes a row. BM_LoadGpuzLatin1's rows are the dense end (87 bytes, 8 sensors).
+void BM_LoadGpuzAsWritten(benchmark::State& state) {
+  static const std::vector<std::string_view> titles = {"GPU Clock [MHz]",
+                                                       "Memory Clock [MHz]",
+                                                       "GPU Temperature [\xB0"
+                                                       "C]",
+                                                       "Hot Spot [\xB0"
+                                                       "C]",
+                                                       "Fan 1 Speed (%) [%]",
+                                                       "Fan 1 Speed (RPM) [RPM]",
+                                                       "Fan 2 Speed (%) [%]",
+                                                       "Fan 2 Speed (RPM) [RPM]",
+                                                       "Memory Used [MB]",
+                                                       "GPU Load [%]",
+                                                       "Memory Controller Load [%]",
+                                                       "Video Engine Load [%]",
+                                                       "Bus Interface Load [%]",
+                                                       "Board Power Draw [W]",
+                                                       "GPU Chip Power Draw [W]",
+                                                       "PWR_SRC Power Draw [W]",
+                                                       "PWR_SRC Voltage [V]",
+                                                       "Power Consumption (%) [% TDP]",
+                                                       "PerfCap Reason []",
+                                                       "GPU Voltage [V]",
+                                                       "CPU Temperature [\xB0"
+                                                       "C]",
+                                                       "System Memory Used [MB]"};
+  std::string text = "        Date        ,";
+  for (const auto t : titles) text += fmt::format(" {} ,", t);
+  text += "\r\n";
+  std::vector<std::string> v(titles.size());
+  for (int i = 0; i < 50000; ++i) {
+    v = {fmt::format("{:.1f}", 2460.0 + i % 61),
+         "2062.7",
+         fmt::format("{:.1f}", 56.0 + i % 50 * 0.1),
+         fmt::format("{:.1f}", 62.0 + i % 45 * 0.1),
+         "47",
+         fmt::format("{}", 1546 + i % 4),
+         "47",
+         "1548",
+         fmt::format("{}", 5392 + i % 11),
+         fmt::format("{}", 90 + i % 10),
+         fmt::format("{}", 90 + i % 9),
+         "0",
+         fmt::format("{}", i % 4),
+         fmt::format("{:.1f}", 100.0 + i % 97 * 0.1),
+         fmt::format("{:.1f}", 55.0 + i % 59 * 0.1),
+         "47.5",
+         "12.0",
+         fmt::format("{:.1f}", i % 1000 * 0.1),
+         fmt::format("{}", i % 3 == 0 ? 4 : 1),
+         fmt::format("{:.4f}", 0.95 + i % 50 * 0.001),
+         fmt::format("{:.1f}", 45.0 + i % 100 * 0.1),
+         fmt::format("{}", 7122 + i % 21)};
+    text += fmt::format("2026-12-{:02d} {:02d}:{:02d}:{:02d} ,", 1 + i / 86400, i / 3600 % 24,
+                        i / 60 % 60, i % 60);
+    for (size_t k = 0; k < titles.size(); ++k)
+      text += fmt::format("{:>{}}   ,", v[k], titles[k].size() - 1);
+    text += "\r\n";
+  }
+  run_load(state, text);
+}
+BENCHMARK(BM_LoadGpuzAsWritten)->Unit(benchmark::kMillisecond);
+
 // HWiNFO64's log of a whole machine, as tests/data/make_machine_logs.py writes it (Windows-1252,
 // d.m.yyyy and h:m:s.ms without leading zeros, 253 columns, the GPU's 9 after the CPU's, drives',
 // board's 243): most cells are split and never parsed, as in the logs users have.
