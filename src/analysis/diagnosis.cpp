@@ -551,7 +551,7 @@ std::vector<Finding> findings_of(const Context& ctx, const Judgement& jd, double
 }
 
 // One GPU's result: its phases, limits, metrics, GPU time lost and verdict (by the verdict rule).
-GpuDiagnosis gpu_result(const Context& ctx, size_t g, const Judgement& jd) {
+GpuDiagnosis gpu_result(const Context& ctx, size_t g, const Judgement& jd, JudgedSamples keep) {
   const GpuData& d = ctx.gpus[g];
   GpuDiagnosis gd;
   gd.index = d.s->info.index;
@@ -570,7 +570,8 @@ GpuDiagnosis gpu_result(const Context& ctx, size_t g, const Judgement& jd) {
   std::vector<const Judged*> steady;
   double lost = 0, conf = 0, conf_h = 0;
   bool lost_known = false;
-  {
+  const bool each = keep == JudgedSamples::kEach;
+  if (each) {
     size_t samples = 0;
     for (const auto& j : jd.judged)
       if (j.gpu == g) samples += j.w->i1 - j.w->i0;
@@ -581,10 +582,13 @@ GpuDiagnosis gpu_result(const Context& ctx, size_t g, const Judgement& jd) {
     if (j.gpu != g) continue;
     if (!j.w->idle) steady.push_back(&j);
     if (j.lost_h) lost += *j.lost_h, lost_known = true;
-    for (size_t i = j.w->i0; i < j.w->i1; ++i)
-      gd.judged.push_back(
-          {d.s->time_s[i], d.dt(i), j.cause,
-           j.cause == Cause::kHealthy ? 0 : sample_lost_s(ctx, g, *j.w, i).value_or(0)});
+    for (size_t i = j.w->i0; i < j.w->i1; ++i) {
+      const GpuDiagnosis::JudgedSample s{
+          d.s->time_s[i], d.dt(i), j.cause,
+          j.cause == Cause::kHealthy ? 0 : sample_lost_s(ctx, g, *j.w, i).value_or(0)};
+      gd.judged_time.count(s);
+      if (each) gd.judged.push_back(s);
+    }
   }
   gd.metrics = gpu_metrics(ctx, g, steady);
   if (auto it = gd.metrics.find("efficiency"); it != gd.metrics.end())
@@ -723,7 +727,17 @@ void say_limits(Diagnosis& out, const Context& ctx, const Judgement& jd,
 }  // namespace
 }  // namespace diag
 
-Diagnosis diagnose(const Recording& input, const DiagnosisConfig& cfg) {
+void GpuDiagnosis::JudgedTime::count(const JudgedSample& j) {
+  const double dt = std::max(0.0, j.dt_s);
+  judged_s += dt;
+  if (j.cause == Cause::kHealthy) return;
+  const double l = std::clamp(j.lost_s, 0.0, dt);
+  if (l <= 0) return;
+  lost_s[j.cause] += l;
+  lost_total_s += l;
+}
+
+Diagnosis diagnose(const Recording& input, const DiagnosisConfig& cfg, JudgedSamples judged) {
   using namespace diag;
   // Readers promise times that increase per GPU; a Recording built any other way might not, and
   // a hung logger repeats its last row: those samples are left out (and said).
@@ -755,7 +769,7 @@ Diagnosis diagnose(const Recording& input, const DiagnosisConfig& cfg) {
       return;
     }
     const size_t g = k - 1;
-    out.gpus[g] = gpu_result(ctx, g, jd);
+    out.gpus[g] = gpu_result(ctx, g, jd, judged);
     ctx.gpus[g].release_samples();  // read by no step below: not held beside the judged samples
   });
   judge_run(out, ctx, jd, observed_h);

@@ -9,6 +9,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -83,13 +84,22 @@ struct GpuDiagnosis {
   std::vector<Phase> phases;
   nlohmann::ordered_json metrics = nlohmann::ordered_json::object();
   std::optional<double> lost_gpu_hours;
-  // Every sample a window judged, in time order, with the GPU seconds it lost (not in the JSON;
-  // `serve`'s ledger counts them).
+  // A sample a window judged, with the GPU seconds it lost.
   struct JudgedSample {
     double t_s = 0, dt_s = 0;
     Cause cause = Cause::kHealthy;
     double lost_s = 0;
   };
+  // The judged samples' time (not in the JSON; the report's time bar reads it): every judged
+  // sample counted once, in time order, by count().
+  struct JudgedTime {
+    double judged_s = 0;             // judged samples' dt (negative ones as 0)
+    std::map<Cause, double> lost_s;  // lost_s clamped to [0, dt]; causes other than healthy
+    double lost_total_s = 0;         // the same, every cause
+    void count(const JudgedSample& j);
+  } judged_time;
+  // Every judged sample, in time order: only where diagnose() was asked for them
+  // (JudgedSamples::kEach; `serve`'s ledger counts them against wall-clock time).
   std::vector<JudgedSample> judged;
 };
 
@@ -114,6 +124,11 @@ struct Diagnosis {
   nlohmann::ordered_json trace;
 };
 
-Diagnosis diagnose(const Recording& rec, const DiagnosisConfig& config = {});
+// Whether each judged sample is kept (GpuDiagnosis::judged) or only their time counted: a day of
+// 100 ms samples is 32 bytes each, and only `serve` reads them one by one.
+enum class JudgedSamples { kTimeOnly, kEach };
+
+Diagnosis diagnose(const Recording& rec, const DiagnosisConfig& config = {},
+                   JudgedSamples judged = JudgedSamples::kTimeOnly);
 
 }  // namespace gpudoctor

@@ -22,16 +22,9 @@ double GpuTimeBreakdown::share(double s) const {
 
 GpuTimeBreakdown gpu_time_breakdown(const GpuDiagnosis& g) {
   GpuTimeBreakdown b;
-  double judged_s = 0, lost = 0;
-  for (const auto& j : g.judged) {
-    const double dt = std::max(0.0, j.dt_s);
-    judged_s += dt;
-    if (j.cause == Cause::kHealthy) continue;
-    const double l = std::clamp(j.lost_s, 0.0, dt);
-    if (l <= 0) continue;
-    b.lost_s[j.cause] += l;
-    lost += l;
-  }
+  const double judged_s = g.judged_time.judged_s;
+  b.lost_s = g.judged_time.lost_s;
+  const double lost = g.judged_time.lost_total_s;
   double observed = 0;
   if (const auto it = g.metrics.find("observed_s"); it != g.metrics.end() && it->is_number())
     observed = it->get<double>();

@@ -157,9 +157,12 @@ void assign_fresh(std::vector<T>& v, size_t n, std::type_identity_t<T> value) {
 
 // Room for n values, where the system grants it: the room a guess asks for (a reader's rows to
 // come) may be refused (a strict overcommit limit), and the vector then grows as it would have.
+// New room is advised for huge pages (a reader's column is written to its end).
 inline void reserve_guess(std::vector<double>& v, size_t n) noexcept {
   try {
+    if (n <= v.capacity()) return;
     v.reserve(n);
+    advise_huge_pages(v.data() + v.size(), (v.capacity() - v.size()) * sizeof(double));
   } catch (const std::exception&) {  // std::bad_alloc, std::length_error
   }
 }

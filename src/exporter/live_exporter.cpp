@@ -80,7 +80,7 @@ void LiveExporter::update_ledger(const Diagnosis& d, int64_t now_ms) {
 void LiveExporter::rediagnose(double now_s) {
   const auto t0 = std::chrono::steady_clock::now();
   try {
-    const Diagnosis d = diagnose(window_, live_options_.config);
+    const Diagnosis d = diagnose(window_, live_options_.config, JudgedSamples::kEach);
     for (auto& f : findings_) f.clear();
     for (auto& v : verdicts_) v.reset();
     for (const auto& f : d.findings) {

@@ -241,7 +241,7 @@ Result<FleetReport> fleet_by_diagnosis(const FleetOptions& options, const FleetP
     size_t owned = 0;
     if (runs) {
       for (const auto& run : runs.value()) {
-        const Diagnosis d = diagnose(run.rec);
+        const Diagnosis d = diagnose(run.rec, {}, JudgedSamples::kEach);
         account(run, d, options.by, part);
         if (run.kind == "owner") ++owned;
       }

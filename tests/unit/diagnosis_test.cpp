@@ -491,11 +491,11 @@ TEST(Diagnosis, SameOnOneThreadAndOnSeveral) {
     Diagnosis a, b;
     {
       const Threads t("1");
-      a = diagnose(*rec, DiagnosisConfig{});
+      a = diagnose(*rec, DiagnosisConfig{}, JudgedSamples::kEach);
     }
     {
       const Threads t("3");
-      b = diagnose(*rec, DiagnosisConfig{});
+      b = diagnose(*rec, DiagnosisConfig{}, JudgedSamples::kEach);
     }
     EXPECT_EQ(verdict(a), rec == &lone ? "data_starvation" : "communication_wait");
     EXPECT_EQ(diagnosis_json(a).dump(), diagnosis_json(b).dump()) << rec->gpus.size() << " GPU(s)";

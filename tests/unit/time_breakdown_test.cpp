@@ -44,9 +44,12 @@ TEST(TimeBreakdown, CountsEachJudgedSampleOnceAndTheRestAsUnknown) {
   GpuDiagnosis g;
   g.metrics["observed_s"] = 10.0;
   // 4 s healthy, 2 s starved losing half, 2 s idle (all lost); 2 s never judged.
-  for (int i = 0; i < 4; ++i) g.judged.push_back({double(i), 1, Cause::kHealthy, 0});
-  for (int i = 4; i < 6; ++i) g.judged.push_back({double(i), 1, Cause::kDataStarvation, 0.5});
-  for (int i = 6; i < 8; ++i) g.judged.push_back({double(i), 1, Cause::kIdle, 1});
+  for (int i = 0; i < 4; ++i) g.judged_time.count({double(i), 1, Cause::kHealthy, 0});
+  for (int i = 4; i < 6; ++i) g.judged_time.count({double(i), 1, Cause::kDataStarvation, 0.5});
+  for (int i = 6; i < 8; ++i) g.judged_time.count({double(i), 1, Cause::kIdle, 1});
+  // (A loss beyond the sample's interval, or below zero, counts as the interval, or nothing.)
+  g.judged_time.count({8, -1, Cause::kIdle, 1});
+  g.judged_time.count({8, 0, Cause::kDataStarvation, -2});
   const GpuTimeBreakdown b = gpu_time_breakdown(g);
   EXPECT_DOUBLE_EQ(b.observed_s, 10);
   EXPECT_DOUBLE_EQ(b.working_s, 5);  // 4 healthy + the 1 s the starved samples still worked
@@ -74,7 +77,7 @@ TEST(TimeBreakdown, NothingObservedIsAllZero) {
   EXPECT_TRUE(b.lost_s.empty());
   // observed_s missing or rounded below the judged time: never a negative unknown.
   GpuDiagnosis g;
-  g.judged.push_back({0, 1.04, Cause::kHealthy, 0});
+  g.judged_time.count({0, 1.04, Cause::kHealthy, 0});
   g.metrics["observed_s"] = 1.0;
   const GpuTimeBreakdown r = gpu_time_breakdown(g);
   EXPECT_DOUBLE_EQ(r.observed_s, 1.04);
@@ -96,6 +99,33 @@ TEST(TimeBreakdown, TwoOfEightGpusIdleIsAQuarterIdle) {
   EXPECT_GT(gpu_time_breakdown(d.gpus[0]).share(gpu_time_breakdown(d.gpus[0]).working_s), 0.97);
   const GpuTimeBreakdown idle = gpu_time_breakdown(d.gpus[7]);
   EXPECT_NEAR(idle.share(idle.idle_s()), 1.0, 0.01);
+}
+
+// The time is counted whether or not each judged sample is kept (only `serve` keeps them), and
+// it is what counting the kept samples gives.
+TEST(TimeBreakdown, TheSameWithOrWithoutEachJudgedSample) {
+  Recording rec;
+  rec.source = "test";
+  for (unsigned i = 0; i < 4; ++i) rec.gpus.push_back(make_gpu(i, 900, /*idle=*/i == 3, 150));
+  const Diagnosis time_only = diagnose(rec);
+  const Diagnosis each = diagnose(rec, {}, JudgedSamples::kEach);
+  ASSERT_EQ(time_only.gpus.size(), 4u);
+  ASSERT_EQ(each.gpus.size(), 4u);
+  for (size_t g = 0; g < 4; ++g) {
+    SCOPED_TRACE(g);
+    EXPECT_TRUE(time_only.gpus[g].judged.empty());
+    ASSERT_FALSE(each.gpus[g].judged.empty());
+    GpuDiagnosis::JudgedTime counted;
+    for (const auto& j : each.gpus[g].judged) counted.count(j);
+    for (const auto* t : {&time_only.gpus[g].judged_time, &each.gpus[g].judged_time}) {
+      EXPECT_EQ(t->judged_s, counted.judged_s);
+      EXPECT_EQ(t->lost_total_s, counted.lost_total_s);
+      EXPECT_EQ(t->lost_s, counted.lost_s);
+    }
+    EXPECT_GT(counted.judged_s, 0);
+  }
+  EXPECT_GT(time_only.gpus[0].judged_time.lost_total_s, 0);  // 150 W of 400: starved or the like
+  EXPECT_GT(time_only.gpus[3].judged_time.lost_s.at(Cause::kIdle), 0);
 }
 
 TEST(TimeBreakdown, HealthyRunIsNearlyAllWorking) {
