@@ -727,16 +727,6 @@ void say_limits(Diagnosis& out, const Context& ctx, const Judgement& jd,
 }  // namespace
 }  // namespace diag
 
-void GpuDiagnosis::JudgedTime::count(const JudgedSample& j) {
-  const double dt = std::max(0.0, j.dt_s);
-  judged_s += dt;
-  if (j.cause == Cause::kHealthy) return;
-  const double l = std::clamp(j.lost_s, 0.0, dt);
-  if (l <= 0) return;
-  lost_s[j.cause] += l;
-  lost_total_s += l;
-}
-
 Diagnosis diagnose(const Recording& input, const DiagnosisConfig& cfg, JudgedSamples judged) {
   using namespace diag;
   // Readers promise times that increase per GPU; a Recording built any other way might not, and

@@ -8,6 +8,8 @@
 // cause become findings, merged across GPUs; the verdict is the cause that cost the most GPU time.
 #pragma once
 
+#include <algorithm>
+#include <array>
 #include <cstdint>
 #include <map>
 #include <optional>
@@ -93,10 +95,19 @@ struct GpuDiagnosis {
   // The judged samples' time (not in the JSON; the report's time bar reads it): every judged
   // sample counted once, in time order, by count().
   struct JudgedTime {
-    double judged_s = 0;             // judged samples' dt (negative ones as 0)
-    std::map<Cause, double> lost_s;  // lost_s clamped to [0, dt]; causes other than healthy
-    double lost_total_s = 0;         // the same, every cause
-    void count(const JudgedSample& j);
+    double judged_s = 0;  // judged samples' dt (negative ones as 0)
+    // lost_s clamped to [0, dt], by cause (indexed by its value); healthy samples lose none.
+    std::array<double, kCauseCount> lost_s{};
+    double lost_total_s = 0;  // the same, every cause
+    void count(const JudgedSample& j) {
+      const double dt = std::max(0.0, j.dt_s);
+      judged_s += dt;
+      if (j.cause == Cause::kHealthy) return;
+      const double l = std::clamp(j.lost_s, 0.0, dt);
+      if (l <= 0) return;
+      lost_s[static_cast<size_t>(j.cause)] += l;
+      lost_total_s += l;
+    }
   } judged_time;
   // Every judged sample, in time order: only where diagnose() was asked for them
   // (JudgedSamples::kEach; `serve`'s ledger counts them against wall-clock time).

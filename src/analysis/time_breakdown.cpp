@@ -23,7 +23,8 @@ double GpuTimeBreakdown::share(double s) const {
 GpuTimeBreakdown gpu_time_breakdown(const GpuDiagnosis& g) {
   GpuTimeBreakdown b;
   const double judged_s = g.judged_time.judged_s;
-  b.lost_s = g.judged_time.lost_s;
+  for (size_t c = 0; c < kCauseCount; ++c)
+    if (g.judged_time.lost_s[c] > 0) b.lost_s[static_cast<Cause>(c)] = g.judged_time.lost_s[c];
   const double lost = g.judged_time.lost_total_s;
   double observed = 0;
   if (const auto it = g.metrics.find("observed_s"); it != g.metrics.end() && it->is_number())

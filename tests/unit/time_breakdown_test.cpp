@@ -125,7 +125,7 @@ TEST(TimeBreakdown, TheSameWithOrWithoutEachJudgedSample) {
     EXPECT_GT(counted.judged_s, 0);
   }
   EXPECT_GT(time_only.gpus[0].judged_time.lost_total_s, 0);  // 150 W of 400: starved or the like
-  EXPECT_GT(time_only.gpus[3].judged_time.lost_s.at(Cause::kIdle), 0);
+  EXPECT_GT(time_only.gpus[3].judged_time.lost_s[static_cast<size_t>(Cause::kIdle)], 0);
 }
 
 TEST(TimeBreakdown, HealthyRunIsNearlyAllWorking) {
