@@ -222,6 +222,10 @@ void segment(GpuData& d, const DiagnosisConfig& cfg) {
   // Windows: the steady phases cut into pieces of about window_s; idle stretches long enough to
   // blame as they are.
   const double len = std::max(cfg.window_s, cfg.window_samples * d.interval_s);
+  // Each run's pieces (0: not cut into windows), counted first: the windows are large (their
+  // features), and a day of them is megabytes that growing by doublings would copy.
+  std::vector<size_t> pieces_of(runs.size(), 0);
+  size_t most = 0;
   for (size_t k = 0; k < runs.size(); ++k) {
     const Run& r = runs[k];
     const Phase& p = d.phases[k];
@@ -229,7 +233,16 @@ void segment(GpuData& d, const DiagnosisConfig& cfg) {
         !r.active && (p.kind == "idle" || p.end_s - p.start_s > cfg.pause_max_s);
     if (!r.active && !blame_idle) continue;
     const double dur = p.end_s - p.start_s;
-    const size_t pieces = std::max<size_t>(1, static_cast<size_t>(std::llround(dur / len)));
+    pieces_of[k] = std::max<size_t>(1, static_cast<size_t>(std::llround(dur / len)));
+    most += std::min(pieces_of[k], r.i1 - r.i0);  // (a piece of no sample makes no window)
+  }
+  d.windows.reserve(d.windows.size() + most);
+  for (size_t k = 0; k < runs.size(); ++k) {
+    const Run& r = runs[k];
+    const Phase& p = d.phases[k];
+    const size_t pieces = pieces_of[k];
+    if (pieces == 0) continue;
+    const double dur = p.end_s - p.start_s;
     size_t i = r.i0;
     for (size_t q = 0; q < pieces; ++q) {
       const double end_t = q + 1 == pieces ? p.end_s + 1 : p.start_s + dur * (q + 1) / pieces;
