@@ -412,6 +412,9 @@ Judgement judge_windows(const Context& ctx) {
       }
     }
   });
+  size_t windows_judged = 0;
+  for (const auto& b : by_block) windows_judged += b.size();
+  jd.judged.reserve(windows_judged);
   for (auto& judged : by_block)
     jd.judged.insert(jd.judged.end(), std::make_move_iterator(judged.begin()),
                      std::make_move_iterator(judged.end()));
