@@ -53,137 +53,142 @@ double lag_diff(ColumnView x, const Kept& kept, size_t k, std::vector<double>& d
 
 }  // namespace
 
-QualityScan scan_quality(const Recording& rec, const DiagnosisConfig& cfg) {
-  QualityScan q;
-  q.drop.resize(rec.gpus.size());
-  // Each GPU on its own (several at once where the process may use several CPUs); the issues in
-  // GPU order after.
-  std::vector<std::vector<DataQualityIssue>> issues(rec.gpus.size());
-  parallel_for(rec.gpus.size(), 0, [&](size_t g) {
-    const GpuSeries& s = rec.gpus[g];
-    const unsigned idx = s.info.index;
-    const size_t n = s.size();
-    auto& drop = q.drop[g];
-    drop.assign(n, 0);
-    // Time that goes back or stands still: left out.
-    {
-      double last = -std::numeric_limits<double>::infinity();
-      size_t count = 0;
-      double first = 0;
-      for (size_t i = 0; i < n; ++i) {
-        if (!(s.time_s[i] > last)) {
-          if (count++ == 0) first = s.time_s[i];
-          drop[i] = 1;
-          continue;
-        }
-        last = s.time_s[i];
+GpuQuality scan_gpu_quality(const GpuSeries& s, const DiagnosisConfig& cfg) {
+  GpuQuality out;
+  const unsigned idx = s.info.index;
+  const size_t n = s.size();
+  auto& drop = out.drop;
+  drop.assign(n, 0);
+  // Time that goes back or stands still: left out.
+  {
+    double last = -std::numeric_limits<double>::infinity();
+    size_t count = 0;
+    double first = 0;
+    for (size_t i = 0; i < n; ++i) {
+      if (!(s.time_s[i] > last)) {
+        if (count++ == 0) first = s.time_s[i];
+        drop[i] = 1;
+        continue;
       }
-      if (count)
-        issues[g].push_back({"time_backwards", idx, first, first, count,
-                             fmt::format("{} sample(s) whose time went back or stood still "
-                                         "(left out)",
-                                         count)});
+      last = s.time_s[i];
     }
-    Kept kept;
-    if (std::find(drop.begin(), drop.end(), 1) == drop.end()) {
-      kept.n = n;
-    } else {
-      for (size_t i = 0; i < n; ++i)
-        if (!drop[i]) kept.idx.push_back(i);
-      kept.n = kept.idx.size();
+    if (count)
+      out.issues.push_back({"time_backwards", idx, first, first, count,
+                            fmt::format("{} sample(s) whose time went back or stood still "
+                                        "(left out)",
+                                        count)});
+  }
+  Kept kept;
+  if (std::find(drop.begin(), drop.end(), 1) == drop.end()) {
+    kept.n = n;
+  } else {
+    for (size_t i = 0; i < n; ++i)
+      if (!drop[i]) kept.idx.push_back(i);
+    kept.n = kept.idx.size();
+  }
+  // Frozen rows: every value the same as the row before, while a live power reading (to the
+  // 10 mW a sensor reports, never repeated exactly for long) says the values should move.
+  const auto power = s.column(Field::kPower);
+  // A column with one value throughout repeats on every row: the others tell.
+  std::vector<ColumnView> moving;
+  for (const auto& c : s.columns)
+    if (c && !c.is_constant()) moving.push_back(c.view());
+  auto row_same = [&](size_t a, size_t b) {
+    // Power first: the reading that moves from row to row, so most rows differ there.
+    if (power && !same((*power)[a], (*power)[b])) return false;
+    for (const auto& c : moving)
+      if (!same(c[a], c[b])) return false;
+    return true;
+  };
+  for (size_t j = 1; j < kept.size();) {
+    size_t k = j;
+    while (k < kept.size() && row_same(kept[k], kept[k - 1])) ++k;
+    const size_t repeats = k - j;
+    const double span = s.time_s[kept[k - 1]] - s.time_s[kept[j - 1]];
+    if (repeats >= static_cast<size_t>(cfg.frozen_rows) && span >= cfg.frozen_min_s && power) {
+      const double p = (*power)[kept[j]];
+      if (!std::isnan(p) && p != std::floor(p)) {
+        for (size_t m = j; m < k; ++m) drop[kept[m]] = 1;
+        const double t0 = s.time_s[kept[j]], t1 = s.time_s[kept[k - 1]];
+        out.issues.push_back(
+            {"frozen", idx, t0, t1, repeats,
+             fmt::format("{} rows repeat the row before value for value for {} (a logger that "
+                         "stopped reading the GPU): left out",
+                         repeats, human_duration(t1 - t0))});
+      }
     }
-    // Frozen rows: every value the same as the row before, while a live power reading (to the
-    // 10 mW a sensor reports, never repeated exactly for long) says the values should move.
-    const auto power = s.column(Field::kPower);
-    // A column with one value throughout repeats on every row: the others tell.
-    std::vector<ColumnView> moving;
-    for (const auto& c : s.columns)
-      if (c && !c.is_constant()) moving.push_back(c.view());
-    auto row_same = [&](size_t a, size_t b) {
-      // Power first: the reading that moves from row to row, so most rows differ there.
-      if (power && !same((*power)[a], (*power)[b])) return false;
-      for (const auto& c : moving)
-        if (!same(c[a], c[b])) return false;
-      return true;
+    j = std::max(k, j + 1);
+  }
+  // Gaps: a time step many intervals long.
+  {
+    const double interval = kept.size() < 2 ? std::numeric_limits<double>::quiet_NaN()
+                                            : diag::median_by(kept.size() - 1, [&](size_t j) {
+                                                return s.time_s[kept[j + 1]] - s.time_s[kept[j]];
+                                              });
+    if (!std::isnan(interval) && interval > 0) {
+      const double gap = std::max(30.0, cfg.gap_intervals * interval);
+      for (size_t j = 1; j < kept.size(); ++j) {
+        const double t0 = s.time_s[kept[j - 1]], t1 = s.time_s[kept[j]];
+        if (t1 - t0 >= gap)
+          out.issues.push_back({"gap", idx, t0, t1, 0,
+                                fmt::format("no sample for {} (the interval is {:.3g} s)",
+                                            human_duration(t1 - t0), interval)});
+      }
+    }
+  }
+  // Interleaved GPUs: values that change far more from one row to the next than from one row
+  // to the row k back (k = 2..8): k GPUs written on alternate rows with no index column. Read on
+  // slow-moving fields only (memory in use, temperature), which no workload swings row by row.
+  {
+    struct Probe {
+      Field f;
+      double material;  // smallest row-to-row difference that matters
+      const char* what;
     };
-    for (size_t j = 1; j < kept.size();) {
-      size_t k = j;
-      while (k < kept.size() && row_same(kept[k], kept[k - 1])) ++k;
-      const size_t repeats = k - j;
-      const double span = s.time_s[kept[k - 1]] - s.time_s[kept[j - 1]];
-      if (repeats >= static_cast<size_t>(cfg.frozen_rows) && span >= cfg.frozen_min_s && power) {
-        const double p = (*power)[kept[j]];
-        if (!std::isnan(p) && p != std::floor(p)) {
-          for (size_t m = j; m < k; ++m) drop[kept[m]] = 1;
-          const double t0 = s.time_s[kept[j]], t1 = s.time_s[kept[k - 1]];
-          issues[g].push_back(
-              {"frozen", idx, t0, t1, repeats,
-               fmt::format("{} rows repeat the row before value for value for {} (a logger that "
-                           "stopped reading the GPU): left out",
-                           repeats, human_duration(t1 - t0))});
-        }
+    const Probe probes[] = {{Field::kMemUsed, 256, "memory used"},
+                            {Field::kTemp, 3, "temperature"},
+                            {Field::kMemTotal, 256, "memory total"}};
+    std::vector<double> scratch;
+    for (const auto& p : probes) {
+      const auto c = s.column(p.f);
+      // (Most logs stop here: consecutive rows differ by less than matters.)
+      if (!c || !lag_diff_at_least(*c, kept, 1, p.material)) continue;
+      const double d1 = lag_diff(*c, kept, 1, scratch);
+      if (!(d1 >= p.material)) continue;
+      size_t found = 0;
+      double dk = 0;
+      for (size_t k = 2; k <= 8 && !found; ++k) {
+        dk = lag_diff(*c, kept, k, scratch);
+        if (dk <= d1 / 4) found = k;
       }
-      j = std::max(k, j + 1);
+      if (!found) continue;
+      out.issues.push_back(
+          {"interleaved", idx, kept.size() == 0 ? 0 : s.time_s[kept[0]],
+           kept.size() == 0 ? 0 : s.time_s[kept[kept.size() - 1]], kept.size(),
+           fmt::format("{} jumps by {:.0f} from row to row but only {:.0f} between rows {} "
+                       "apart: {} GPUs look interleaved on alternate rows without an index "
+                       "column, read as one (give the index column, or --map it)",
+                       p.what, d1, dk, found, found)});
+      break;
     }
-    // Gaps: a time step many intervals long.
-    {
-      const double interval = kept.size() < 2 ? std::numeric_limits<double>::quiet_NaN()
-                                              : diag::median_by(kept.size() - 1, [&](size_t j) {
-                                                  return s.time_s[kept[j + 1]] - s.time_s[kept[j]];
-                                                });
-      if (!std::isnan(interval) && interval > 0) {
-        const double gap = std::max(30.0, cfg.gap_intervals * interval);
-        for (size_t j = 1; j < kept.size(); ++j) {
-          const double t0 = s.time_s[kept[j - 1]], t1 = s.time_s[kept[j]];
-          if (t1 - t0 >= gap)
-            issues[g].push_back({"gap", idx, t0, t1, 0,
-                                 fmt::format("no sample for {} (the interval is {:.3g} s)",
-                                             human_duration(t1 - t0), interval)});
-        }
-      }
-    }
-    // Interleaved GPUs: values that change far more from one row to the next than from one row
-    // to the row k back (k = 2..8): k GPUs written on alternate rows with no index column. Read on
-    // slow-moving fields only (memory in use, temperature), which no workload swings row by row.
-    {
-      struct Probe {
-        Field f;
-        double material;  // smallest row-to-row difference that matters
-        const char* what;
-      };
-      const Probe probes[] = {{Field::kMemUsed, 256, "memory used"},
-                              {Field::kTemp, 3, "temperature"},
-                              {Field::kMemTotal, 256, "memory total"}};
-      std::vector<double> scratch;
-      for (const auto& p : probes) {
-        const auto c = s.column(p.f);
-        // (Most logs stop here: consecutive rows differ by less than matters.)
-        if (!c || !lag_diff_at_least(*c, kept, 1, p.material)) continue;
-        const double d1 = lag_diff(*c, kept, 1, scratch);
-        if (!(d1 >= p.material)) continue;
-        size_t found = 0;
-        double dk = 0;
-        for (size_t k = 2; k <= 8 && !found; ++k) {
-          dk = lag_diff(*c, kept, k, scratch);
-          if (dk <= d1 / 4) found = k;
-        }
-        if (!found) continue;
-        issues[g].push_back(
-            {"interleaved", idx, kept.size() == 0 ? 0 : s.time_s[kept[0]],
-             kept.size() == 0 ? 0 : s.time_s[kept[kept.size() - 1]], kept.size(),
-             fmt::format("{} jumps by {:.0f} from row to row but only {:.0f} between rows {} "
-                         "apart: {} GPUs look interleaved on alternate rows without an index "
-                         "column, read as one (give the index column, or --map it)",
-                         p.what, d1, dk, found, found)});
-        break;
-      }
-    }
-  });
-  for (size_t g = 0; g < rec.gpus.size(); ++g) {
-    q.issues.insert(q.issues.end(), issues[g].begin(), issues[g].end());
-    q.any_drop = q.any_drop || std::find(q.drop[g].begin(), q.drop[g].end(), 1) != q.drop[g].end();
+  }
+  return out;
+}
+
+QualityScan combine_quality(std::vector<GpuQuality> gpus) {
+  QualityScan q;
+  for (auto& g : gpus) {
+    q.issues.insert(q.issues.end(), g.issues.begin(), g.issues.end());
+    q.any_drop = q.any_drop || std::find(g.drop.begin(), g.drop.end(), 1) != g.drop.end();
+    q.drop.push_back(std::move(g.drop));
   }
   return q;
+}
+
+QualityScan scan_quality(const Recording& rec, const DiagnosisConfig& cfg) {
+  std::vector<GpuQuality> gpus(rec.gpus.size());
+  parallel_for(rec.gpus.size(), 0, [&](size_t g) { gpus[g] = scan_gpu_quality(rec.gpus[g], cfg); });
+  return combine_quality(std::move(gpus));
 }
 
 }  // namespace gpudoctor

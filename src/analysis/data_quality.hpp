@@ -18,6 +18,15 @@ struct QualityScan {
   bool any_drop = false;
 };
 
+// One GPU's scan: which of its samples to leave out, and what was found.
+struct GpuQuality {
+  std::vector<uint8_t> drop;
+  std::vector<DataQualityIssue> issues;
+};
+GpuQuality scan_gpu_quality(const GpuSeries& s, const DiagnosisConfig& cfg);
+// The GPUs' scans as one, the issues in GPU order.
+QualityScan combine_quality(std::vector<GpuQuality> gpus);
+// Every GPU's scan (several at once where the process may use several CPUs), combined.
 QualityScan scan_quality(const Recording& rec, const DiagnosisConfig& cfg);
 
 }  // namespace gpudoctor

@@ -291,6 +291,7 @@ void drop_marked(GpuSeries& g, const std::vector<uint8_t>& drop) {
 // limitations). rec is nullopt when the input needs no change.
 struct Cleaned {
   std::optional<Recording> rec;
+  std::vector<uint8_t> changed;  // per GPU: its series in rec differs from the input's
   std::vector<std::string> said;
 };
 Cleaned clean_input(const Recording& input, const QualityScan& quality) {
@@ -302,11 +303,16 @@ Cleaned clean_input(const Recording& input, const QualityScan& quality) {
       [](const GpuSeries& s) { return !s.has(Field::kPower) && s.has(Field::kPowerInstant); });
   if (quality.any_drop || instant_power) {
     out.rec.emplace(input);
+    out.changed.assign(out.rec->gpus.size(), 0);
     for (size_t g = 0; g < out.rec->gpus.size(); ++g) {
       auto& c = out.rec->gpus[g];
-      if (!c.has(Field::kPower) && c.has(Field::kPowerInstant))
+      const auto& drop = quality.drop[g];
+      if (!c.has(Field::kPower) && c.has(Field::kPowerInstant)) {
         c.columns[index_of(Field::kPower)] = c.columns[index_of(Field::kPowerInstant)];
-      drop_marked(c, quality.drop[g]);
+        out.changed[g] = 1;
+      }
+      if (std::find(drop.begin(), drop.end(), 1) != drop.end()) out.changed[g] = 1;
+      drop_marked(c, drop);
     }
   }
   if (instant_power)
@@ -343,12 +349,12 @@ std::vector<WindowBlock> window_blocks(const Context& ctx) {
 
 // Each GPU's derived series, phases and windows, and every window's features before any detector
 // runs (a detector may read other GPUs' windows).
-// Each GPU on its own, then the windows' features block by block (several at once where the
-// process may use several CPUs).
-void prepare_gpus(Context& ctx) {
+// Each GPU on its own (from its power limit, made already), then the windows' features block by
+// block (several at once where the process may use several CPUs).
+void prepare_gpus(Context& ctx, std::vector<PowerLimitEvidence>& limits) {
   ctx.gpus.resize(ctx.rec.gpus.size());
   parallel_for(ctx.gpus.size(), 0, [&](size_t g) {
-    ctx.gpus[g] = prepare(ctx.rec.gpus[g], ctx.cfg);
+    ctx.gpus[g] = prepare(ctx.rec.gpus[g], ctx.cfg, std::move(limits[g]));
     segment(ctx.gpus[g], ctx.cfg);
     // What the other GPUs' windows read of this one (a lone GPU has no peers to read it).
     if (ctx.gpus.size() > 1) {
@@ -733,10 +739,26 @@ void say_limits(Diagnosis& out, const Context& ctx, const Judgement& jd,
 Diagnosis diagnose(const Recording& input, const DiagnosisConfig& cfg, JudgedSamples judged) {
   using namespace diag;
   // Readers promise times that increase per GPU; a Recording built any other way might not, and
-  // a hung logger repeats its last row: those samples are left out (and said).
-  QualityScan quality = scan_quality(input, cfg);
+  // a hung logger repeats its last row: those samples are left out (and said). Each GPU's power
+  // limit is read beside its scan, from the input as it is; where cleaning changed a GPU's
+  // series, again from the cleaned one.
+  const size_t gpus = input.gpus.size();
+  std::vector<GpuQuality> scans(gpus);
+  std::vector<PowerLimitEvidence> limits(gpus);
+  parallel_for(2 * gpus, 0, [&](size_t k) {
+    const size_t g = k / 2;
+    if (k % 2 == 0)
+      scans[g] = scan_gpu_quality(input.gpus[g], cfg);
+    else
+      limits[g] = resolve_power_limit(input.gpus[g], cfg);
+  });
+  QualityScan quality = combine_quality(std::move(scans));
   Cleaned cleaned = clean_input(input, quality);
   const Recording& rec = cleaned.rec ? *cleaned.rec : input;
+  if (cleaned.rec)
+    parallel_for(gpus, 0, [&](size_t g) {
+      if (cleaned.changed[g]) limits[g] = resolve_power_limit(rec.gpus[g], cfg);
+    });
   Diagnosis out;
   out.source = rec.source;
   out.reference_efficiency = cfg.reference_efficiency;
@@ -745,7 +767,7 @@ Diagnosis diagnose(const Recording& input, const DiagnosisConfig& cfg, JudgedSam
   Context ctx{rec, cfg, {}, detect_workload(rec)};
   out.workload = ctx.workload;
   out.data_quality = std::move(quality.issues);
-  prepare_gpus(ctx);
+  prepare_gpus(ctx, limits);
   for (const auto& s : rec.gpus)
     if (!s.time_s.empty()) out.duration_s = std::max(out.duration_s, s.time_s.back());
 

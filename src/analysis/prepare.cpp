@@ -52,6 +52,10 @@ void running_sums(GpuData& d) {
 }
 
 GpuData prepare(const GpuSeries& s, const DiagnosisConfig& cfg) {
+  return prepare(s, cfg, resolve_power_limit(s, cfg));
+}
+
+GpuData prepare(const GpuSeries& s, const DiagnosisConfig& cfg, PowerLimitEvidence limit) {
   GpuData d;
   d.s = &s;
   const size_t n = s.size();
@@ -61,7 +65,6 @@ GpuData prepare(const GpuSeries& s, const DiagnosisConfig& cfg) {
   }
 
   const auto model = s.info.name.empty() ? std::nullopt : gpu_model_by_name(s.info.name);
-  PowerLimitEvidence limit = resolve_power_limit(s, cfg);
   if (limit.default_w > 0) d.default_limit_w = limit.default_w;
   d.default_limit_known = limit.is_default;
   d.limit_source = limit.source;

@@ -9,12 +9,15 @@
 
 #include "analysis/config.hpp"
 #include "analysis/detectors/detector.hpp"
+#include "analysis/power_limit.hpp"
 #include "core/recording.hpp"
 
 namespace gpudoctor::diag {
 
-// Static facts and per-sample derived series of one GPU (no phases or windows yet).
+// Static facts and per-sample derived series of one GPU (no phases or windows yet), with its
+// power limit as resolve_power_limit(s, cfg) gives it (the second form takes it made already).
 GpuData prepare(const GpuSeries& s, const DiagnosisConfig& cfg);
+GpuData prepare(const GpuSeries& s, const DiagnosisConfig& cfg, PowerLimitEvidence limit);
 
 // The running sums of d's samples (GpuData::sums) that the other GPUs' windows read of it
 // (Context::peer_features, active_samples): made after prepare, for a GPU that has peers.

@@ -304,6 +304,36 @@ TEST(DiagnosisTrust, NoSignOfActivityIsNotIdle) {
   EXPECT_FALSE(d.limitations.empty());
 }
 
+// A GPU whose log has only the instantaneous power reading, no name and no limit: its power
+// limit is the plateau of that reading, as it is where the same values are the power draw (the
+// limit is read beside the quality scan, from the input as it came: where cleaning changes a
+// GPU's series, it is read again from the cleaned one).
+TEST(DiagnosisTrust, InstantPowerAloneGivesTheLimitThePowerDrawWould) {
+  auto make = [](Field power_field) {
+    GpuSeries g;
+    for (size_t i = 0; i < 1800; ++i) {
+      const size_t k = g.append_row(static_cast<double>(i));
+      g.column_for_write(Field::kUtilGpu)[k] = 100;
+      g.column_for_write(power_field)[k] = i % 5 == 0 ? 150 : 249 + static_cast<double>(i % 3) / 2;
+      g.column_for_write(Field::kTemp)[k] = 60;
+    }
+    Recording rec;
+    rec.gpus.push_back(std::move(g));
+    return rec;
+  };
+  const Diagnosis instant = diagnose(make(Field::kPowerInstant));
+  const Diagnosis drawn = diagnose(make(Field::kPower));
+  ASSERT_EQ(instant.gpus.size(), 1u);
+  ASSERT_EQ(drawn.gpus.size(), 1u);
+  ASSERT_TRUE(drawn.gpus[0].power_limit_w.has_value());
+  EXPECT_NEAR(*drawn.gpus[0].power_limit_w, 249.5, 0.6);
+  EXPECT_EQ(drawn.gpus[0].power_limit_source, "power plateau");
+  EXPECT_EQ(instant.gpus[0].power_limit_w, drawn.gpus[0].power_limit_w);
+  EXPECT_EQ(instant.gpus[0].power_limit_source, drawn.gpus[0].power_limit_source);
+  EXPECT_EQ(instant.gpus[0].efficiency, drawn.gpus[0].efficiency);
+  EXPECT_EQ(code(instant.verdict), code(drawn.verdict));
+}
+
 // Data quality: a hung logger's frozen rows are left out and said; gaps are said.
 TEST(DiagnosisTrust, FrozenRowsAreLeftOutAndSaid) {
   Recording rec;
