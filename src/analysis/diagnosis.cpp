@@ -1,11 +1,13 @@
 #include "analysis/diagnosis.hpp"
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cmath>
 #include <iterator>
 #include <limits>
 #include <map>
+#include <memory>
 #include <set>
 
 #include <fmt/format.h>
@@ -560,7 +562,37 @@ std::vector<Finding> findings_of(const Context& ctx, const Judgement& jd, double
 }
 
 // One GPU's result: its phases, limits, metrics, GPU time lost and verdict (by the verdict rule).
-GpuDiagnosis gpu_result(const Context& ctx, size_t g, const Judgement& jd, JudgedSamples keep) {
+// A GPU's judged samples: their time counted (GpuDiagnosis::judged_time) and, where asked, each.
+struct JudgedOfGpu {
+  GpuDiagnosis::JudgedTime time;
+  std::vector<GpuDiagnosis::JudgedSample> each;
+};
+JudgedOfGpu judged_samples(const Context& ctx, size_t g, const Judgement& jd, JudgedSamples keep) {
+  const GpuData& d = ctx.gpus[g];
+  JudgedOfGpu out;
+  const bool each = keep == JudgedSamples::kEach;
+  if (each) {
+    size_t samples = 0;
+    for (const auto& j : jd.judged)
+      if (j.gpu == g) samples += j.w->i1 - j.w->i0;
+    out.each.reserve(samples);  // written whole below
+    advise_huge_pages(out.each.data(), samples * sizeof(GpuDiagnosis::JudgedSample));
+  }
+  for (const auto& j : jd.judged) {
+    if (j.gpu != g) continue;
+    for (size_t i = j.w->i0; i < j.w->i1; ++i) {
+      const GpuDiagnosis::JudgedSample s{
+          d.s->time_s[i], d.dt(i), j.cause,
+          j.cause == Cause::kHealthy ? 0 : sample_lost_s(ctx, g, *j.w, i).value_or(0)};
+      out.time.count(s);
+      if (each) out.each.push_back(s);
+    }
+  }
+  return out;
+}
+
+// A GPU's result but its judged samples (judged_samples, a step of its own beside this one).
+GpuDiagnosis gpu_result(const Context& ctx, size_t g, const Judgement& jd) {
   const GpuData& d = ctx.gpus[g];
   GpuDiagnosis gd;
   gd.index = d.s->info.index;
@@ -579,25 +611,10 @@ GpuDiagnosis gpu_result(const Context& ctx, size_t g, const Judgement& jd, Judge
   std::vector<const Judged*> steady;
   double lost = 0, conf = 0, conf_h = 0;
   bool lost_known = false;
-  const bool each = keep == JudgedSamples::kEach;
-  if (each) {
-    size_t samples = 0;
-    for (const auto& j : jd.judged)
-      if (j.gpu == g) samples += j.w->i1 - j.w->i0;
-    gd.judged.reserve(samples);  // written whole below
-    advise_huge_pages(gd.judged.data(), samples * sizeof(GpuDiagnosis::JudgedSample));
-  }
   for (const auto& j : jd.judged) {
     if (j.gpu != g) continue;
     if (!j.w->idle) steady.push_back(&j);
     if (j.lost_h) lost += *j.lost_h, lost_known = true;
-    for (size_t i = j.w->i0; i < j.w->i1; ++i) {
-      const GpuDiagnosis::JudgedSample s{
-          d.s->time_s[i], d.dt(i), j.cause,
-          j.cause == Cause::kHealthy ? 0 : sample_lost_s(ctx, g, *j.w, i).value_or(0)};
-      gd.judged_time.count(s);
-      if (each) gd.judged.push_back(s);
-    }
   }
   gd.metrics = gpu_metrics(ctx, g, steady);
   if (auto it = gd.metrics.find("efficiency"); it != gd.metrics.end())
@@ -774,19 +791,32 @@ Diagnosis diagnose(const Recording& input, const DiagnosisConfig& cfg, JudgedSam
   const Judgement jd = judge_windows(ctx);
   const double observed_h = observed_hours(ctx);
   out.gpu_hours = round_to(observed_h, 3);
-  // The findings beside the GPUs' results (they read the judged windows, not the samples that a
-  // GPU's result hands back): a lone GPU's two steps on two threads.
-  out.gpus.resize(ctx.gpus.size());
+  // The findings beside each GPU's result and its judged samples (they read the judged windows,
+  // not the samples a GPU's result hands back): a lone GPU's three steps on as many threads.
+  const size_t n_gpus = ctx.gpus.size();
+  out.gpus.resize(n_gpus);
+  std::vector<JudgedOfGpu> samples(n_gpus);
+  // A GPU's samples, read by no step below, are let go by the second of its two steps to end:
+  // not held beside the judged samples.
+  std::unique_ptr<std::atomic<int>[]> steps_done(new std::atomic<int>[n_gpus]);
+  for (size_t g = 0; g < n_gpus; ++g) steps_done[g] = 0;
   // (The findings first: where both throw, theirs is the error, as when they came first.)
-  parallel_for(ctx.gpus.size() + 1, 0, [&](size_t k) {
+  parallel_for(2 * n_gpus + 1, 0, [&](size_t k) {
     if (k == 0) {
       out.findings = findings_of(ctx, jd, observed_h);
       return;
     }
-    const size_t g = k - 1;
-    out.gpus[g] = gpu_result(ctx, g, jd, judged);
-    ctx.gpus[g].release_samples();  // read by no step below: not held beside the judged samples
+    const size_t g = (k - 1) / 2;
+    if ((k - 1) % 2 == 0)
+      out.gpus[g] = gpu_result(ctx, g, jd);
+    else
+      samples[g] = judged_samples(ctx, g, jd, judged);
+    if (steps_done[g].fetch_add(1) == 1) ctx.gpus[g].release_samples();
   });
+  for (size_t g = 0; g < n_gpus; ++g) {
+    out.gpus[g].judged_time = samples[g].time;
+    out.gpus[g].judged = std::move(samples[g].each);
+  }
   judge_run(out, ctx, jd, observed_h);
   say_limits(out, ctx, jd, std::move(cleaned.said));
   add_trace_findings(out, rec, trace_thresholds(cfg));
