@@ -193,8 +193,12 @@ namespace {
 Result<Recording> read_prom_text_unguarded(std::string_view text, const std::string& origin,
                                            const LoadOptions& options) {
   const std::string_view body = text::strip_bom(text);
+  // OpenMetrics ends with "# EOF" (a loop of its scrapes: each one's, the last at the end): looked
+  // for at the end only, so that the text is read once, front to back, its pages handed back as
+  // they are read (a search of the whole text first held all of it in memory).
+  const std::string_view tail = body.substr(0, body.find_last_not_of(" \t\r\n") + 1);
   const bool openmetrics =
-      body.find("\n# EOF") != std::string_view::npos || text::istarts_with(body, "# EOF");
+      tail.ends_with("# EOF") && (tail.size() == 5 || tail[tail.size() - 6] == '\n');
   // Per series (keyed by its text, which outlives the read): its points and the snapshot it was
   // last seen in.
   struct Entry {

@@ -479,6 +479,26 @@ TEST(PromText, SeriesInAnyOrderAndSnapshotsOutOfTimeOrder) {
   EXPECT_EQ(clock[2], 1500);
 }
 
+// OpenMetrics (a text that ends with "# EOF"): sample timestamps are seconds, so one of 13 digits
+// is out of range, where the text format reads it as milliseconds.
+TEST(PromText, OpenMetricsTimestampsAreSeconds) {
+  const std::string samples =
+      "DCGM_FI_DEV_POWER_USAGE{gpu=\"0\",UUID=\"GPU-a\"} 100 1733047200.5\n"
+      "DCGM_FI_DEV_POWER_USAGE{gpu=\"0\",UUID=\"GPU-a\"} 101 1733047205\n"
+      "DCGM_FI_DEV_POWER_USAGE{gpu=\"0\",UUID=\"GPU-a\"} 102 1733047210000\n";
+  const Recording om = load_ok(samples + "# EOF\n", "scrape.om");
+  ASSERT_EQ(om.gpus.size(), 1u);
+  ASSERT_EQ(om.gpus[0].time_s.size(), 2u);
+  EXPECT_EQ(om.start_unix_ms, 1733047200500);
+  EXPECT_NEAR(om.gpus[0].time_s[1], 4.5, 1e-9);
+  EXPECT_TRUE(has_note(om, "scrape.om:3: a sample time out of range")) << notes_of(om);
+  // The same without the end marker: the text format, the 13 digits milliseconds.
+  const Recording prom = load_ok(samples, "scrape.prom");
+  ASSERT_EQ(prom.gpus.size(), 1u);
+  ASSERT_EQ(prom.gpus[0].time_s.size(), 3u);
+  EXPECT_NEAR(prom.gpus[0].time_s[2], 9.5, 1e-9);
+}
+
 TEST(PromText, SampleTimesOutOfRangeAreSkipped) {
   // Found by fuzz_prom_text: a timestamp past any date overflowed int64 once in ms.
   const std::string text =
