@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <stdexcept>
 
 #include "text/text.hpp"
 
@@ -20,7 +21,7 @@ size_t FlatTable::find(std::string_view column, size_t hint) const {
   if (row_begin_.size() > 1) {
     const size_t prev = row_begin_[row_begin_.size() - 2] + hint;
     if (prev < row_begin_.back()) {
-      const size_t c = cells_[prev].first;
+      const size_t c = cells_[prev].column;
       if (names_[c] == column) return c;
     }
   }
@@ -33,7 +34,7 @@ size_t FlatTable::column_of(std::string_view column) {
   if (row_begin_.size() > 1) {
     const size_t prev = row_begin_[row_begin_.size() - 2] + (cells_.size() - row_begin_.back());
     if (prev < row_begin_.back()) {
-      const size_t c = cells_[prev].first;
+      const size_t c = cells_[prev].column;
       if (names_[c] == column) return c;
     }
   }
@@ -53,12 +54,14 @@ void FlatTable::set_view(std::string_view column, std::string_view cell) {
 
 bool FlatTable::set_at(size_t col, std::string_view cell) {
   const size_t row = row_begin_.size() - 1;
+  if (cell.size() > UINT32_MAX) throw std::length_error("a cell of 4 GiB or more");
+  const Cell c{cell.data(), static_cast<uint32_t>(cell.size()), static_cast<uint32_t>(col)};
   if (last_set_[col].first == row) {
-    cells_[last_set_[col].second].second = cell;
+    cells_[last_set_[col].second] = c;
     return false;
   }
   last_set_[col] = {row, cells_.size()};
-  cells_.emplace_back(col, cell);
+  cells_.push_back(c);
   return true;
 }
 
@@ -73,8 +76,11 @@ void FlatTable::drop_empty_row() {
 void FlatTable::row(size_t r, std::vector<std::string_view>& cells) const {
   cells.assign(names_.size(), {});
   const size_t end = r + 1 < row_begin_.size() ? row_begin_[r + 1] : cells_.size();
+  // (Cells are views of the text, row after row: the pages behind the row may go again, as they
+  // did when the rows were first read.)
+  if (row_begin_[r] < end) text::passed(cells_[row_begin_[r]].p);
   for (size_t i = row_begin_[r]; i < end; ++i)
-    cells[cells_[i].first] = text::trim(cells_[i].second);
+    cells[cells_[i].column] = text::trim(cells_[i].text());
 }
 
 void CellTable::set_header(const std::vector<std::string_view>& names, size_t file_line) {
@@ -183,7 +189,7 @@ std::string FlatTable::csv() const {
   for (size_t r = 0; r < rows(); ++r) {
     cells.assign(names_.size(), {});
     const size_t end = r + 1 < row_begin_.size() ? row_begin_[r + 1] : cells_.size();
-    for (size_t i = row_begin_[r]; i < end; ++i) cells[cells_[i].first] = cells_[i].second;
+    for (size_t i = row_begin_[r]; i < end; ++i) cells[cells_[i].column] = cells_[i].text();
     for (size_t i = 0; i < cells.size(); ++i) {
       if (i) out.push_back(',');
       append_csv_cell(out, cells[i]);

@@ -14,6 +14,7 @@
 #include <cstdint>
 #include <deque>
 #include <functional>
+#include <memory>
 #include <string>
 #include <string_view>
 #include <unordered_map>
@@ -75,8 +76,33 @@ class FlatTable : public CellRows {
   std::vector<std::string> names_;
   // Per column, the row that last set it and where among the cells: a repeated name overwrites.
   std::vector<std::pair<size_t, size_t>> last_set_;
+  // A cell: its column and its text (16 bytes; a JSON-lines log's table is most of the memory its
+  // reading takes).
+  struct Cell {
+    const char* p = nullptr;
+    uint32_t size = 0;
+    uint32_t column = 0;
+    std::string_view text() const { return {p, size}; }
+  };
+  // Cells in blocks that never move: a vector's doublings would copy every cell, and for a moment
+  // hold them twice.
+  class Cells {
+   public:
+    size_t size() const { return n_; }
+    Cell& operator[](size_t i) { return blocks_[i >> kShift][i & kMask]; }
+    const Cell& operator[](size_t i) const { return blocks_[i >> kShift][i & kMask]; }
+    void push_back(const Cell& c) {
+      if ((n_ >> kShift) == blocks_.size()) blocks_.push_back(std::make_unique<Cell[]>(kBlock));
+      (*this)[n_++] = c;
+    }
+
+   private:
+    static constexpr size_t kShift = 16, kBlock = size_t{1} << kShift, kMask = kBlock - 1;
+    std::vector<std::unique_ptr<Cell[]>> blocks_;
+    size_t n_ = 0;
+  };
   // Every row's cells, row after row, in the order they were set; row_begin_[r]: row r's first.
-  std::vector<std::pair<size_t, std::string_view>> cells_;
+  Cells cells_;
   std::vector<size_t> row_begin_;
   std::deque<std::string> owned_;  // the cells set copies (a deque: they never move)
 };
