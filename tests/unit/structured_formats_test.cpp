@@ -67,6 +67,32 @@ TEST(FlatTable, UnionOfNamesAndQuotedCells) {
   EXPECT_EQ(t.csv(), "a,\"b,c\",d\n1,\"say \"\"hi\"\"\",\n2,,4\n");
 }
 
+// Cells past one block of them (65,536), a name set twice in a row (the later value wins, in
+// whichever block the first one fell), rows with no cell of a column.
+TEST(FlatTable, ManyRowsAcrossBlocks) {
+  log_reader::FlatTable t;
+  std::vector<std::string> numbers;
+  for (int r = 0; r < 50000; ++r) numbers.push_back(std::to_string(r));
+  for (int r = 0; r < 50000; ++r) {
+    t.begin_row();
+    t.set_view("a", "first");
+    if (r % 7 != 0) t.set_view("b", numbers[static_cast<size_t>(r)]);
+    t.set_view("a", numbers[static_cast<size_t>(49999 - r)]);
+  }
+  ASSERT_EQ(t.rows(), 50000u);
+  ASSERT_EQ(t.columns(), 2u);
+  std::vector<std::string_view> cells;
+  for (size_t r = 0; r < 50000; r += 997) {
+    t.row(r, cells);
+    ASSERT_EQ(cells.size(), 2u);
+    EXPECT_EQ(cells[0], numbers[49999 - r]);
+    EXPECT_EQ(cells[1], r % 7 != 0 ? std::string_view(numbers[r]) : std::string_view());
+  }
+  t.row(49999, cells);
+  EXPECT_EQ(cells[0], "0");
+  EXPECT_EQ(cells[1], "49999");
+}
+
 TEST(Wandb, Crc32IsZlibs) {
   EXPECT_EQ(crc32_ieee("123456789"), 0xCBF43926u);
   EXPECT_EQ(crc32_ieee("6789", crc32_ieee("12345")), 0xCBF43926u);
