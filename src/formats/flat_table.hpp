@@ -42,6 +42,27 @@ class CellRows {
   virtual bool last_row_cut() const { return false; }
 };
 
+// A list that grows in blocks that never move: a vector's doublings would copy every element,
+// and for a moment hold them all twice (a table of a large log's rows is most of the memory its
+// reading takes).
+template <class T>
+class StableBlocks {
+ public:
+  size_t size() const { return n_; }
+  T& operator[](size_t i) { return blocks_[i >> kShift][i & kMask]; }
+  const T& operator[](size_t i) const { return blocks_[i >> kShift][i & kMask]; }
+  T& back() { return (*this)[n_ - 1]; }
+  void push_back(const T& x) {
+    if ((n_ >> kShift) == blocks_.size()) blocks_.push_back(std::make_unique<T[]>(kBlock));
+    (*this)[n_++] = x;
+  }
+
+ private:
+  static constexpr size_t kShift = 16, kBlock = size_t{1} << kShift, kMask = kBlock - 1;
+  std::vector<std::unique_ptr<T[]>> blocks_;
+  size_t n_ = 0;
+};
+
 class FlatTable : public CellRows {
  public:
   // Starts a new row; cells set after it belong to it.
@@ -84,25 +105,8 @@ class FlatTable : public CellRows {
     uint32_t column = 0;
     std::string_view text() const { return {p, size}; }
   };
-  // Cells in blocks that never move: a vector's doublings would copy every cell, and for a moment
-  // hold them twice.
-  class Cells {
-   public:
-    size_t size() const { return n_; }
-    Cell& operator[](size_t i) { return blocks_[i >> kShift][i & kMask]; }
-    const Cell& operator[](size_t i) const { return blocks_[i >> kShift][i & kMask]; }
-    void push_back(const Cell& c) {
-      if ((n_ >> kShift) == blocks_.size()) blocks_.push_back(std::make_unique<Cell[]>(kBlock));
-      (*this)[n_++] = c;
-    }
-
-   private:
-    static constexpr size_t kShift = 16, kBlock = size_t{1} << kShift, kMask = kBlock - 1;
-    std::vector<std::unique_ptr<Cell[]>> blocks_;
-    size_t n_ = 0;
-  };
   // Every row's cells, row after row, in the order they were set; row_begin_[r]: row r's first.
-  Cells cells_;
+  StableBlocks<Cell> cells_;
   std::vector<size_t> row_begin_;
   std::deque<std::string> owned_;  // the cells set copies (a deque: they never move)
 };
@@ -173,10 +177,10 @@ class LineRows : public CellRows {
  private:
   struct Row {
     std::string_view line;  // the line as written; empty for a header row
-    size_t line_no;
-    uint32_t header;  // the header it is read under (a header row: the one it names)
-    int16_t gpu, drop;
-    bool is_header;
+    size_t line_no = 0;
+    uint32_t header = 0;  // the header it is read under (a header row: the one it names)
+    int16_t gpu = -1, drop = -1;
+    bool is_header = false;
   };
   std::deque<std::vector<std::string>> headers_;  // a deque: the names never move
   std::vector<Row> rows_;
