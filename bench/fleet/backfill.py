@@ -234,6 +234,9 @@ def check(url, fleet, args):
             if abs(rows - hours) > 0.002 * len(truth[table]) + 1e-6:
                 fail(f"truth {table}: {state} adds up to {rows} GPU-hours, the fleet has {hours}")
     lost = query(url, "sum(gpudoctor_lost_gpu_seconds_total)", end)
+    # The plan's runs include starved and capped ones: a ledger that lost nothing judged nothing.
+    if not lost or not float(lost[0]["value"][1]) > 0:
+        fail(f"no lost GPU-seconds on the last counters: {lost}")
     print(f"backfill: check passed ({gpus} GPUs, {len(want_hosts)} with dcgm-exporter series, "
           f"{float(lost[0]['value'][1]) / 3600:.1f} lost GPU-hours on the last counters)")
 

@@ -97,7 +97,7 @@ struct HostRun::Exact {
       if (frame) frame(f);
     }
     t_s = until;
-    const Diagnosis d = diagnose(w, DiagnosisConfig{});
+    const Diagnosis d = diagnose(w, DiagnosisConfig{}, JudgedSamples::kEach);
     for (const auto& g : d.gpus)
       for (size_t i = 0; i < books.size(); ++i)
         if (src.devices()[i].index == g.index)

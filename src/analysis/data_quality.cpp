@@ -8,7 +8,6 @@
 
 #include "analysis/prepare.hpp"
 #include "core/duration.hpp"
-#include "core/parallel.hpp"
 
 namespace gpudoctor {
 namespace {
@@ -183,12 +182,6 @@ QualityScan combine_quality(std::vector<GpuQuality> gpus) {
     q.drop.push_back(std::move(g.drop));
   }
   return q;
-}
-
-QualityScan scan_quality(const Recording& rec, const DiagnosisConfig& cfg) {
-  std::vector<GpuQuality> gpus(rec.gpus.size());
-  parallel_for(rec.gpus.size(), 0, [&](size_t g) { gpus[g] = scan_gpu_quality(rec.gpus[g], cfg); });
-  return combine_quality(std::move(gpus));
 }
 
 }  // namespace gpudoctor

@@ -24,9 +24,8 @@ struct GpuQuality {
   std::vector<DataQualityIssue> issues;
 };
 GpuQuality scan_gpu_quality(const GpuSeries& s, const DiagnosisConfig& cfg);
-// The GPUs' scans as one, the issues in GPU order.
+// The GPUs' scans as one, the issues in GPU order. (diagnose() runs each GPU's scan beside its
+// power limit, several at once where the process may use several CPUs.)
 QualityScan combine_quality(std::vector<GpuQuality> gpus);
-// Every GPU's scan (several at once where the process may use several CPUs), combined.
-QualityScan scan_quality(const Recording& rec, const DiagnosisConfig& cfg);
 
 }  // namespace gpudoctor

@@ -561,7 +561,6 @@ std::vector<Finding> findings_of(const Context& ctx, const Judgement& jd, double
   return findings;
 }
 
-// One GPU's result: its phases, limits, metrics, GPU time lost and verdict (by the verdict rule).
 // A GPU's judged samples: their time counted (GpuDiagnosis::judged_time) and, where asked, each.
 struct JudgedOfGpu {
   GpuDiagnosis::JudgedTime time;
@@ -591,7 +590,8 @@ JudgedOfGpu judged_samples(const Context& ctx, size_t g, const Judgement& jd, Ju
   return out;
 }
 
-// A GPU's result but its judged samples (judged_samples, a step of its own beside this one).
+// One GPU's result: its phases, limits, metrics, GPU time lost and verdict (by the verdict rule);
+// not its judged samples (judged_samples, a step of its own beside this one).
 GpuDiagnosis gpu_result(const Context& ctx, size_t g, const Judgement& jd) {
   const GpuData& d = ctx.gpus[g];
   GpuDiagnosis gd;

@@ -53,7 +53,8 @@ class StableBlocks {
   const T& operator[](size_t i) const { return blocks_[i >> kShift][i & kMask]; }
   T& back() { return (*this)[n_ - 1]; }
   void push_back(const T& x) {
-    if ((n_ >> kShift) == blocks_.size()) blocks_.push_back(std::make_unique<T[]>(kBlock));
+    // (Default-initialised: a trivial T's block is not written until used.)
+    if ((n_ >> kShift) == blocks_.size()) blocks_.emplace_back(new T[kBlock]);
     (*this)[n_++] = x;
   }
 
@@ -99,10 +100,10 @@ class FlatTable : public CellRows {
   std::vector<std::pair<size_t, size_t>> last_set_;
   // A cell: its column and its text (16 bytes; a JSON-lines log's table is most of the memory its
   // reading takes).
-  struct Cell {
-    const char* p = nullptr;
-    uint32_t size = 0;
-    uint32_t column = 0;
+  struct Cell {  // (no initialisers: a block of them is not written until used)
+    const char* p;
+    uint32_t size;
+    uint32_t column;
     std::string_view text() const { return {p, size}; }
   };
   // Every row's cells, row after row, in the order they were set; row_begin_[r]: row r's first.

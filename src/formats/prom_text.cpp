@@ -222,9 +222,10 @@ Result<Recording> read_prom_text_unguarded(std::string_view text, const std::str
     pos = end + 1;
     ++line_no;
     if (line.empty() || is_exposition_comment(line)) continue;
-    // A sample line first where one can start (a letter): no stamp line is also a sample line
-    // (a date(1) line has five words or six, a sample two or three; the others start with a
-    // digit or '#').
+    // A sample line first where one can start (a letter): a line that reads as a sample is one
+    // (a date(1) line has five or six words, a sample's name and labels one or two more; the
+    // other stamp lines start with a digit or '#'). (A label value with spaces and a date in it
+    // once read as a stamp line.)
     std::optional<Sample> s;
     if (name_start(line.front())) s = parse_sample(line);
     if (!s) {

@@ -158,8 +158,8 @@ struct GpuData {
       e = a;
     return known(e) ? std::clamp(e, 0.0, 1.5) : kNaN;
   }
-  // Hands back what is kept per sample (power ratio, activity, running sums) once
-  // the GPU's result is made, so that it is not held beside the judged samples of the result.
+  // Hands back what is kept per sample (power ratio, activity, running sums) once the GPU's
+  // result and its judged samples are made, so that it is not held beside them.
   void release_samples() {
     // (Move-assigned: `v = {}` would keep the capacity.)
     power_ratio = std::vector<double>();
