@@ -7,7 +7,6 @@
 #include <iterator>
 #include <limits>
 #include <map>
-#include <memory>
 #include <set>
 
 #include <fmt/format.h>
@@ -280,12 +279,15 @@ nlohmann::ordered_json gpu_metrics(const Context& ctx, size_t g,
 }
 
 // Leaves out the samples of a GPU the data-quality scan marked (time going back, frozen rows), so
-// that every series the detectors read runs forward over live readings.
-void drop_marked(GpuSeries& g, const std::vector<uint8_t>& drop) {
+// that every series the detectors read runs forward over live readings. False: none was marked
+// (g as it was).
+bool drop_marked(GpuSeries& g, const std::vector<uint8_t>& drop) {
   std::vector<size_t> keep;
   for (size_t i = 0; i < g.size(); ++i)
     if (!drop[i]) keep.push_back(i);
+  if (keep.size() == g.size()) return false;
   keep_rows(g, keep);
+  return true;
 }
 
 // The input as the detectors read it: the rows the quality scan marked left out, the
@@ -308,13 +310,11 @@ Cleaned clean_input(const Recording& input, const QualityScan& quality) {
     out.changed.assign(out.rec->gpus.size(), 0);
     for (size_t g = 0; g < out.rec->gpus.size(); ++g) {
       auto& c = out.rec->gpus[g];
-      const auto& drop = quality.drop[g];
       if (!c.has(Field::kPower) && c.has(Field::kPowerInstant)) {
         c.columns[index_of(Field::kPower)] = c.columns[index_of(Field::kPowerInstant)];
         out.changed[g] = 1;
       }
-      if (std::find(drop.begin(), drop.end(), 1) != drop.end()) out.changed[g] = 1;
-      drop_marked(c, drop);
+      if (drop_marked(c, quality.drop[g])) out.changed[g] = 1;
     }
   }
   if (instant_power)
@@ -798,8 +798,7 @@ Diagnosis diagnose(const Recording& input, const DiagnosisConfig& cfg, JudgedSam
   std::vector<JudgedOfGpu> samples(n_gpus);
   // A GPU's samples, read by no step below, are let go by the second of its two steps to end:
   // not held beside the judged samples.
-  std::unique_ptr<std::atomic<int>[]> steps_done(new std::atomic<int>[n_gpus]);
-  for (size_t g = 0; g < n_gpus; ++g) steps_done[g] = 0;
+  std::vector<std::atomic<int>> steps_done(n_gpus);
   // (The findings first: where both throw, theirs is the error, as when they came first.)
   parallel_for(2 * n_gpus + 1, 0, [&](size_t k) {
     if (k == 0) {

@@ -51,7 +51,6 @@ class StableBlocks {
   size_t size() const { return n_; }
   T& operator[](size_t i) { return blocks_[i >> kShift][i & kMask]; }
   const T& operator[](size_t i) const { return blocks_[i >> kShift][i & kMask]; }
-  T& back() { return (*this)[n_ - 1]; }
   void push_back(const T& x) {
     // (Default-initialised: a trivial T's block is not written until used.)
     if ((n_ >> kShift) == blocks_.size()) blocks_.emplace_back(new T[kBlock]);
@@ -178,10 +177,10 @@ class LineRows : public CellRows {
  private:
   struct Row {
     std::string_view line;  // the line as written; empty for a header row
-    size_t line_no = 0;
-    uint32_t header = 0;  // the header it is read under (a header row: the one it names)
-    int16_t gpu = -1, drop = -1;
-    bool is_header = false;
+    size_t line_no;
+    uint32_t header;  // the header it is read under (a header row: the one it names)
+    int16_t gpu, drop;
+    bool is_header;
   };
   std::deque<std::vector<std::string>> headers_;  // a deque: the names never move
   std::vector<Row> rows_;

@@ -74,8 +74,10 @@ std::map<std::string, std::string> parse_labels(std::string_view key) {
   return labels;
 }
 
-// One sample line, or nullopt when the line is not one. `labels` counts the label pairs.
-std::optional<Sample> parse_sample(std::string_view line, size_t* labels = nullptr) {
+// One sample line, or nullopt when the line is not one. `labels` counts the label pairs; `words`
+// is scratch (the caller's, kept from line to line: no allocation per line).
+std::optional<Sample> parse_sample(std::string_view line, std::vector<std::string_view>& words,
+                                   size_t* labels = nullptr) {
   Sample s;
   size_t i = 0, pairs = 0;
   if (line.empty() || !name_start(line[0])) return std::nullopt;
@@ -108,20 +110,13 @@ std::optional<Sample> parse_sample(std::string_view line, size_t* labels = nullp
     }
   }
   s.key = line.substr(0, i);
-  // The value and the timestamp, if any: one or two tokens after the key, nothing more.
-  auto token = [&] {
-    while (i < line.size() && text::is_space(line[i])) ++i;
-    const size_t from = i;
-    while (i < line.size() && !text::is_space(line[i])) ++i;
-    return line.substr(from, i - from);
-  };
-  const std::string_view value = token(), time = token();
-  if (value.empty() || !token().empty()) return std::nullopt;
-  const auto v = parse_value(value);
+  text::split_ws(line.substr(i), words);
+  if (words.empty() || words.size() > 2) return std::nullopt;
+  const auto v = parse_value(words[0]);
   if (!v) return std::nullopt;
   s.value = *v;
-  if (!time.empty()) {
-    const auto t = text::parse_double(time);
+  if (words.size() == 2) {
+    const auto t = text::parse_double(words[1]);
     if (!t || !std::isfinite(*t)) return std::nullopt;
     s.timestamp = *t;
   }
@@ -171,6 +166,7 @@ std::optional<int64_t> parse_stamp_line_ms(std::string_view line) {
 
 bool looks_like_prom_text(std::string_view head) {
   size_t pos = 0, samples = 0;
+  std::vector<std::string_view> words;
   head = text::strip_bom(head);
   while (pos < head.size()) {
     size_t end = head.find('\n', pos);
@@ -181,7 +177,7 @@ bool looks_like_prom_text(std::string_view head) {
     if (is_exposition_comment(line)) return true;
     if (line.front() == '#' || parse_stamp_line_ms(line)) continue;
     size_t labels = 0;
-    const auto s = parse_sample(line, &labels);
+    const auto s = parse_sample(line, words, &labels);
     if (!s || labels == 0) return false;  // a label set, not just "name value"
     if (++samples >= 2) return true;
   }
@@ -213,6 +209,7 @@ Result<Recording> read_prom_text_unguarded(std::string_view text, const std::str
   std::optional<int64_t> stamp, pending_stamp;
   bool any_sample_time = false, any_unstamped = false, sample_in_snapshot = false;
   log_reader::Problem skipped;
+  std::vector<std::string_view> words;  // parse_sample's scratch
   size_t pos = 0, line_no = 0;
   while (pos < body.size()) {
     size_t end = body.find('\n', pos);
@@ -227,7 +224,7 @@ Result<Recording> read_prom_text_unguarded(std::string_view text, const std::str
     // other stamp lines start with a digit or '#'). (A label value with spaces and a date in it
     // once read as a stamp line.)
     std::optional<Sample> s;
-    if (name_start(line.front())) s = parse_sample(line);
+    if (name_start(line.front())) s = parse_sample(line, words);
     if (!s) {
       std::string_view stamp_text = line;
       if (line.front() == '#') stamp_text = line.substr(1);
