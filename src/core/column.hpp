@@ -7,11 +7,13 @@
 #pragma once
 
 #include <algorithm>
+#include <cmath>
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
 #include <exception>
 #include <iterator>
+#include <limits>
 #include <memory>
 #include <stdexcept>
 #include <type_traits>
@@ -29,9 +31,41 @@ inline bool same_bits(double a, double b) {
   return x == y;
 }
 
-// A column's values by index: a pointer and a size, or, for a constant column, one value for every
-// index. Valid while its column is not changed (as an iterator into a vector is). Used as the
-// pointer it replaced: `if (c)`, `(*c)[i]`, `c->size()`.
+// A column of decimals in 4 bytes a value: a whole number m and the column's count of decimal
+// places k, the value being m / 10^k. Logs write values as short decimals ("45.32 W", "87 %",
+// "1410 MHz"), and the double a reader parsed from such a text is the one nearest to it, which is
+// what the division gives back (m and 10^k are exact in a double and the division is correctly
+// rounded): held so, the column reads back every value bit for bit in half the memory. A value is
+// only held so after it has been checked to come back the same (so whatever the parser, nothing
+// read back can differ); one that does not (more places, too large, -0.0, a NaN of its own) makes
+// the column one of doubles. A missing value (kMissing's NaN) is kNone.
+namespace decimal {
+inline constexpr int32_t kNone = INT32_MIN;
+inline constexpr int kMaxPlaces = 6;
+inline constexpr double kScale[kMaxPlaces + 1] = {1, 10, 100, 1e3, 1e4, 1e5, 1e6};
+inline double decode(int32_t m, double scale) {
+  const double d = static_cast<double>(m) / scale;
+  return m == kNone ? std::numeric_limits<double>::quiet_NaN() : d;
+}
+// m for x with `places` decimal places, where m / 10^places gives x back bit for bit.
+inline bool encode(double x, int places, int32_t& m) {
+  const double y = x * kScale[places];
+  if (!(std::fabs(y) < 2147483647.0)) [[unlikely]] {  // too large, infinite or NaN
+    m = kNone;
+    return same_bits(x, std::numeric_limits<double>::quiet_NaN());
+  }
+  if (places == 0) {  // (whole numbers, most of a log's: no division)
+    m = static_cast<int32_t>(x);
+    return same_bits(static_cast<double>(m), x);
+  }
+  m = static_cast<int32_t>(y + (y < 0 ? -0.5 : 0.5));
+  return same_bits(decode(m, kScale[places]), x);
+}
+}  // namespace decimal
+
+// A column's values by index: a pointer and a size (to doubles, or to decimals: above), or, for a
+// constant column, one value for every index. Valid while its column is not changed (as an
+// iterator into a vector is). Used as the pointer it replaced: `if (c)`, `(*c)[i]`, `c->size()`.
 class ColumnView {
  public:
   class const_iterator {
@@ -44,13 +78,22 @@ class ColumnView {
     const_iterator() = default;
     // The data itself, not the view: an iterator outlives the view it came from, as a vector's
     // does.
-    const_iterator(const double* p, size_t mask, size_t i) : p_(p), mask_(mask), i_(i) {}
-    double operator*() const { return p_[i_ & mask_]; }
-    double operator[](difference_type k) const { return p_[(i_ + static_cast<size_t>(k)) & mask_]; }
+    const_iterator(const ColumnView& c, size_t i)
+        : p_(c.p_), m_(c.m_), mask_(c.mask_), scale_(c.scale_), i_(i) {}
+    double operator*() const { return at(i_); }
+    double operator[](difference_type k) const { return at(i_ + static_cast<size_t>(k)); }
     const_iterator& operator++() { return ++i_, *this; }
-    const_iterator operator++(int) { return {p_, mask_, i_++}; }
+    const_iterator operator++(int) {
+      const_iterator was = *this;
+      ++i_;
+      return was;
+    }
     const_iterator& operator--() { return --i_, *this; }
-    const_iterator operator--(int) { return {p_, mask_, i_--}; }
+    const_iterator operator--(int) {
+      const_iterator was = *this;
+      --i_;
+      return was;
+    }
     const_iterator& operator+=(difference_type k) { return i_ += static_cast<size_t>(k), *this; }
     const_iterator& operator-=(difference_type k) { return i_ -= static_cast<size_t>(k), *this; }
     friend const_iterator operator+(const_iterator a, difference_type k) { return a += k; }
@@ -67,8 +110,11 @@ class ColumnView {
     }
 
    private:
+    double at(size_t i) const { return m_ ? decimal::decode(m_[i], scale_) : p_[i & mask_]; }
     const double* p_ = nullptr;
+    const int32_t* m_ = nullptr;
     size_t mask_ = 0;
+    double scale_ = 1;
     size_t i_ = 0;
   };
   using iterator = const_iterator;
@@ -87,6 +133,13 @@ class ColumnView {
     c.p_ = value, c.n_ = n, c.mask_ = 0, c.present_ = true;
     return c;
   }
+  // The n decimals at m, with `places` decimal places.
+  static ColumnView decimals(const int32_t* m, size_t n, int places) {
+    ColumnView c;
+    c.m_ = m, c.n_ = n, c.mask_ = ~size_t{0}, c.scale_ = decimal::kScale[places];
+    c.present_ = true;
+    return c;
+  }
 
   explicit operator bool() const { return present_; }
   friend bool operator==(const ColumnView& c, std::nullptr_t) { return !c.present_; }
@@ -95,7 +148,7 @@ class ColumnView {
   ColumnView operator*() const { return *this; }
   const ColumnView* operator->() const { return this; }
 
-  double operator[](size_t i) const { return p_[i & mask_]; }
+  double operator[](size_t i) const { return m_ ? decimal::decode(m_[i], scale_) : p_[i & mask_]; }
   double at(size_t i) const {
     if (i >= n_) throw std::out_of_range("ColumnView::at");
     return (*this)[i];
@@ -106,11 +159,28 @@ class ColumnView {
   double back() const { return (*this)[n_ - 1]; }
   // One value for every index (and then front() is it).
   bool constant() const { return mask_ == 0; }
-  // The values in memory: size() of them, or for a constant column its one value.
+  // Held as decimals (and then data() is none).
+  bool decimal() const { return m_ != nullptr; }
+  // The doubles in memory: size() of them, or for a constant column its one value; nullptr for a
+  // column of decimals (read it by index, or copy_to).
   const double* data() const { return p_; }
-  const_iterator begin() const { return {p_, mask_, 0}; }
-  const_iterator end() const { return {p_, mask_, n_}; }
-  std::vector<double> to_vector() const { return {begin(), end()}; }
+  // Values [b, e) into out.
+  void copy_to(size_t b, size_t e, double* out) const {
+    if (m_ != nullptr) {
+      for (size_t i = b; i < e; ++i) *out++ = decimal::decode(m_[i], scale_);
+    } else if (mask_ == 0) {
+      std::fill(out, out + (e - b), *p_);
+    } else {
+      std::copy(p_ + b, p_ + e, out);
+    }
+  }
+  const_iterator begin() const { return {*this, 0}; }
+  const_iterator end() const { return {*this, n_}; }
+  std::vector<double> to_vector() const {
+    std::vector<double> v(n_);
+    copy_to(0, n_, v.data());
+    return v;
+  }
   // The values equal (==, so a NaN never does), as two vectors' == says.
   friend bool operator==(const ColumnView& c, const std::vector<double>& v) {
     if (c.size() != v.size()) return false;
@@ -128,8 +198,10 @@ class ColumnView {
 
  private:
   const double* p_ = nullptr;
+  const int32_t* m_ = nullptr;
   size_t n_ = 0;
   size_t mask_ = 0;
+  double scale_ = 1;
   bool present_ = false;
 };
 
@@ -158,138 +230,152 @@ void assign_fresh(std::vector<T>& v, size_t n, std::type_identity_t<T> value) {
 // Room for n values, where the system grants it: the room a guess asks for (a reader's rows to
 // come) may be refused (a strict overcommit limit), and the vector then grows as it would have.
 // New room is advised for huge pages (a reader's column is written to its end).
-inline void reserve_guess(std::vector<double>& v, size_t n) noexcept {
+template <class T>
+void reserve_guess(std::vector<T>& v, size_t n) noexcept {
   try {
     if (n <= v.capacity()) return;
     v.reserve(n);
-    advise_huge_pages(v.data() + v.size(), (v.capacity() - v.size()) * sizeof(double));
+    advise_huge_pages(v.data() + v.size(), (v.capacity() - v.size()) * sizeof(T));
   } catch (const std::exception&) {  // std::bad_alloc, std::length_error
   }
 }
 
-// A column's storage: absent, every value, or one value and a length. The values live on the heap
-// behind a pointer, so moving the column (or its GpuSeries) leaves views valid. Copies are deep.
+// A column's storage: absent, every value (as doubles, or as decimals where every value is one:
+// the columns readers build), or one value and a length. The values live on the heap behind a
+// pointer, so moving the column (or its GpuSeries) leaves views valid. Copies are deep.
 class FieldColumn {
  public:
   FieldColumn() = default;
   FieldColumn(std::nullptr_t) {}
-  explicit FieldColumn(std::vector<double> v)
-      : v_(std::make_unique<std::vector<double>>(std::move(v))) {}
+  explicit FieldColumn(std::vector<double> v) : s_(std::make_unique<Store>()) {
+    s_->d = std::move(v);
+  }
   static FieldColumn constant(double value, size_t n) {
     FieldColumn c(std::vector<double>{value});
-    c.n_ = n, c.constant_ = true;
+    c.n_ = n, c.kind_ = Kind::kConstant;
     return c;
   }
   FieldColumn(const FieldColumn& o)
-      : v_(o.v_ ? std::make_unique<std::vector<double>>(*o.v_) : nullptr),
+      : s_(o.s_ ? std::make_unique<Store>(*o.s_) : nullptr),
         n_(o.n_),
-        constant_(o.constant_) {}
-  // A moved-from column is absent (and not constant).
+        kind_(o.kind_),
+        places_(o.places_) {}
+  // A moved-from column is absent.
   FieldColumn(FieldColumn&& o) noexcept
-      : v_(std::move(o.v_)),
+      : s_(std::move(o.s_)),
         n_(std::exchange(o.n_, 0)),
-        constant_(std::exchange(o.constant_, false)) {}
+        kind_(std::exchange(o.kind_, Kind::kDoubles)),
+        places_(std::exchange(o.places_, 0)) {}
   FieldColumn& operator=(const FieldColumn& o) {
     if (this != &o) *this = FieldColumn(o);
     return *this;
   }
   FieldColumn& operator=(FieldColumn&& o) noexcept {
     if (this != &o) {
-      v_ = std::move(o.v_);
+      s_ = std::move(o.s_);
       n_ = std::exchange(o.n_, 0);
-      constant_ = std::exchange(o.constant_, false);
+      kind_ = std::exchange(o.kind_, Kind::kDoubles);
+      places_ = std::exchange(o.places_, 0);
     }
     return *this;
   }
   ~FieldColumn() = default;
 
-  explicit operator bool() const { return v_ != nullptr; }
-  friend bool operator==(const FieldColumn& c, std::nullptr_t) { return c.v_ == nullptr; }
-  bool is_constant() const { return constant_; }
-  size_t size() const { return !v_ ? 0 : constant_ ? n_ : v_->size(); }
+  explicit operator bool() const { return s_ != nullptr; }
+  friend bool operator==(const FieldColumn& c, std::nullptr_t) { return c.s_ == nullptr; }
+  bool is_constant() const { return s_ && kind_ == Kind::kConstant; }
+  bool is_decimal() const { return s_ && kind_ == Kind::kDecimal; }
+  size_t size() const {
+    if (!s_) return 0;
+    return kind_ == Kind::kConstant ? n_ : kind_ == Kind::kDecimal ? s_->m.size() : s_->d.size();
+  }
+  // The values it has room for without growing.
+  size_t capacity() const {
+    if (!s_) return 0;
+    return kind_ == Kind::kConstant  ? n_
+           : kind_ == Kind::kDecimal ? s_->m.capacity()
+                                     : s_->d.capacity();
+  }
   ColumnView view() const {
-    if (!v_) return {};
-    return constant_ ? ColumnView::constant(v_->data(), n_) : ColumnView(*v_);
-  }
-  // Every value, to change in place: a constant column is built out first, with room for
-  // `room` values.
-  std::vector<double>& values(size_t room = 0) {
-    if (constant_) {
-      const double v = (*v_)[0];
-      if (room > n_) reserve_guess(*v_, room);  // one allocation, not n_ and then a larger one
-      v_->assign(n_, v);
-      constant_ = false;
+    if (!s_) return {};
+    switch (kind_) {
+      case Kind::kConstant:
+        return ColumnView::constant(s_->d.data(), n_);
+      case Kind::kDecimal:
+        return ColumnView::decimals(s_->m.data(), s_->m.size(), places_);
+      case Kind::kDoubles:
+        break;
     }
-    return *v_;
+    return ColumnView(s_->d);
   }
-  // Appends v; a constant column stays one while v is its value (an empty one takes v's). A full
-  // vector of values grows to `grow_to` values where that is more than it holds (the series'
-  // times' room: the columns grow with them, once, not by doublings of their own).
+  // Every value as a double, to change in place: a constant column or one of decimals is built out
+  // first, with room for `room` values.
+  std::vector<double>& values(size_t room = 0);
+  // Appends v; a constant column stays one while v is its value (an empty one takes v's), and is
+  // then built out as decimals where its values are. A column of values grows to `grow_to` values
+  // where that is more than it holds (the series' times' room: the columns grow with them, once,
+  // not by doublings of their own).
   void push_back(double v, size_t grow_to = 0) {
-    if (!constant_) {  // (the common case first: a reader's column of values)
-      std::vector<double>& vals = *v_;
+    if (kind_ == Kind::kDecimal) {  // (the common case first: a reader's column)
+      int32_t m;
+      if (decimal::encode(v, places_, m)) [[likely]] {
+        std::vector<int32_t>& ms = s_->m;
+        if (ms.size() == ms.capacity() && grow_to > ms.size()) reserve_guess(ms, grow_to);
+        ms.push_back(m);
+        return;
+      }
+    } else if (kind_ == Kind::kDoubles) {
+      std::vector<double>& vals = s_->d;
       if (vals.size() == vals.capacity() && grow_to > vals.size()) reserve_guess(vals, grow_to);
       vals.push_back(v);
       return;
+    } else {
+      if (n_ == 0) s_->d[0] = v;
+      if (same_bits(v, s_->d[0])) {
+        ++n_;
+        return;
+      }
     }
-    if (n_ == 0) (*v_)[0] = v;
-    if (same_bits(v, (*v_)[0])) {
-      ++n_;
-      return;
-    }
-    std::vector<double>& vals = values(grow_to);
-    if (vals.size() == vals.capacity() && grow_to > vals.size()) reserve_guess(vals, grow_to);
-    vals.push_back(v);
+    push_other(v, grow_to);
   }
-  // Appends every value of c; two constant columns of the same value stay one. Values that do
-  // not fit grow the vector to `grow_to` where that is more than they need.
-  void append(ColumnView c, size_t grow_to = 0) {
-    if (c.empty()) return;
-    if (constant_ && c.constant() && (n_ == 0 || same_bits(c.front(), (*v_)[0]))) {
-      (*v_)[0] = c.front();
-      n_ += c.size();
-      return;
-    }
-    auto& v = values(std::max(grow_to, size() + c.size()));
-    if (v.size() + c.size() > v.capacity())
-      reserve_guess(v, std::max(grow_to, v.size() + c.size()));
-    v.insert(v.end(), c.begin(), c.end());
-  }
+  // Appends every value of c (or of column c); two constant columns of the same value stay one.
+  // Values that do not fit grow the vector to `grow_to` where that is more than they need.
+  void append(ColumnView c, size_t grow_to = 0);
+  void append(const FieldColumn& c, size_t grow_to = 0);
   // Folds a column whose values are all the same (bit for bit) into that value once.
-  void compact() {
-    if (!v_ || constant_ || v_->empty()) return;
-    const double first = v_->front();
-    for (double x : *v_)
-      if (!same_bits(x, first)) return;
-    *this = constant(first, v_->size());
-  }
+  void compact();
   // Keeps the values at `rows` (increasing indices, each below size()).
-  void keep_rows(const std::vector<size_t>& rows) {
-    if (!v_) return;
-    if (constant_) {
-      n_ = rows.size();
-      return;
-    }
-    size_t kept = 0;
-    for (size_t r : rows) (*v_)[kept++] = (*v_)[r];
-    v_->resize(kept);
-  }
+  void keep_rows(const std::vector<size_t>& rows);
   // Keeps the values of rows [b, e) (b <= e <= size()).
-  void keep_range(size_t b, size_t e) {
-    if (!v_) return;
-    if (constant_) {
-      n_ = e - b;
-      return;
-    }
-    v_->erase(v_->begin() + static_cast<std::ptrdiff_t>(e), v_->end());
-    v_->erase(v_->begin(), v_->begin() + static_cast<std::ptrdiff_t>(b));
-  }
+  void keep_range(size_t b, size_t e);
   void reset() { *this = FieldColumn(); }
 
  private:
-  std::unique_ptr<std::vector<double>> v_;  // the values, or the one value of a constant column
-  size_t n_ = 0;                            // a constant column's length
-  bool constant_ = false;
+  enum class Kind : uint8_t { kDoubles, kConstant, kDecimal };
+  struct Store {
+    std::vector<double> d;   // the values (kDoubles), or the one value (kConstant)
+    std::vector<int32_t> m;  // the values (kDecimal)
+  };
+  // A constant column's values written out (as decimals where its value is one), with room for
+  // `room`.
+  void build_out(size_t room);
+  // The column as doubles, with room for `room`.
+  void to_doubles(size_t room);
+  // push_back of a value that changes the column: the first other value of a constant column, or
+  // one its decimals do not hold.
+  void push_other(double v, size_t grow_to);
+  // Decimals with more places, so that v is one (m); false where no count of places holds v and
+  // every value before it.
+  bool more_places(double v, int32_t& m);
+  // The decimals times 10^(places - places_), where they all fit.
+  bool rescale(int places);
+  // The largest |m| of the decimals.
+  int32_t max_abs() const;
+
+  std::unique_ptr<Store> s_;
+  size_t n_ = 0;  // a constant column's length
+  Kind kind_ = Kind::kDoubles;
+  uint8_t places_ = 0;  // kDecimal: the values' decimal places
 };
 
 }  // namespace gpudoctor

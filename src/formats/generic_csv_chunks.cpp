@@ -68,7 +68,10 @@ void append_series(GpuSeries& into, GpuSeries& part, size_t room) {
     auto& pc = part.columns[fi];
     if (!c && !pc) continue;
     if (!c) c = GpuSeries::Column::constant(kMissing, n0);
-    c.append(pc ? pc.view() : ColumnView::constant(&kMissing, n1), room);
+    if (pc)
+      c.append(pc, room);
+    else
+      c.append(ColumnView::constant(&kMissing, n1), room);
   }
   into.time_s.insert(into.time_s.end(), part.time_s.begin(), part.time_s.end());
   DeviceInfo& d = into.info;

@@ -440,6 +440,7 @@ Result<Nothing> RecordingWriter::add_recording(const Recording& rec) {
   if (auto r = begin_if_needed(); !r) return r;
   std::vector<double> t_ms;
   std::array<Strided, kFieldCount> cols;
+  std::vector<double> decoded;  // a block of each column held as decimals, as doubles
   for (const auto& g : rec.gpus) {
     const unsigned gpu = g.info.index;
     t_ms.resize(g.size());
@@ -447,10 +448,13 @@ Result<Nothing> RecordingWriter::add_recording(const Recording& rec) {
       t_ms[i] = static_cast<double>(std::llround(g.time_s[i] * 1000));
     for (size_t first = 0; first < g.size(); first += kRecordingBlockRows) {
       const size_t n = std::min(g.size() - first, static_cast<size_t>(kRecordingBlockRows));
+      decoded.resize(kFieldCount * n);
       for (size_t f = 0; f < kFieldCount; ++f) {
         const ColumnView c = g.columns[f].view();
+        if (c.decimal()) c.copy_to(first, first + n, decoded.data() + f * n);
         cols[f] = !c             ? Strided{}
                   : c.constant() ? Strided{c.data(), 0}
+                  : c.decimal()  ? Strided{decoded.data() + f * n, 1}
                                  : Strided{c.data() + first, 1};
       }
       if (auto r = write_rows(gpu, static_cast<int64_t>(first), n, t_ms.data() + first, cols, true);

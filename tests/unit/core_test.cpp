@@ -352,9 +352,10 @@ TEST(Recording, ColumnsGrowToTheTimesRoom) {
   }
   EXPECT_EQ(g.time_s.capacity(), 1000u);
   for (const Field f : {Field::kPower, Field::kTemp}) {
-    const std::vector<double>& v = g.columns[index_of(f)].values();
-    EXPECT_EQ(v.size(), 600u) << info(f).id;
-    EXPECT_EQ(v.capacity(), 1000u) << info(f).id;
+    const auto& c = g.columns[index_of(f)];
+    EXPECT_TRUE(c.is_decimal()) << info(f).id;
+    EXPECT_EQ(c.size(), 600u) << info(f).id;
+    EXPECT_EQ(c.capacity(), 1000u) << info(f).id;
   }
   EXPECT_EQ(g.column(Field::kPower)[599], 699);
   EXPECT_TRUE(std::isnan(g.column(Field::kTemp)[299]));
