@@ -10,6 +10,7 @@ namespace gpudoctor::log_reader {
 
 void FlatTable::begin_row() {
   row_begin_.push_back(cells_.size());
+  row_base_.push_back(nullptr);
 }
 
 size_t FlatTable::find(std::string_view column) const {
@@ -21,7 +22,7 @@ size_t FlatTable::find(std::string_view column, size_t hint) const {
   if (row_begin_.size() > 1) {
     const size_t prev = row_begin_[row_begin_.size() - 2] + hint;
     if (prev < row_begin_.back()) {
-      const size_t c = cells_[prev].column;
+      const size_t c = column_at(prev);
       if (names_[c] == column) return c;
     }
   }
@@ -34,7 +35,7 @@ size_t FlatTable::column_of(std::string_view column) {
   if (row_begin_.size() > 1) {
     const size_t prev = row_begin_[row_begin_.size() - 2] + (cells_.size() - row_begin_.back());
     if (prev < row_begin_.back()) {
-      const size_t c = cells_[prev].column;
+      const size_t c = column_at(prev);
       if (names_[c] == column) return c;
     }
   }
@@ -52,10 +53,22 @@ void FlatTable::set_view(std::string_view column, std::string_view cell) {
   set_at(column_of(column), cell);
 }
 
+FlatTable::Cell FlatTable::cell_of(size_t row, size_t column, std::string_view text) {
+  const char*& base = row_base_[row];
+  if (base == nullptr) base = text.data();
+  if (text.data() != nullptr && text.data() >= base &&
+      static_cast<size_t>(text.data() - base) <= UINT32_MAX && text.size() <= UINT16_MAX &&
+      column < kFar)
+    return {static_cast<uint32_t>(text.data() - base), static_cast<uint16_t>(text.size()),
+            static_cast<uint16_t>(column)};
+  if (far_.size() > UINT32_MAX) throw std::length_error("more than 4 billion far cells");
+  far_.push_back({text, column});
+  return {static_cast<uint32_t>(far_.size() - 1), 0, kFar};
+}
+
 bool FlatTable::set_at(size_t col, std::string_view cell) {
   const size_t row = row_begin_.size() - 1;
-  if (cell.size() > UINT32_MAX) throw std::length_error("a cell of 4 GiB or more");
-  const Cell c{cell.data(), static_cast<uint32_t>(cell.size()), static_cast<uint32_t>(col)};
+  const Cell c = cell_of(row, col, cell);
   if (last_set_[col].first == row) {
     cells_[last_set_[col].second] = c;
     return false;
@@ -66,21 +79,43 @@ bool FlatTable::set_at(size_t col, std::string_view cell) {
 }
 
 void FlatTable::set(std::string_view column, std::string_view cell) {
-  set_view(column, owned_.emplace_back(cell));
+  // Copies one after another into blocks that are never reallocated (a row's copies then lie
+  // near each other, as its cells in a text do).
+  constexpr size_t kBlock = 64 * 1024;
+  if (owned_.empty() || owned_.back().capacity() - owned_.back().size() < cell.size())
+    owned_.emplace_back().reserve(std::max(kBlock, cell.size()));
+  std::string& b = owned_.back();
+  const size_t at = b.size();
+  b.append(cell);
+  set_view(column, std::string_view(b).substr(at, cell.size()));
 }
 
 void FlatTable::drop_empty_row() {
-  if (!row_begin_.empty() && row_begin_.back() == cells_.size()) row_begin_.pop_back();
+  if (!row_begin_.empty() && row_begin_.back() == cells_.size()) {
+    row_begin_.pop_back();
+    row_base_.pop_back();
+  }
+}
+
+void FlatTable::cells_of(size_t r, std::vector<std::string_view>& cells) const {
+  cells.assign(names_.size(), {});
+  const size_t end = r + 1 < row_begin_.size() ? row_begin_[r + 1] : cells_.size();
+  const char* base = row_base_[r];
+  for (size_t i = row_begin_[r]; i < end; ++i) {
+    const Cell& c = cells_[i];
+    if (c.column == kFar)
+      cells[far_[c.at].column] = far_[c.at].text;
+    else
+      cells[c.column] = std::string_view(base + c.at, c.size);
+  }
 }
 
 void FlatTable::row(size_t r, std::vector<std::string_view>& cells) const {
-  cells.assign(names_.size(), {});
-  const size_t end = r + 1 < row_begin_.size() ? row_begin_[r + 1] : cells_.size();
   // (Cells are views of the text, row after row: the pages behind the row may go again, as they
   // did when the rows were first read.)
-  if (row_begin_[r] < end) text::passed(cells_[row_begin_[r]].p);
-  for (size_t i = row_begin_[r]; i < end; ++i)
-    cells[cells_[i].column] = text::trim(cells_[i].text());
+  if (row_base_[r] != nullptr) text::passed(row_base_[r]);
+  cells_of(r, cells);
+  for (std::string_view& c : cells) c = text::trim(c);
 }
 
 void CellTable::set_header(const std::vector<std::string_view>& names, size_t file_line) {
@@ -124,16 +159,41 @@ void CellTable::row(size_t r, std::vector<std::string_view>& cells) const {
 size_t LineRows::add_header(std::vector<std::string> names, size_t file_line) {
   headers_.push_back(std::move(names));
   const size_t h = headers_.size() - 1;
-  if (h == 0)
+  if (h == 0) {
     header_line_ = file_line;
-  else
-    rows_.push_back({{}, file_line, static_cast<uint32_t>(h), -1, -1, true});
+  } else {
+    runs_.push_back({lines_.size(), file_line, static_cast<uint32_t>(h), -1, -1, true});
+    lines_.push_back({nullptr, 0});
+  }
   return h;
 }
 
 void LineRows::add_row(std::string_view line, size_t file_line, int gpu, int drop) {
-  rows_.push_back({line, file_line, static_cast<uint32_t>(headers_.size() - 1),
-                   static_cast<int16_t>(gpu), static_cast<int16_t>(drop), false});
+  const auto header = static_cast<uint32_t>(headers_.size() - 1);
+  const auto g = static_cast<int16_t>(gpu), d = static_cast<int16_t>(drop);
+  const size_t r = lines_.size();
+  if (runs_.empty() || runs_.back().is_header || runs_.back().header != header ||
+      runs_.back().gpu != g || runs_.back().drop != d ||
+      runs_.back().first_line + (r - runs_.back().first_row) != file_line)
+    runs_.push_back({r, file_line, header, g, d, false});
+  // (Never a null pointer: that marks a header row.)
+  const char* p = line.data() != nullptr ? line.data() : "";
+  lines_.push_back({p, static_cast<uint32_t>(std::min<size_t>(line.size(), UINT32_MAX))});
+}
+
+const LineRows::Run& LineRows::run_of(size_t r) const {
+  // The last run that starts at or before r: the one asked for last time, or the next (rows are
+  // read in order), else searched for.
+  for (size_t k = run_hint_.load(std::memory_order_relaxed), end = std::min(k + 2, runs_.size());
+       k < end; ++k)
+    if (runs_[k].first_row <= r && (k + 1 == runs_.size() || r < runs_[k + 1].first_row)) {
+      run_hint_.store(k, std::memory_order_relaxed);
+      return runs_[k];
+    }
+  const auto it = std::upper_bound(runs_.begin(), runs_.end(), r,
+                                   [](size_t row, const Run& run) { return row < run.first_row; });
+  run_hint_.store(static_cast<size_t>(it - 1 - runs_.begin()), std::memory_order_relaxed);
+  return *(it - 1);
 }
 
 void LineRows::split(size_t /*header*/, std::string_view line,
@@ -142,20 +202,21 @@ void LineRows::split(size_t /*header*/, std::string_view line,
 }
 
 void LineRows::row(size_t r, std::vector<std::string_view>& cells) const {
-  const Row& x = rows_[r];
+  const Line& x = lines_[r];
+  const Run& run = run_of(r);
   cells.clear();
-  text::passed(x.line.data());  // the rows are read in order: the lines behind may go
-  if (x.is_header) {
-    for (const auto& n : headers_[x.header]) cells.emplace_back(n);
+  if (x.p == nullptr) {
+    for (const auto& n : headers_[run.header]) cells.emplace_back(n);
     return;
   }
-  split(x.header, x.line, cells);
-  if (x.gpu >= 0 && static_cast<size_t>(x.gpu) < cells.size()) {
-    std::string_view& g = cells[static_cast<size_t>(x.gpu)];
+  text::passed(x.p);  // the rows are read in order: the lines behind may go
+  split(run.header, {x.p, x.size}, cells);
+  if (run.gpu >= 0 && static_cast<size_t>(run.gpu) < cells.size()) {
+    std::string_view& g = cells[static_cast<size_t>(run.gpu)];
     if (const auto i = text::parse_int(g); !i || *i < 0 || *i > 1000000) g = {};
   }
-  if (x.drop >= 0 && static_cast<size_t>(x.drop) < cells.size())
-    cells.erase(cells.begin() + x.drop);
+  if (run.drop >= 0 && static_cast<size_t>(run.drop) < cells.size())
+    cells.erase(cells.begin() + run.drop);
 }
 
 void append_csv_cell(std::string& out, std::string_view cell) {
@@ -187,9 +248,7 @@ std::string FlatTable::csv() const {
   out.push_back('\n');
   std::vector<std::string_view> cells;
   for (size_t r = 0; r < rows(); ++r) {
-    cells.assign(names_.size(), {});
-    const size_t end = r + 1 < row_begin_.size() ? row_begin_[r + 1] : cells_.size();
-    for (size_t i = row_begin_[r]; i < end; ++i) cells[cells_[i].column] = cells_[i].text();
+    cells_of(r, cells);
     for (size_t i = 0; i < cells.size(); ++i) {
       if (i) out.push_back(',');
       append_csv_cell(out, cells[i]);

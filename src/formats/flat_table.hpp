@@ -10,6 +10,7 @@
 // written out as CSV to be parsed again. Not thread-safe; one table per reader call.
 #pragma once
 
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <deque>
@@ -97,18 +98,34 @@ class FlatTable : public CellRows {
   std::vector<std::string> names_;
   // Per column, the row that last set it and where among the cells: a repeated name overwrites.
   std::vector<std::pair<size_t, size_t>> last_set_;
-  // A cell: its column and its text (16 bytes; a JSON-lines log's table is most of the memory its
-  // reading takes).
-  struct Cell {  // (no initialisers: a block of them is not written until used)
-    const char* p;
-    uint32_t size;
-    uint32_t column;
-    std::string_view text() const { return {p, size}; }
+  // A cell: where in its row's text, how long, which column: 8 bytes (a JSON-lines log's table is
+  // most of the memory its reading takes). A cell that does not fit that (before its row's first
+  // cell or 4 GiB after it, 64 KiB or longer, a column past 65,534) is a far cell, kept whole.
+  struct Cell {   // (no initialisers: a block of them is not written until used)
+    uint32_t at;  // from the row's first cell; a far cell: its index in far_
+    uint16_t size;
+    uint16_t column;  // kFar: a far cell
   };
-  // Every row's cells, row after row, in the order they were set; row_begin_[r]: row r's first.
+  struct FarCell {
+    std::string_view text;
+    size_t column;
+  };
+  static constexpr uint16_t kFar = 0xFFFF;
+  size_t column_at(size_t i) const {
+    const Cell& c = cells_[i];
+    return c.column == kFar ? far_[c.at].column : c.column;
+  }
+  Cell cell_of(size_t row, size_t column, std::string_view text);
+  // Row r's cells as set (untrimmed).
+  void cells_of(size_t r, std::vector<std::string_view>& cells) const;
+  // Every row's cells, row after row, in the order they were set; row_begin_[r]: row r's first,
+  // row_base_[r] where its first cell's text begins.
   StableBlocks<Cell> cells_;
   std::vector<size_t> row_begin_;
-  std::deque<std::string> owned_;  // the cells set copies (a deque: they never move)
+  std::vector<const char*> row_base_;
+  std::vector<FarCell> far_;
+  // The cells set copies, one after another in blocks that never move.
+  std::deque<std::string> owned_;
 };
 
 class CellTable : public CellRows {
@@ -161,11 +178,14 @@ class LineRows : public CellRows {
 
   size_t columns() const override { return headers_.front().size(); }
   std::string_view name(size_t column) const override { return headers_.front()[column]; }
-  size_t rows() const override { return rows_.size(); }
+  size_t rows() const override { return lines_.size(); }
   void row(size_t r, std::vector<std::string_view>& cells) const override;
   size_t header_line() const override { return header_line_; }
-  size_t line(size_t r) const override { return rows_[r].line_no; }
-  bool is_header(size_t r) const override { return rows_[r].is_header; }
+  size_t line(size_t r) const override {
+    const Run& run = run_of(r);
+    return run.first_line + (r - run.first_row);
+  }
+  bool is_header(size_t r) const override { return lines_[r].p == nullptr; }
   bool last_row_cut() const override { return last_row_cut_; }
 
  protected:
@@ -175,15 +195,25 @@ class LineRows : public CellRows {
                      std::vector<std::string_view>& cells) const;
 
  private:
-  struct Row {
-    std::string_view line;  // the line as written; empty for a header row
-    size_t line_no;
-    uint32_t header;  // the header it is read under (a header row: the one it names)
+  // Where row r is read from: the runs of rows under one header, on consecutive lines of the file,
+  // that share their GPU cell and dropped cell (most of a log is one run). Rows are kept as
+  // pointer and length only (16 bytes: a table of a large log's rows is most of what its reading
+  // holds besides the columns).
+  struct Run {
+    size_t first_row, first_line;  // its first row and that row's line in the file
+    uint32_t header;               // the header it is read under (a header row: the one it names)
     int16_t gpu, drop;
-    bool is_header;
+    bool is_header;  // one header row
   };
+  struct Line {  // (no initialisers: a block of them is not written until used)
+    const char* p;
+    uint32_t size;  // (a line of 4 GiB or more is read as its first 4 GiB)
+  };
+  const Run& run_of(size_t r) const;
   std::deque<std::vector<std::string>> headers_;  // a deque: the names never move
-  std::vector<Row> rows_;
+  StableBlocks<Line> lines_;
+  std::vector<Run> runs_;
+  mutable std::atomic<size_t> run_hint_{0};  // the run run_of found last (a hint: any value works)
   size_t header_line_ = 0;
   bool last_row_cut_ = false;
 };

@@ -8,6 +8,7 @@
 #include <iterator>
 #include <random>
 #include <sstream>
+#include <cstdio>
 #include <string>
 #include <string_view>
 #include <tuple>
@@ -91,6 +92,68 @@ TEST(FlatTable, ManyRowsAcrossBlocks) {
   t.row(49999, cells);
   EXPECT_EQ(cells[0], "0");
   EXPECT_EQ(cells[1], "49999");
+}
+
+// Cells an 8-byte cell cannot place (before the row's first cell, 64 KiB or longer, a column past
+// 65,534, no text at all) are kept whole, and read back as the others.
+TEST(FlatTable, CellsFarFromTheirRowReadBack) {
+  const std::string text = "0123456789abcdefghij";
+  const std::string big(70000, 'x');
+  log_reader::FlatTable t;
+  t.begin_row();
+  t.set_view("late", std::string_view(text).substr(10, 3));  // the row's first: "abc"
+  t.set_view("early", std::string_view(text).substr(2, 2));  // before it: "23"
+  t.set_view("big", big);
+  t.set_view("none", std::string_view());
+  t.begin_row();
+  t.set_view("early", std::string_view(text).substr(0, 1));
+  char name[16];
+  for (int c = 0; c < 65600; ++c) {
+    std::snprintf(name, sizeof name, "c%d", c);
+    t.set_view(name, std::string_view(text).substr(5, 1));
+  }
+  ASSERT_EQ(t.rows(), 2u);
+  ASSERT_EQ(t.columns(), 4u + 65600u);
+  std::vector<std::string_view> cells;
+  t.row(0, cells);
+  EXPECT_EQ(cells[0], "abc");
+  EXPECT_EQ(cells[1], "23");
+  EXPECT_EQ(cells[2], big);
+  EXPECT_EQ(cells[3], "");
+  EXPECT_EQ(cells[4], "");
+  t.row(1, cells);
+  EXPECT_EQ(cells[0], "");
+  EXPECT_EQ(cells[1], "0");
+  EXPECT_EQ(cells[4], "5");
+  EXPECT_EQ(cells[4 + 65599], "5");
+  EXPECT_EQ(t.find("c65599"), 4u + 65599u);
+}
+
+// Rows kept as lines: runs of consecutive lines under one header, a header row between them, a
+// line skipped (a comment), the GPU cell blanked where it is no index, a dropped cell.
+TEST(LineRows, LinesHeadersAndRunsReadBack) {
+  log_reader::LineRows t;
+  t.add_header({"gpu", "pwr"}, 1);
+  t.add_row(" 0  45", 2, 0);
+  t.add_row(" 1  46", 3, 0);
+  t.add_row(" x  47", 5, 0);  // a line skipped before it
+  t.add_header({"gpu", "pwr", "sm"}, 6);
+  t.add_row(" 0  48  90", 7, 0);
+  t.add_row(" 0  49  91  extra", 8, 0, 3);
+  ASSERT_EQ(t.rows(), 6u);
+  EXPECT_EQ(t.header_line(), 1u);
+  const std::vector<size_t> lines{2, 3, 5, 6, 7, 8};
+  std::vector<std::string_view> cells;
+  for (size_t r = 0; r < t.rows(); ++r) {
+    EXPECT_EQ(t.line(r), lines[r]) << r;
+    EXPECT_EQ(t.is_header(r), r == 3) << r;
+  }
+  t.row(2, cells);
+  EXPECT_EQ(cells, (std::vector<std::string_view>{"", "47"}));
+  t.row(3, cells);
+  EXPECT_EQ(cells, (std::vector<std::string_view>{"gpu", "pwr", "sm"}));
+  t.row(5, cells);
+  EXPECT_EQ(cells, (std::vector<std::string_view>{"0", "49", "91"}));
 }
 
 TEST(Wandb, Crc32IsZlibs) {
