@@ -140,7 +140,7 @@ PowerLimitEvidence resolve_power_limit(const GpuSeries& s, const DiagnosisConfig
     for (size_t i = 0; i < n; ++i)
       if (cap_reason((*reasons)[i]) && known((*power)[i])) capped.push_back((*power)[i]);
   if (capped.size() >= static_cast<size_t>(cfg.min_samples))
-    e.cap_levels_w = power_levels_w(capped, 0.1);
+    e.cap_levels_w = power_levels_w(std::move(capped), 0.1);
   // Busy samples' power, for a plateau.
   if (power) {
     std::vector<double> busy;
@@ -208,16 +208,13 @@ PowerLimitEvidence resolve_power_limit(const GpuSeries& s, const DiagnosisConfig
   // A ceiling the power sits at while busy: the GPU at its limit.
   if (e.source.empty() && e.plateau_w > 0) take(e.plateau_w, false, "power plateau", 0.5);
 
-  e.power_ratio.assign(n, kNaN);
   if (power && e.default_w > 0) {
-    for (size_t i = 0; i < n; ++i)
-      if (known((*power)[i])) e.power_ratio[i] = (*power)[i] / e.default_w;
+    e.power_ratio = RatioColumn(power, e.default_w);
   } else if (percent) {
     // No watts (or no limit for them): the percent column is the ratio itself. A limit the log
     // states stays (a cap against it can still be seen); else there is no limit in watts, and a
     // lowered cap cannot be told from the percent alone.
-    for (size_t i = 0; i < n; ++i)
-      if (known((*percent)[i])) e.power_ratio[i] = (*percent)[i] / 100;
+    e.power_ratio = RatioColumn(percent, 100);
     e.ratio_from_percent = true;
     if (e.source.empty() || e.source == "model-table" ||
         e.source.find("plateau") != std::string::npos) {

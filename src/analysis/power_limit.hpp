@@ -18,6 +18,26 @@
 
 namespace gpudoctor {
 
+// Per sample: a column's values over a divisor (the power over the limit, or a percent column over
+// 100), made where read (the same division, so the same bits, as a vector of them made before);
+// NaN where the column has none, and at every index without a column.
+class RatioColumn {
+ public:
+  RatioColumn() = default;
+  RatioColumn(ColumnView of, double over) : of_(of), over_(over) {}
+  double operator[](size_t i) const {
+    if (!of_) return kMissing;
+    const double x = of_[i];
+    return is_missing(x) ? kMissing : x / over_;
+  }
+  // No column: every value NaN.
+  bool empty() const { return !of_; }
+
+ private:
+  ColumnView of_;
+  double over_ = 1;
+};
+
 struct PowerLimitEvidence {
   double default_w = 0;             // the denominator; 0 when nothing gives one
   bool is_default = false;          // a board default, not an enforced limit standing in for one
@@ -28,7 +48,7 @@ struct PowerLimitEvidence {
   std::vector<double>
       cap_levels_w;  // distinct levels the GPU was held at (plateaus, caps), low first
   // Per sample: power / limit (from watts and the limit, or the percent column); NaN unknown.
-  std::vector<double> power_ratio;
+  RatioColumn power_ratio;
 };
 
 PowerLimitEvidence resolve_power_limit(const GpuSeries& s, const DiagnosisConfig& cfg);

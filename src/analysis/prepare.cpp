@@ -71,9 +71,11 @@ GpuData prepare(const GpuSeries& s, const DiagnosisConfig& cfg, PowerLimitEviden
   d.limit_confidence = limit.confidence;
   d.plateau_w = limit.plateau_w;
   d.cap_levels_w = limit.cap_levels_w;
-  d.power_ratio = std::move(limit.power_ratio);
-  d.power_ratio_known =
-      std::any_of(d.power_ratio.begin(), d.power_ratio.end(), [](double x) { return known(x); });
+  d.power_ratio = limit.power_ratio;
+  d.power_ratio_known = false;
+  if (!d.power_ratio.empty())
+    for (size_t i = 0; i < n && !d.power_ratio_known; ++i)
+      d.power_ratio_known = known(d.power_ratio[i]);
   d.clock_max_mhz = median_of(s.column(Field::kClockSmMax));
   if (!known(d.clock_max_mhz) && model) d.clock_max_mhz = model->sm_clock_max_mhz;
   d.slowdown_temp_c = median_of(s.column(Field::kTempSlowdown));

@@ -18,6 +18,7 @@
 #include "analysis/causes.hpp"
 #include "analysis/config.hpp"
 #include "analysis/diagnosis.hpp"
+#include "analysis/power_limit.hpp"
 #include "core/recording.hpp"
 
 namespace gpudoctor::diag {
@@ -122,7 +123,7 @@ struct GpuData {
   double limit_confidence = 0;       // how sure the denominator is
   double plateau_w = 0;              // flat top of the power while busy, 0 when none
   std::vector<double> cap_levels_w;  // levels a cap held the GPU at, low first
-  std::vector<double> power_ratio;   // per sample: power / limit, or a percent column / 100
+  RatioColumn power_ratio;           // per sample: power / limit, or a percent column / 100
   bool power_ratio_known = false;    // some sample's
   // GPU-Util, or where the input has none the graphics engine's active time (DCGM GRACT), the
   // same kind of measure; nullptr when neither.
@@ -147,7 +148,7 @@ struct GpuData {
   // Sample i's efficiency (NaN unknown): its power ratio times its SM activity, either alone where
   // the other is unknown, within [0, 1.5].
   double efficiency(size_t i) const {
-    const double pr = power_ratio.empty() ? kNaN : power_ratio[i];
+    const double pr = power_ratio[i];
     const double a = sm ? (*sm)[i] / 100 : kNaN;
     double e = kNaN;
     if (known(pr) && known(a))
@@ -162,7 +163,7 @@ struct GpuData {
   // result and its judged samples are made, so that it is not held beside them.
   void release_samples() {
     // (Move-assigned: `v = {}` would keep the capacity.)
-    power_ratio = std::vector<double>();
+    power_ratio = RatioColumn();
     active = std::vector<uint8_t>(), sums = PrefixSums();
     peer_windows = std::vector<PeerWindow>();
   }
@@ -176,7 +177,7 @@ struct GpuData {
       count = count + k;
     };
     add(s.util, s.util_n, util ? (*util)[i] : kNaN);
-    const double r = power_ratio.empty() ? kNaN : power_ratio[i];
+    const double r = power_ratio[i];
     add(s.pr, s.pr_n, r);
     s.pr_sq = s.pr_sq + (known(r) ? r * r : 0);
     add(s.eff, s.eff_n, efficiency(i));
