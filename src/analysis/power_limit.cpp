@@ -53,12 +53,11 @@ double power_plateau_w(std::vector<double> v) {
   if (!(top > 0)) return 0;
   const double band = std::max(1.5, 0.02 * top);
   size_t in = 0, above = 0, below = 0;
-  std::vector<double> at;
   for (double x : v) {
     if (x > top + band)
       ++above;
     else if (x >= top - band)
-      ++in, at.push_back(x);
+      ++in;
     else if (x < top - 3 * band)
       ++below;
   }
@@ -66,7 +65,12 @@ double power_plateau_w(std::vector<double> v) {
   // A ceiling, not a steady draw: many samples at the top, almost none above it, and the work
   // drawing visibly less at other times (a steady load's noise spreads both ways instead).
   if (in < 0.3 * nd || above > 0.02 * nd || below < 0.1 * nd) return 0;
-  return median(at);
+  // The median of the samples at the top, found among them where they are (no copy of them).
+  const auto at_end = std::partition(
+      v.begin(), v.end(), [&](double x) { return !(x > top + band) && x >= top - band; });
+  const auto mid = v.begin() + static_cast<long>(in / 2);
+  std::nth_element(v.begin(), mid, at_end);
+  return *mid;
 }
 
 std::vector<double> power_levels_w(std::vector<double> v, double min_share) {

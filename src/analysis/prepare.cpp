@@ -42,10 +42,8 @@ void running_sums(GpuData& d) {
   const size_t n = d.active.size();
   auto& marks = d.sums.marks;
   marks.assign(n / PrefixSums::kStride + 1, {});
-  d.sums.active.assign(n + 1, 0);
   PrefixSums::Sums run;
   for (size_t i = 0; i < n; ++i) {
-    d.sums.active[i + 1] = d.sums.active[i] + d.active[i];
     d.add_sample(run, i);
     if ((i + 1) % PrefixSums::kStride == 0) marks[(i + 1) / PrefixSums::kStride] = run;
   }

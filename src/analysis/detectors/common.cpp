@@ -147,7 +147,7 @@ PeerWindow Context::peer_over(size_t h, const Window& w, size_t k) const {
 }
 
 size_t Context::active_samples(size_t g, size_t i0, size_t i1) const {
-  return gpus[g].sums.active[i1] - gpus[g].sums.active[i0];
+  return gpus[g].active_before(i1) - gpus[g].active_before(i0);
 }
 
 Features Context::features(size_t g, size_t i0, size_t i1) const {

@@ -99,18 +99,18 @@ struct PeerWindow {
 
 // Running sums over a GPU's samples, so that the mean of a measure over any window costs two
 // lookups and a few additions: what another GPU did over each window of a GPU (the communication
-// detector's peers) would otherwise be read anew per window, quadratic in the GPUs. The active
-// samples are counted at every sample (active[i]: samples [0, i)); the sums of values are kept at
-// every kStride-th sample only (marks[k]: samples [0, k * kStride)), and the sums at any other
-// sample are the nearest mark's plus the samples after it, added in the order a sum kept per
-// sample adds them: bit for bit the same figures in 1/kStride of the memory.
+// detector's peers) would otherwise be read anew per window, quadratic in the GPUs. The sums and
+// the count of active samples are kept at every kStride-th sample only (marks[k]: samples
+// [0, k * kStride)), and those at any other sample are the nearest mark's plus the samples after
+// it, added in the order a sum kept per sample adds them: bit for bit the same figures in
+// 1/kStride of the memory.
 struct PrefixSums {
   static constexpr size_t kStride = 8;
   struct Sums {
     double util = 0, pr = 0, pr_sq = 0, eff = 0;  // known values' sums (power ratio: and squares)
     uint32_t util_n = 0, pr_n = 0, eff_n = 0;     // known values
+    uint32_t active_n = 0;                        // active samples
   };
-  std::vector<uint32_t> active;
   std::vector<Sums> marks;
 };
 
@@ -181,6 +181,14 @@ struct GpuData {
     add(s.pr, s.pr_n, r);
     s.pr_sq = s.pr_sq + (known(r) ? r * r : 0);
     add(s.eff, s.eff_n, efficiency(i));
+    s.active_n += active[i];
+  }
+  // Active samples before sample i (PrefixSums: a mark and the samples after it).
+  size_t active_before(size_t i) const {
+    const size_t k = i / PrefixSums::kStride;
+    size_t n = sums.marks[k].active_n;
+    for (size_t j = k * PrefixSums::kStride; j < i; ++j) n += active[j];
+    return n;
   }
 };
 
