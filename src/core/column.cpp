@@ -4,16 +4,32 @@ namespace gpudoctor {
 
 namespace {
 
-constexpr int64_t kLimit = 2147483647;  // decimals stay below this (and above its negative)
+// The largest |m| a decimal of 4 or of 2 bytes holds (its smallest value is kept for none).
+constexpr int64_t kMost32 = 2147483647, kMost16 = 32767;
 
-int32_t abs_of(int32_t m) {
-  return m == decimal::kNone ? 0 : m < 0 ? -m : m;
+template <class I>
+int32_t max_abs_of(const std::vector<I>& ms) {
+  int32_t most = 0;
+  for (const I m : ms)
+    if (m != std::numeric_limits<I>::min()) most = std::max(most, m < 0 ? -int32_t{m} : m);
+  return most;
 }
 
-int32_t max_abs_of(const std::vector<int32_t>& ms) {
-  int32_t most = 0;
-  for (const int32_t m : ms) most = std::max(most, abs_of(m));
-  return most;
+template <class I>
+void scale_by(std::vector<I>& ms, int32_t f) {
+  for (I& m : ms)
+    if (m != std::numeric_limits<I>::min()) m = static_cast<I>(m * f);
+}
+
+// Appends `from` times f to `to` (none stays none), where every value fits (checked before).
+template <class To, class From>
+void append_scaled(std::vector<To>& to, const std::vector<From>& from, int32_t f) {
+  const size_t at = to.size();
+  to.resize(at + from.size());
+  To* out = to.data() + at;
+  for (const From m : from)
+    *out++ = m == std::numeric_limits<From>::min() ? std::numeric_limits<To>::min()
+                                                   : static_cast<To>(m * f);
 }
 
 }  // namespace
@@ -29,10 +45,16 @@ void FieldColumn::build_out(size_t room) {
     s_->d.assign(n_, v);
     return;
   }
-  kind_ = Kind::kDecimal;
   places_ = static_cast<uint8_t>(places);
-  if (room > n_) reserve_guess(s_->m, room);
-  s_->m.assign(n_, m);
+  if (decimal::fits16(m)) {
+    kind_ = Kind::kDecimal16;
+    if (room > n_) reserve_guess(s_->h, room);
+    s_->h.assign(n_, decimal::to16(m));
+  } else {
+    kind_ = Kind::kDecimal;
+    if (room > n_) reserve_guess(s_->m, room);
+    s_->m.assign(n_, m);
+  }
   s_->d = {};
 }
 
@@ -44,38 +66,34 @@ void FieldColumn::to_doubles(size_t room) {
   was.copy_to(0, was.size(), d.data());
   s_->d = std::move(d);
   std::vector<int32_t>().swap(s_->m);
+  std::vector<int16_t>().swap(s_->h);
   kind_ = Kind::kDoubles;
   places_ = 0;
 }
 
-int32_t FieldColumn::max_abs() const {
-  return max_abs_of(s_->m);
+void FieldColumn::widen16(size_t room) {
+  std::vector<int32_t> m;
+  reserve_guess(m, std::max(room, s_->h.size()));
+  append_scaled(m, s_->h, 1);
+  s_->m = std::move(m);
+  std::vector<int16_t>().swap(s_->h);
+  kind_ = Kind::kDecimal;
 }
 
-void FieldColumn::push_other(double v, size_t grow_to) {
-  if (kind_ == Kind::kConstant) {
-    build_out(std::max(grow_to, n_ + 1));
-    return push_back(v, grow_to);  // (as decimals or doubles now)
-  }
-  // Decimals that do not hold v as they are.
-  int32_t m;
-  if (more_places(v, m)) {
-    std::vector<int32_t>& ms = s_->m;
-    if (ms.size() == ms.capacity() && grow_to > ms.size()) reserve_guess(ms, grow_to);
-    ms.push_back(m);
-    return;
-  }
-  to_doubles(grow_to);
-  push_back(v, grow_to);
+int32_t FieldColumn::max_abs() const {
+  return kind_ == Kind::kDecimal16 ? max_abs_of(s_->h) : max_abs_of(s_->m);
 }
 
 bool FieldColumn::rescale(int places) {
   if (places > decimal::kMaxPlaces) return false;
   if (places <= places_) return places == places_;
   const int32_t f = static_cast<int32_t>(decimal::kScale[places - places_]);
-  if (int64_t{max_abs()} * f >= kLimit) return false;
-  for (int32_t& m : s_->m)
-    if (m != decimal::kNone) m *= f;
+  const bool narrow = kind_ == Kind::kDecimal16;
+  if (int64_t{max_abs()} * f > (narrow ? kMost16 : kMost32)) return false;
+  if (narrow)
+    scale_by(s_->h, f);
+  else
+    scale_by(s_->m, f);
   places_ = static_cast<uint8_t>(places);
   return true;
 }
@@ -83,9 +101,37 @@ bool FieldColumn::rescale(int places) {
 bool FieldColumn::more_places(double v, int32_t& m) {
   for (int places = places_ + 1; places <= decimal::kMaxPlaces; ++places) {
     if (!decimal::encode(v, places, m)) continue;
+    if (kind_ == Kind::kDecimal16 && !decimal::fits16(m)) return false;
     return rescale(places);
   }
   return false;
+}
+
+void FieldColumn::push_other(double v, size_t grow_to) {
+  if (kind_ == Kind::kConstant) {
+    build_out(std::max(grow_to, n_ + 1));
+    return push_back(v, grow_to);  // (as decimals or doubles now)
+  }
+  // Decimals that do not hold v as they are: more places, or 4 bytes, or doubles.
+  int32_t m;
+  if (more_places(v, m)) {
+    if (kind_ == Kind::kDecimal16) {
+      std::vector<int16_t>& hs = s_->h;
+      if (hs.size() == hs.capacity() && grow_to > hs.size()) reserve_guess(hs, grow_to);
+      hs.push_back(decimal::to16(m));
+    } else {
+      std::vector<int32_t>& ms = s_->m;
+      if (ms.size() == ms.capacity() && grow_to > ms.size()) reserve_guess(ms, grow_to);
+      ms.push_back(m);
+    }
+    return;
+  }
+  if (kind_ == Kind::kDecimal16) {
+    widen16(grow_to);
+    return push_back(v, grow_to);
+  }
+  to_doubles(grow_to);
+  push_back(v, grow_to);
 }
 
 std::vector<double>& FieldColumn::values(size_t room) {
@@ -94,7 +140,7 @@ std::vector<double>& FieldColumn::values(size_t room) {
     if (room > n_) reserve_guess(s_->d, room);  // one allocation, not n_ and then a larger one
     s_->d.assign(n_, v);
     kind_ = Kind::kDoubles;
-  } else if (kind_ == Kind::kDecimal) {
+  } else if (kind_ != Kind::kDoubles) {
     to_doubles(room);
   }
   return s_->d;
@@ -109,20 +155,22 @@ void FieldColumn::append(ColumnView c, size_t grow_to) {
   }
   const size_t need = std::max(grow_to, size() + c.size());
   if (kind_ == Kind::kConstant) build_out(need);
-  if (kind_ == Kind::kDecimal) {
-    std::vector<int32_t>& ms = s_->m;
-    if (ms.size() + c.size() > ms.capacity()) reserve_guess(ms, need);
-    int32_t m;
-    if (c.constant()) {  // one value, encoded once
-      if (decimal::encode(c.front(), places_, m) || more_places(c.front(), m)) {
-        ms.insert(ms.end(), c.size(), m);
-        return;
-      }
-    } else {
-      for (double v : c) push_back(v, need);
+  if (kind_ != Kind::kDoubles) {
+    if (!c.constant()) {
+      for (const double v : c) push_back(v, need);
       return;
     }
-    to_doubles(need);
+    // One value (a run of missing ones, most often): appended once as any value, then copied as
+    // the column then holds it.
+    push_back(c.front(), need);
+    const size_t rest = c.size() - 1;
+    if (kind_ == Kind::kDecimal16)
+      s_->h.insert(s_->h.end(), rest, s_->h.back());
+    else if (kind_ == Kind::kDecimal)
+      s_->m.insert(s_->m.end(), rest, s_->m.back());
+    else
+      s_->d.insert(s_->d.end(), rest, c.front());
+    return;
   }
   std::vector<double>& d = s_->d;
   if (d.size() + c.size() > d.capacity()) reserve_guess(d, need);
@@ -135,36 +183,42 @@ void FieldColumn::append(const FieldColumn& c, size_t grow_to) {
   if (!c.is_decimal() || kind_ == Kind::kDoubles) return append(c.view(), grow_to);
   const size_t need = std::max(grow_to, size() + c.size());
   if (kind_ == Kind::kConstant) build_out(need);
-  if (kind_ == Kind::kDecimal) {
-    const int places = std::max(places_, c.places_);
-    const int32_t f = static_cast<int32_t>(decimal::kScale[places - c.places_]);
-    if ((f == 1 || int64_t{c.max_abs()} * f < kLimit) && rescale(places)) {
-      std::vector<int32_t>& ms = s_->m;
-      if (ms.size() + c.size() > ms.capacity()) reserve_guess(ms, need);
-      if (f == 1) {
-        ms.insert(ms.end(), c.s_->m.begin(), c.s_->m.end());
-      } else {
-        for (const int32_t m : c.s_->m) ms.push_back(m == decimal::kNone ? m : m * f);
-      }
-      return;
-    }
-    to_doubles(need);
+  if (kind_ == Kind::kDoubles) return append(c.view(), grow_to);
+  // Both at the larger count of places, in the narrowest width that holds both.
+  const int places = std::max(places_, c.places_);
+  const auto f = static_cast<int32_t>(decimal::kScale[places - c.places_]);
+  const bool c16 = c.kind_ == Kind::kDecimal16;
+  const int64_t c_most = f == 1 ? (c16 ? kMost16 : kMost32) : int64_t{c.max_abs()} * f;
+  if (kind_ == Kind::kDecimal16 && c16 && c_most <= kMost16 && rescale(places)) {
+    if (s_->h.size() + c.size() > s_->h.capacity()) reserve_guess(s_->h, need);
+    append_scaled(s_->h, c.s_->h, f);
+    return;
   }
+  if (kind_ == Kind::kDecimal16) widen16(need);
+  if (c_most <= kMost32 && rescale(places)) {
+    if (s_->m.size() + c.size() > s_->m.capacity()) reserve_guess(s_->m, need);
+    if (c16)
+      append_scaled(s_->m, c.s_->h, f);
+    else
+      append_scaled(s_->m, c.s_->m, f);
+    return;
+  }
+  to_doubles(need);
   append(c.view(), grow_to);
 }
 
 void FieldColumn::compact() {
   if (!s_ || kind_ == Kind::kConstant || size() == 0) return;
+  const auto all_same = [](const auto& v) {
+    for (const auto& x : v)
+      if (!same_bits(static_cast<double>(x), static_cast<double>(v.front()))) return false;
+    return true;
+  };
+  const bool same = kind_ == Kind::kDecimal16 ? all_same(s_->h)
+                    : kind_ == Kind::kDecimal ? all_same(s_->m)
+                                              : all_same(s_->d);
+  if (!same) return;
   const ColumnView v = view();
-  if (kind_ == Kind::kDecimal) {
-    const int32_t first = s_->m.front();
-    for (const int32_t m : s_->m)
-      if (m != first) return;
-  } else {
-    const double first = s_->d.front();
-    for (const double x : s_->d)
-      if (!same_bits(x, first)) return;
-  }
   *this = constant(v.front(), v.size());
 }
 
@@ -175,12 +229,18 @@ void FieldColumn::keep_rows(const std::vector<size_t>& rows) {
     for (size_t r : rows) v[kept++] = v[r];
     v.resize(kept);
   };
-  if (kind_ == Kind::kConstant)
-    n_ = rows.size();
-  else if (kind_ == Kind::kDecimal)
-    keep(s_->m);
-  else
-    keep(s_->d);
+  switch (kind_) {
+    case Kind::kConstant:
+      n_ = rows.size();
+      return;
+    case Kind::kDecimal:
+      return keep(s_->m);
+    case Kind::kDecimal16:
+      return keep(s_->h);
+    case Kind::kDoubles:
+      break;
+  }
+  keep(s_->d);
 }
 
 void FieldColumn::keep_range(size_t b, size_t e) {
@@ -189,12 +249,18 @@ void FieldColumn::keep_range(size_t b, size_t e) {
     v.erase(v.begin() + static_cast<std::ptrdiff_t>(e), v.end());
     v.erase(v.begin(), v.begin() + static_cast<std::ptrdiff_t>(b));
   };
-  if (kind_ == Kind::kConstant)
-    n_ = e - b;
-  else if (kind_ == Kind::kDecimal)
-    keep(s_->m);
-  else
-    keep(s_->d);
+  switch (kind_) {
+    case Kind::kConstant:
+      n_ = e - b;
+      return;
+    case Kind::kDecimal:
+      return keep(s_->m);
+    case Kind::kDecimal16:
+      return keep(s_->h);
+    case Kind::kDoubles:
+      break;
+  }
+  keep(s_->d);
 }
 
 }  // namespace gpudoctor

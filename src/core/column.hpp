@@ -43,9 +43,22 @@ namespace decimal {
 inline constexpr int32_t kNone = INT32_MIN;
 inline constexpr int kMaxPlaces = 6;
 inline constexpr double kScale[kMaxPlaces + 1] = {1, 10, 100, 1e3, 1e4, 1e5, 1e6};
-inline double decode(int32_t m, double scale) {
+// Where every value of a column fits 16 bits, they are held in 2 bytes (kNone16 for none).
+inline constexpr int16_t kNone16 = INT16_MIN;
+[[gnu::always_inline]] inline double decode(int32_t m, double scale) {
   const double d = static_cast<double>(m) / scale;
   return m == kNone ? std::numeric_limits<double>::quiet_NaN() : d;
+}
+[[gnu::always_inline]] inline double decode(int16_t m, double scale) {
+  const double d = static_cast<double>(m) / scale;
+  return m == kNone16 ? std::numeric_limits<double>::quiet_NaN() : d;
+}
+// m (from encode) held in 16 bits.
+inline bool fits16(int32_t m) {
+  return m == kNone || (m > INT16_MIN && m <= INT16_MAX);
+}
+inline int16_t to16(int32_t m) {
+  return m == kNone ? kNone16 : static_cast<int16_t>(m);
 }
 // m for x with `places` decimal places, where m / 10^places gives x back bit for bit.
 inline bool encode(double x, int places, int32_t& m) {
@@ -68,55 +81,7 @@ inline bool encode(double x, int places, int32_t& m) {
 // iterator into a vector is). Used as the pointer it replaced: `if (c)`, `(*c)[i]`, `c->size()`.
 class ColumnView {
  public:
-  class const_iterator {
-   public:
-    using iterator_category = std::random_access_iterator_tag;
-    using value_type = double;
-    using difference_type = std::ptrdiff_t;
-    using pointer = const double*;
-    using reference = double;
-    const_iterator() = default;
-    // The data itself, not the view: an iterator outlives the view it came from, as a vector's
-    // does.
-    const_iterator(const ColumnView& c, size_t i)
-        : p_(c.p_), m_(c.m_), mask_(c.mask_), scale_(c.scale_), i_(i) {}
-    double operator*() const { return at(i_); }
-    double operator[](difference_type k) const { return at(i_ + static_cast<size_t>(k)); }
-    const_iterator& operator++() { return ++i_, *this; }
-    const_iterator operator++(int) {
-      const_iterator was = *this;
-      ++i_;
-      return was;
-    }
-    const_iterator& operator--() { return --i_, *this; }
-    const_iterator operator--(int) {
-      const_iterator was = *this;
-      --i_;
-      return was;
-    }
-    const_iterator& operator+=(difference_type k) { return i_ += static_cast<size_t>(k), *this; }
-    const_iterator& operator-=(difference_type k) { return i_ -= static_cast<size_t>(k), *this; }
-    friend const_iterator operator+(const_iterator a, difference_type k) { return a += k; }
-    friend const_iterator operator+(difference_type k, const_iterator a) { return a += k; }
-    friend const_iterator operator-(const_iterator a, difference_type k) { return a -= k; }
-    friend difference_type operator-(const const_iterator& a, const const_iterator& b) {
-      return static_cast<difference_type>(a.i_) - static_cast<difference_type>(b.i_);
-    }
-    friend bool operator==(const const_iterator& a, const const_iterator& b) {
-      return a.i_ == b.i_;
-    }
-    friend auto operator<=>(const const_iterator& a, const const_iterator& b) {
-      return a.i_ <=> b.i_;
-    }
-
-   private:
-    double at(size_t i) const { return m_ ? decimal::decode(m_[i], scale_) : p_[i & mask_]; }
-    const double* p_ = nullptr;
-    const int32_t* m_ = nullptr;
-    size_t mask_ = 0;
-    double scale_ = 1;
-    size_t i_ = 0;
-  };
+  class const_iterator;
   using iterator = const_iterator;
   using value_type = double;
   using size_type = size_t;
@@ -124,19 +89,25 @@ class ColumnView {
   ColumnView() = default;
   ColumnView(std::nullptr_t) {}
   // Every value of v.
-  ColumnView(const std::vector<double>& v) : p_(v.data()), n_(v.size()), mask_(~size_t{0}) {
+  ColumnView(const std::vector<double>& v) : d_(v.data()), n_(v.size()), mask_(~size_t{0}) {
     present_ = true;
   }
   // *value at every index of [0, n).
   static ColumnView constant(const double* value, size_t n) {
     ColumnView c;
-    c.p_ = value, c.n_ = n, c.mask_ = 0, c.present_ = true;
+    c.d_ = value, c.n_ = n, c.mask_ = 0, c.present_ = true;
     return c;
   }
   // The n decimals at m, with `places` decimal places.
   static ColumnView decimals(const int32_t* m, size_t n, int places) {
     ColumnView c;
-    c.m_ = m, c.n_ = n, c.mask_ = ~size_t{0}, c.scale_ = decimal::kScale[places];
+    c.d_ = m, c.width_ = 4, c.n_ = n, c.mask_ = ~size_t{0}, c.scale_ = decimal::kScale[places];
+    c.present_ = true;
+    return c;
+  }
+  static ColumnView decimals(const int16_t* h, size_t n, int places) {
+    ColumnView c;
+    c.d_ = h, c.width_ = 2, c.n_ = n, c.mask_ = ~size_t{0}, c.scale_ = decimal::kScale[places];
     c.present_ = true;
     return c;
   }
@@ -148,7 +119,13 @@ class ColumnView {
   ColumnView operator*() const { return *this; }
   const ColumnView* operator->() const { return this; }
 
-  double operator[](size_t i) const { return m_ ? decimal::decode(m_[i], scale_) : p_[i & mask_]; }
+  // (Always inlined: it is most of the loops that read a column, and a call there costs more
+  // than the reading.)
+  [[gnu::always_inline]] double operator[](size_t i) const {
+    if (width_ == 8) return static_cast<const double*>(d_)[i & mask_];
+    if (width_ == 4) return decimal::decode(static_cast<const int32_t*>(d_)[i], scale_);
+    return decimal::decode(static_cast<const int16_t*>(d_)[i], scale_);
+  }
   double at(size_t i) const {
     if (i >= n_) throw std::out_of_range("ColumnView::at");
     return (*this)[i];
@@ -160,22 +137,26 @@ class ColumnView {
   // One value for every index (and then front() is it).
   bool constant() const { return mask_ == 0; }
   // Held as decimals (and then data() is none).
-  bool decimal() const { return m_ != nullptr; }
+  bool decimal() const { return width_ != 8; }
   // The doubles in memory: size() of them, or for a constant column its one value; nullptr for a
   // column of decimals (read it by index, or copy_to).
-  const double* data() const { return p_; }
+  const double* data() const { return width_ == 8 ? static_cast<const double*>(d_) : nullptr; }
   // Values [b, e) into out.
   void copy_to(size_t b, size_t e, double* out) const {
-    if (m_ != nullptr) {
-      for (size_t i = b; i < e; ++i) *out++ = decimal::decode(m_[i], scale_);
+    if (width_ == 4) {
+      const auto* m = static_cast<const int32_t*>(d_);
+      for (size_t i = b; i < e; ++i) *out++ = decimal::decode(m[i], scale_);
+    } else if (width_ == 2) {
+      const auto* h = static_cast<const int16_t*>(d_);
+      for (size_t i = b; i < e; ++i) *out++ = decimal::decode(h[i], scale_);
     } else if (mask_ == 0) {
-      std::fill(out, out + (e - b), *p_);
+      std::fill(out, out + (e - b), *data());
     } else {
-      std::copy(p_ + b, p_ + e, out);
+      std::copy(data() + b, data() + e, out);
     }
   }
-  const_iterator begin() const { return {*this, 0}; }
-  const_iterator end() const { return {*this, n_}; }
+  const_iterator begin() const;
+  const_iterator end() const;
   std::vector<double> to_vector() const {
     std::vector<double> v(n_);
     copy_to(0, n_, v.data());
@@ -197,13 +178,65 @@ class ColumnView {
   }
 
  private:
-  const double* p_ = nullptr;
-  const int32_t* m_ = nullptr;
+  // The values: doubles (width 8; one for every index where mask_ is 0), or decimals of 4 or 2
+  // bytes.
+  const void* d_ = nullptr;
   size_t n_ = 0;
   size_t mask_ = 0;
   double scale_ = 1;
+  uint8_t width_ = 8;
   bool present_ = false;
 };
+
+class ColumnView::const_iterator {
+ public:
+  using iterator_category = std::random_access_iterator_tag;
+  using value_type = double;
+  using difference_type = std::ptrdiff_t;
+  using pointer = const double*;
+  using reference = double;
+  const_iterator() = default;
+  const_iterator(const ColumnView& c, size_t i) : c_(c), i_(i) {}
+  double operator*() const { return c_[i_]; }
+  double operator[](difference_type k) const { return c_[i_ + static_cast<size_t>(k)]; }
+  const_iterator& operator++() { return ++i_, *this; }
+  const_iterator operator++(int) {
+    const_iterator was = *this;
+    ++i_;
+    return was;
+  }
+  const_iterator& operator--() { return --i_, *this; }
+  const_iterator operator--(int) {
+    const_iterator was = *this;
+    --i_;
+    return was;
+  }
+  const_iterator& operator+=(difference_type k) { return i_ += static_cast<size_t>(k), *this; }
+  const_iterator& operator-=(difference_type k) { return i_ -= static_cast<size_t>(k), *this; }
+  friend const_iterator operator+(const_iterator a, difference_type k) { return a += k; }
+  friend const_iterator operator+(difference_type k, const_iterator a) { return a += k; }
+  friend const_iterator operator-(const_iterator a, difference_type k) { return a -= k; }
+  friend difference_type operator-(const const_iterator& a, const const_iterator& b) {
+    return static_cast<difference_type>(a.i_) - static_cast<difference_type>(b.i_);
+  }
+  friend bool operator==(const const_iterator& a, const const_iterator& b) { return a.i_ == b.i_; }
+  friend auto operator<=>(const const_iterator& a, const const_iterator& b) {
+    return a.i_ <=> b.i_;
+  }
+
+ private:
+  // (A copy of the view: pointers to the data itself, which an iterator may outlive the view
+  // by, as a vector's does.)
+  ColumnView c_;
+  size_t i_ = 0;
+};
+
+inline ColumnView::const_iterator ColumnView::begin() const {
+  return {*this, 0};
+}
+inline ColumnView::const_iterator ColumnView::end() const {
+  return {*this, n_};
+}
 
 // Asks the kernel to back [p, p + bytes) with huge pages where it can (Linux's transparent huge
 // pages, `madvise` mode): a buffer of many megabytes that is about to be written whole may then
@@ -284,17 +317,51 @@ class FieldColumn {
   explicit operator bool() const { return s_ != nullptr; }
   friend bool operator==(const FieldColumn& c, std::nullptr_t) { return c.s_ == nullptr; }
   bool is_constant() const { return s_ && kind_ == Kind::kConstant; }
-  bool is_decimal() const { return s_ && kind_ == Kind::kDecimal; }
+  // Held as decimals (in 4 bytes a value, or in 2 where every one fits 16 bits).
+  bool is_decimal() const { return s_ && (kind_ == Kind::kDecimal || kind_ == Kind::kDecimal16); }
+  // The bytes a value takes: 8, 4 or 2; 0 for a constant or absent column.
+  size_t value_bytes() const {
+    if (!s_) return 0;
+    switch (kind_) {
+      case Kind::kConstant:
+        return 0;
+      case Kind::kDecimal:
+        return 4;
+      case Kind::kDecimal16:
+        return 2;
+      case Kind::kDoubles:
+        break;
+    }
+    return 8;
+  }
   size_t size() const {
     if (!s_) return 0;
-    return kind_ == Kind::kConstant ? n_ : kind_ == Kind::kDecimal ? s_->m.size() : s_->d.size();
+    switch (kind_) {
+      case Kind::kConstant:
+        return n_;
+      case Kind::kDecimal:
+        return s_->m.size();
+      case Kind::kDecimal16:
+        return s_->h.size();
+      case Kind::kDoubles:
+        break;
+    }
+    return s_->d.size();
   }
   // The values it has room for without growing.
   size_t capacity() const {
     if (!s_) return 0;
-    return kind_ == Kind::kConstant  ? n_
-           : kind_ == Kind::kDecimal ? s_->m.capacity()
-                                     : s_->d.capacity();
+    switch (kind_) {
+      case Kind::kConstant:
+        return n_;
+      case Kind::kDecimal:
+        return s_->m.capacity();
+      case Kind::kDecimal16:
+        return s_->h.capacity();
+      case Kind::kDoubles:
+        break;
+    }
+    return s_->d.capacity();
   }
   ColumnView view() const {
     if (!s_) return {};
@@ -303,6 +370,8 @@ class FieldColumn {
         return ColumnView::constant(s_->d.data(), n_);
       case Kind::kDecimal:
         return ColumnView::decimals(s_->m.data(), s_->m.size(), places_);
+      case Kind::kDecimal16:
+        return ColumnView::decimals(s_->h.data(), s_->h.size(), places_);
       case Kind::kDoubles:
         break;
     }
@@ -316,7 +385,15 @@ class FieldColumn {
   // where that is more than it holds (the series' times' room: the columns grow with them, once,
   // not by doublings of their own).
   void push_back(double v, size_t grow_to = 0) {
-    if (kind_ == Kind::kDecimal) {  // (the common case first: a reader's column)
+    if (kind_ == Kind::kDecimal16) {  // (the common cases first: a reader's columns)
+      int32_t m;
+      if (decimal::encode(v, places_, m) && decimal::fits16(m)) [[likely]] {
+        std::vector<int16_t>& hs = s_->h;
+        if (hs.size() == hs.capacity() && grow_to > hs.size()) reserve_guess(hs, grow_to);
+        hs.push_back(decimal::to16(m));
+        return;
+      }
+    } else if (kind_ == Kind::kDecimal) {
       int32_t m;
       if (decimal::encode(v, places_, m)) [[likely]] {
         std::vector<int32_t>& ms = s_->m;
@@ -351,10 +428,11 @@ class FieldColumn {
   void reset() { *this = FieldColumn(); }
 
  private:
-  enum class Kind : uint8_t { kDoubles, kConstant, kDecimal };
+  enum class Kind : uint8_t { kDoubles, kConstant, kDecimal, kDecimal16 };
   struct Store {
     std::vector<double> d;   // the values (kDoubles), or the one value (kConstant)
     std::vector<int32_t> m;  // the values (kDecimal)
+    std::vector<int16_t> h;  // the values (kDecimal16)
   };
   // A constant column's values written out (as decimals where its value is one), with room for
   // `room`.
@@ -364,13 +442,15 @@ class FieldColumn {
   // push_back of a value that changes the column: the first other value of a constant column, or
   // one its decimals do not hold.
   void push_other(double v, size_t grow_to);
-  // Decimals with more places, so that v is one (m); false where no count of places holds v and
-  // every value before it.
+  // Decimals with more places, so that v is one (m, fitting the column's width); false where no
+  // count of places holds v and every value before it.
   bool more_places(double v, int32_t& m);
-  // The decimals times 10^(places - places_), where they all fit.
+  // The decimals times 10^(places - places_), where they all fit the column's width.
   bool rescale(int places);
   // The largest |m| of the decimals.
   int32_t max_abs() const;
+  // 2-byte decimals as 4-byte ones, with room for `room`.
+  void widen16(size_t room);
 
   std::unique_ptr<Store> s_;
   size_t n_ = 0;  // a constant column's length

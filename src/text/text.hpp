@@ -126,7 +126,7 @@ class LineReader {
 // a == b, for texts of a few bytes (cells): compared a word at a time, the last word overlapping
 // the one before (never a byte outside either text), rather than byte by byte, where texts that
 // differ leave the loop at a different byte each time, or by a call to memcmp.
-inline bool equal_small(std::string_view a, std::string_view b) {
+[[gnu::always_inline]] inline bool equal_small(std::string_view a, std::string_view b) {
   const size_t n = a.size();
   if (n != b.size()) return false;
   const char *p = a.data(), *q = b.data();

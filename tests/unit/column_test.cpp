@@ -72,6 +72,43 @@ TEST(Column, MorePlacesLaterKeepEveryValueBefore) {
   }
 }
 
+// Small decimals in 2 bytes; a value 2 bytes do not hold (larger, or more places than they hold
+// for the values before) makes the column one of 4 bytes, every value kept.
+TEST(Column, TwoBytesWhileEveryValueFits) {
+  FieldColumn c = FieldColumn::constant(kNaN, 2);
+  std::vector<double> want{kNaN, kNaN};
+  for (double v : {87.0, 1980.0, -5.0, 327.5}) {  // 3275 at one place: still 2 bytes
+    want.push_back(v);
+    c.push_back(v);
+  }
+  EXPECT_EQ(c.value_bytes(), 2u);
+  expect_same(c.view(), want);
+  want.push_back(400.25);  // two places: 1980 becomes 198000, past 2 bytes
+  c.push_back(400.25);
+  EXPECT_EQ(c.value_bytes(), 4u);
+  expect_same(c.view(), want);
+
+  FieldColumn big = FieldColumn::constant(kNaN, 0);
+  for (double v : {1.0, 2.0, 70000.0, kNaN, 3.0}) big.push_back(v);
+  EXPECT_EQ(big.value_bytes(), 4u);
+  expect_same(big.view(), {1.0, 2.0, 70000.0, kNaN, 3.0});
+
+  // Parts of 2 and of 4 bytes merged, in either order and with other places.
+  const std::vector<std::vector<double>> parts{{1, 2.5}, {100000, kNaN}, {3.25, 4}, {32767, 1}};
+  for (size_t first = 0; first < parts.size(); ++first) {
+    FieldColumn into = FieldColumn::constant(kNaN, 0);
+    std::vector<double> all;
+    for (size_t k = 0; k < parts.size(); ++k) {
+      const auto& p = parts[(first + k) % parts.size()];
+      FieldColumn part = FieldColumn::constant(kNaN, 0);
+      for (double v : p) part.push_back(v);
+      into.append(part);
+      all.insert(all.end(), p.begin(), p.end());
+      expect_same(into.view(), all);
+    }
+  }
+}
+
 TEST(Column, WhatNoDecimalHoldsMakesTheColumnDoubles) {
   // Too many places, too large, -0.0, a NaN other than the missing one, a computed value.
   const double odd_nan = -std::numeric_limits<double>::quiet_NaN();
