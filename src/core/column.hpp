@@ -1,9 +1,10 @@
 // One field's samples of one GPU (a column of a GpuSeries), and the read-only view analysis reads
-// it through. A column holds its values one double per sample, or, where every sample has the same
-// value (a power limit, a maximum clock, the memory size, a field always N/A: most of the fields
-// of a full nvidia-smi log or an NVML recording), that value once: `compact()` finds such columns
-// after a log is read and the recording reader never builds them out. A reader sees no difference:
-// the view gives the same value for every index.
+// it through. A column holds its values one double per sample, or as decimals in 2 or 4 bytes per
+// sample where every value is one (the columns readers build: below), or, where every sample has
+// the same value (a power limit, a maximum clock, the memory size, a field always N/A: most of the
+// fields of a full nvidia-smi log or an NVML recording), that value once: `compact()` finds such
+// columns after a log is read and the recording reader never builds them out. A reader sees no
+// difference: the view gives the same value, bit for bit, for every index.
 #pragma once
 
 #include <algorithm>

@@ -8,6 +8,15 @@
 
 namespace gpudoctor::log_reader {
 
+namespace {
+
+// The byte `at` bytes after base, as an address (it may lie in another buffer than base's).
+const char* at_offset(const char* base, uint32_t at) {
+  return reinterpret_cast<const char*>(reinterpret_cast<uintptr_t>(base) + at);
+}
+
+}  // namespace
+
 void FlatTable::begin_row() {
   row_begin_.push_back(cells_.size());
   row_base_.push_back(nullptr);
@@ -56,10 +65,12 @@ void FlatTable::set_view(std::string_view column, std::string_view cell) {
 FlatTable::Cell FlatTable::cell_of(size_t row, size_t column, std::string_view text) {
   const char*& base = row_base_[row];
   if (base == nullptr) base = text.data();
-  if (text.data() != nullptr && text.data() >= base &&
-      static_cast<size_t>(text.data() - base) <= UINT32_MAX && text.size() <= UINT16_MAX &&
-      column < kFar)
-    return {static_cast<uint32_t>(text.data() - base), static_cast<uint16_t>(text.size()),
+  // (As integers: a cell may lie in another buffer than the row's first, a copy.)
+  const uintptr_t at = reinterpret_cast<uintptr_t>(text.data()),
+                  from = reinterpret_cast<uintptr_t>(base);
+  if (text.data() != nullptr && at >= from && at - from <= UINT32_MAX &&
+      text.size() <= UINT16_MAX && column < kFar)
+    return {static_cast<uint32_t>(at - from), static_cast<uint16_t>(text.size()),
             static_cast<uint16_t>(column)};
   if (far_.size() > UINT32_MAX) throw std::length_error("more than 4 billion far cells");
   far_.push_back({text, column});
@@ -106,7 +117,7 @@ void FlatTable::cells_of(size_t r, std::vector<std::string_view>& cells) const {
     if (c.column == kFar)
       cells[far_[c.at].column] = far_[c.at].text;
     else
-      cells[c.column] = std::string_view(base + c.at, c.size);
+      cells[c.column] = std::string_view(at_offset(base, c.at), c.size);
   }
 }
 
@@ -162,8 +173,8 @@ size_t LineRows::add_header(std::vector<std::string> names, size_t file_line) {
   if (h == 0) {
     header_line_ = file_line;
   } else {
-    runs_.push_back({lines_.size(), file_line, static_cast<uint32_t>(h), -1, -1, true});
-    lines_.push_back({nullptr, 0});
+    runs_.push_back({lines_.size(), file_line, nullptr, static_cast<uint32_t>(h), -1, -1, true});
+    lines_.push_back({0, 0});
   }
   return h;
 }
@@ -172,13 +183,19 @@ void LineRows::add_row(std::string_view line, size_t file_line, int gpu, int dro
   const auto header = static_cast<uint32_t>(headers_.size() - 1);
   const auto g = static_cast<int16_t>(gpu), d = static_cast<int16_t>(drop);
   const size_t r = lines_.size();
+  const char* p = line.data() != nullptr ? line.data() : "";
+  const auto after = [p](const Run& run) {
+    const uintptr_t at = reinterpret_cast<uintptr_t>(p),
+                    from = reinterpret_cast<uintptr_t>(run.base);
+    return at >= from && at - from <= UINT32_MAX;
+  };
   if (runs_.empty() || runs_.back().is_header || runs_.back().header != header ||
       runs_.back().gpu != g || runs_.back().drop != d ||
-      runs_.back().first_line + (r - runs_.back().first_row) != file_line)
-    runs_.push_back({r, file_line, header, g, d, false});
-  // (Never a null pointer: that marks a header row.)
-  const char* p = line.data() != nullptr ? line.data() : "";
-  lines_.push_back({p, static_cast<uint32_t>(std::min<size_t>(line.size(), UINT32_MAX))});
+      runs_.back().first_line + (r - runs_.back().first_row) != file_line || !after(runs_.back()))
+    runs_.push_back({r, file_line, p, header, g, d, false});
+  lines_.push_back({static_cast<uint32_t>(reinterpret_cast<uintptr_t>(p) -
+                                          reinterpret_cast<uintptr_t>(runs_.back().base)),
+                    static_cast<uint32_t>(std::min<size_t>(line.size(), UINT32_MAX))});
 }
 
 const LineRows::Run& LineRows::run_of(size_t r) const {
@@ -205,12 +222,13 @@ void LineRows::row(size_t r, std::vector<std::string_view>& cells) const {
   const Line& x = lines_[r];
   const Run& run = run_of(r);
   cells.clear();
-  if (x.p == nullptr) {
+  if (run.is_header) {
     for (const auto& n : headers_[run.header]) cells.emplace_back(n);
     return;
   }
-  text::passed(x.p);  // the rows are read in order: the lines behind may go
-  split(run.header, {x.p, x.size}, cells);
+  const char* p = at_offset(run.base, x.at);
+  text::passed(p);  // the rows are read in order: the lines behind may go
+  split(run.header, {p, x.size}, cells);
   if (run.gpu >= 0 && static_cast<size_t>(run.gpu) < cells.size()) {
     std::string_view& g = cells[static_cast<size_t>(run.gpu)];
     if (const auto i = text::parse_int(g); !i || *i < 0 || *i > 1000000) g = {};

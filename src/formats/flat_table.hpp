@@ -185,7 +185,7 @@ class LineRows : public CellRows {
     const Run& run = run_of(r);
     return run.first_line + (r - run.first_row);
   }
-  bool is_header(size_t r) const override { return lines_[r].p == nullptr; }
+  bool is_header(size_t r) const override { return run_of(r).is_header; }
   bool last_row_cut() const override { return last_row_cut_; }
 
  protected:
@@ -196,17 +196,19 @@ class LineRows : public CellRows {
 
  private:
   // Where row r is read from: the runs of rows under one header, on consecutive lines of the file,
-  // that share their GPU cell and dropped cell (most of a log is one run). Rows are kept as
-  // pointer and length only (16 bytes: a table of a large log's rows is most of what its reading
-  // holds besides the columns).
+  // that share their GPU cell and dropped cell, and lie within 4 GiB of the run's first line (most
+  // of a log is one run). A row is kept as its line's place in its run's text and its length only
+  // (8 bytes: a table of a large log's rows is most of what its reading holds besides the
+  // columns).
   struct Run {
     size_t first_row, first_line;  // its first row and that row's line in the file
+    const char* base;              // where its first row's line begins
     uint32_t header;               // the header it is read under (a header row: the one it names)
     int16_t gpu, drop;
     bool is_header;  // one header row
   };
-  struct Line {  // (no initialisers: a block of them is not written until used)
-    const char* p;
+  struct Line {     // (no initialisers: a block of them is not written until used)
+    uint32_t at;    // from the run's base
     uint32_t size;  // (a line of 4 GiB or more is read as its first 4 GiB)
   };
   const Run& run_of(size_t r) const;
