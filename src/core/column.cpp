@@ -134,7 +134,7 @@ void FieldColumn::push_other(double v, size_t grow_to) {
   push_back(v, grow_to);
 }
 
-std::vector<double>& FieldColumn::values(size_t room) {
+std::vector<double>& FieldColumn::built_out(size_t room) {
   if (kind_ == Kind::kConstant) {
     const double v = s_->d[0];
     if (room > n_) reserve_guess(s_->d, room);  // one allocation, not n_ and then a larger one

@@ -380,7 +380,9 @@ class FieldColumn {
   }
   // Every value as a double, to change in place: a constant column or one of decimals is built out
   // first, with room for `room` values.
-  std::vector<double>& values(size_t room = 0);
+  std::vector<double>& values(size_t room = 0) {
+    return kind_ == Kind::kDoubles ? s_->d : built_out(room);
+  }
   // Appends v; a constant column stays one while v is its value (an empty one takes v's), and is
   // then built out as decimals where its values are. A column of values grows to `grow_to` values
   // where that is more than it holds (the series' times' room: the columns grow with them, once,
@@ -440,6 +442,8 @@ class FieldColumn {
   void build_out(size_t room);
   // The column as doubles, with room for `room`.
   void to_doubles(size_t room);
+  // values() of a constant column or one of decimals.
+  std::vector<double>& built_out(size_t room);
   // push_back of a value that changes the column: the first other value of a constant column, or
   // one its decimals do not hold.
   void push_other(double v, size_t grow_to);

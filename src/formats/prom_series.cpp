@@ -483,18 +483,11 @@ Recording series_by_gpu(const std::vector<PromSeries>& series, const std::string
       if (any) g.column_for_write(Field::kMemTotal) = std::move(total);
     }
     // Rows where only a static field or nothing had a value (a GPU gone from some scrapes).
-    size_t keep = 0;
-    for (size_t r = 0; r < times.size(); ++r) {
-      if (!has_value[r]) continue;
-      g.time_s[keep] = g.time_s[r];
-      for (auto& c : g.columns)
-        if (c) c.values()[keep] = c.values()[r];
-      ++keep;
-    }
-    g.time_s.resize(keep);
-    for (auto& c : g.columns)
-      if (c) c.values().resize(keep);
-    if (keep > 0) rec.gpus.push_back(std::move(g));
+    std::vector<size_t> kept;
+    for (size_t r = 0; r < times.size(); ++r)
+      if (has_value[r]) kept.push_back(r);
+    if (kept.size() < times.size()) keep_rows(g, kept);
+    if (!kept.empty()) rec.gpus.push_back(std::move(g));
   }
   return rec;
 }

@@ -105,7 +105,7 @@ struct PeerWindow {
 // it, added in the order a sum kept per sample adds them: bit for bit the same figures in
 // 1/kStride of the memory.
 struct PrefixSums {
-  static constexpr size_t kStride = 8;
+  static constexpr size_t kStride = 16;
   struct Sums {
     double util = 0, pr = 0, pr_sq = 0, eff = 0;  // known values' sums (power ratio: and squares)
     uint32_t util_n = 0, pr_n = 0, eff_n = 0;     // known values
