@@ -25,11 +25,8 @@ class RatioColumn {
  public:
   RatioColumn() = default;
   RatioColumn(ColumnView of, double over) : of_(of), over_(over) {}
-  double operator[](size_t i) const {
-    if (!of_) return kMissing;
-    const double x = of_[i];
-    return is_missing(x) ? kMissing : x / over_;
-  }
+  // (A missing value's NaN divided is a NaN.)
+  double operator[](size_t i) const { return of_ ? of_[i] / over_ : kMissing; }
   // No column: every value NaN.
   bool empty() const { return !of_; }
 

@@ -175,11 +175,20 @@ Features Context::features(size_t g, size_t i0, size_t i1) const {
     }
   }
   if (const auto p = d.col(Field::kPower)) f.power_w = mean_of(p, i0, i1);
-  if (!d.power_ratio.empty()) {
-    Acc a;
-    for (size_t i = i0; i < i1; ++i) a.add(d.power_ratio[i]);
-    f.power_ratio = a.mean();
-    f.power_sd_ratio = a.sd();
+  {
+    // The power ratio and the efficiency (which reads it) in one pass: each sample's ratio read
+    // once.
+    Acc pr, eff;
+    for (size_t i = i0; i < i1; ++i) {
+      const double r = d.power_ratio[i];
+      pr.add(r);
+      eff.add(d.efficiency_with(r, i));
+    }
+    if (!d.power_ratio.empty()) {
+      f.power_ratio = pr.mean();
+      f.power_sd_ratio = pr.sd();
+    }
+    f.efficiency = eff.mean();
   }
   auto enf = d.col(Field::kPowerLimitEnforced);
   if (!enf) enf = d.col(Field::kPowerLimit);
@@ -191,11 +200,6 @@ Features Context::features(size_t g, size_t i0, size_t i1) const {
   f.tensor = mean_of(d.col(Field::kGpmTensorAny), i0, i1);
   f.dram = mean_of(d.col(Field::kGpmDramBw), i0, i1);
   f.mem_util = mean_of(d.col(Field::kUtilMem), i0, i1);
-  {
-    Acc a;
-    for (size_t i = i0; i < i1; ++i) a.add(d.efficiency(i));
-    f.efficiency = a.mean();
-  }
   if (const auto clk = d.col(Field::kClockSm);
       clk && known(d.clock_max_mhz) && d.clock_max_mhz > 0) {
     Acc a;

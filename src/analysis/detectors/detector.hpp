@@ -147,8 +147,9 @@ struct GpuData {
   }
   // Sample i's efficiency (NaN unknown): its power ratio times its SM activity, either alone where
   // the other is unknown, within [0, 1.5].
-  double efficiency(size_t i) const {
-    const double pr = power_ratio[i];
+  double efficiency(size_t i) const { return efficiency_with(power_ratio[i], i); }
+  // The same, with sample i's power ratio read already.
+  double efficiency_with(double pr, size_t i) const {
     const double a = sm ? (*sm)[i] / 100 : kNaN;
     double e = kNaN;
     if (known(pr) && known(a))
@@ -180,7 +181,7 @@ struct GpuData {
     const double r = power_ratio[i];
     add(s.pr, s.pr_n, r);
     s.pr_sq = s.pr_sq + (known(r) ? r * r : 0);
-    add(s.eff, s.eff_n, efficiency(i));
+    add(s.eff, s.eff_n, efficiency_with(r, i));
     s.active_n += active[i];
   }
   // Active samples before sample i (PrefixSums: a mark and the samples after it).
