@@ -123,7 +123,8 @@ class ColumnView {
   // (Always inlined: it is most of the loops that read a column, and a call there costs more
   // than the reading.)
   [[gnu::always_inline]] double operator[](size_t i) const {
-    if (width_ == 8) return static_cast<const double*>(d_)[i & mask_];
+    if (width_ == 8) [[likely]]
+      return static_cast<const double*>(d_)[i & mask_];
     if (width_ == 4) return decimal::decode(static_cast<const int32_t*>(d_)[i], scale_);
     return decimal::decode(static_cast<const int16_t*>(d_)[i], scale_);
   }
