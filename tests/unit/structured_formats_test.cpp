@@ -4,11 +4,11 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdio>
 #include <fstream>
 #include <iterator>
 #include <random>
 #include <sstream>
-#include <cstdio>
 #include <string>
 #include <string_view>
 #include <tuple>
