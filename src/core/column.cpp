@@ -209,14 +209,14 @@ void FieldColumn::append(const FieldColumn& c, size_t grow_to) {
 
 void FieldColumn::compact() {
   if (!s_ || kind_ == Kind::kConstant || size() == 0) return;
-  const auto all_same = [](const auto& v) {
+  bool same = true;
+  on_values([&same](const auto& v) {
     for (const auto& x : v)
-      if (!same_bits(static_cast<double>(x), static_cast<double>(v.front()))) return false;
-    return true;
-  };
-  const bool same = kind_ == Kind::kDecimal16 ? all_same(s_->h)
-                    : kind_ == Kind::kDecimal ? all_same(s_->m)
-                                              : all_same(s_->d);
+      if (!same_bits(static_cast<double>(x), static_cast<double>(v.front()))) {
+        same = false;
+        return;
+      }
+  });
   if (!same) return;
   const ColumnView v = view();
   *this = constant(v.front(), v.size());
@@ -224,43 +224,27 @@ void FieldColumn::compact() {
 
 void FieldColumn::keep_rows(const std::vector<size_t>& rows) {
   if (!s_) return;
-  const auto keep = [&rows](auto& v) {
+  if (kind_ == Kind::kConstant) {
+    n_ = rows.size();
+    return;
+  }
+  on_values([&rows](auto& v) {
     size_t kept = 0;
     for (size_t r : rows) v[kept++] = v[r];
     v.resize(kept);
-  };
-  switch (kind_) {
-    case Kind::kConstant:
-      n_ = rows.size();
-      return;
-    case Kind::kDecimal:
-      return keep(s_->m);
-    case Kind::kDecimal16:
-      return keep(s_->h);
-    case Kind::kDoubles:
-      break;
-  }
-  keep(s_->d);
+  });
 }
 
 void FieldColumn::keep_range(size_t b, size_t e) {
   if (!s_) return;
-  const auto keep = [b, e](auto& v) {
+  if (kind_ == Kind::kConstant) {
+    n_ = e - b;
+    return;
+  }
+  on_values([b, e](auto& v) {
     v.erase(v.begin() + static_cast<std::ptrdiff_t>(e), v.end());
     v.erase(v.begin(), v.begin() + static_cast<std::ptrdiff_t>(b));
-  };
-  switch (kind_) {
-    case Kind::kConstant:
-      n_ = e - b;
-      return;
-    case Kind::kDecimal:
-      return keep(s_->m);
-    case Kind::kDecimal16:
-      return keep(s_->h);
-    case Kind::kDoubles:
-      break;
-  }
-  keep(s_->d);
+  });
 }
 
 }  // namespace gpudoctor

@@ -457,6 +457,16 @@ class FieldColumn {
   int32_t max_abs() const;
   // 2-byte decimals as 4-byte ones, with room for `room`.
   void widen16(size_t room);
+  // f(the vector of values) of a column that holds one per row (not a constant one).
+  template <class F>
+  void on_values(F&& f) {
+    if (kind_ == Kind::kDecimal)
+      f(s_->m);
+    else if (kind_ == Kind::kDecimal16)
+      f(s_->h);
+    else
+      f(s_->d);
+  }
 
   std::unique_ptr<Store> s_;
   size_t n_ = 0;  // a constant column's length

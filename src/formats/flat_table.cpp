@@ -17,6 +17,16 @@ const char* at_offset(const char* base, uint32_t at) {
 
 }  // namespace
 
+std::string_view CellCopies::own(std::string_view cell) {
+  constexpr size_t kBlock = 64 * 1024;
+  if (blocks_.empty() || blocks_.back().capacity() - blocks_.back().size() < cell.size())
+    blocks_.emplace_back().reserve(std::max(kBlock, cell.size()));
+  std::string& b = blocks_.back();
+  const size_t at = b.size();
+  b.append(cell);
+  return std::string_view(b).substr(at, cell.size());
+}
+
 void FlatTable::begin_row() {
   row_begin_.push_back(cells_.size());
   row_base_.push_back(nullptr);
@@ -90,15 +100,7 @@ bool FlatTable::set_at(size_t col, std::string_view cell) {
 }
 
 void FlatTable::set(std::string_view column, std::string_view cell) {
-  // Copies one after another into blocks that are never reallocated (a row's copies then lie
-  // near each other, as its cells in a text do).
-  constexpr size_t kBlock = 64 * 1024;
-  if (owned_.empty() || owned_.back().capacity() - owned_.back().size() < cell.size())
-    owned_.emplace_back().reserve(std::max(kBlock, cell.size()));
-  std::string& b = owned_.back();
-  const size_t at = b.size();
-  b.append(cell);
-  set_view(column, std::string_view(b).substr(at, cell.size()));
+  set_view(column, owned_.own(cell));
 }
 
 void FlatTable::drop_empty_row() {
@@ -145,15 +147,7 @@ void CellTable::reserve(size_t rows, size_t cells_per_row) {
 }
 
 std::string_view CellTable::own(std::string_view cell) {
-  // Cells copied one after another into blocks that are never reallocated (a string each would be
-  // 32 bytes and an allocation for a cell of 16 bytes or more).
-  constexpr size_t kBlock = 64 * 1024;
-  if (owned_.empty() || owned_.back().capacity() - owned_.back().size() < cell.size())
-    owned_.emplace_back().reserve(std::max(kBlock, cell.size()));
-  std::string& b = owned_.back();
-  const size_t at = b.size();
-  b.append(cell);
-  return std::string_view(b).substr(at, cell.size());
+  return owned_.own(cell);
 }
 
 void CellTable::clear_rows() {

@@ -64,6 +64,17 @@ class StableBlocks {
   size_t n_ = 0;
 };
 
+// Copies of cells, one after another in blocks that are never reallocated (a string each would be
+// 32 bytes and an allocation for a cell of 16 bytes or more; a row's copies lie near each other, as
+// its cells in a text do).
+class CellCopies {
+ public:
+  std::string_view own(std::string_view cell);
+
+ private:
+  std::deque<std::string> blocks_;  // each filled up to its capacity only
+};
+
 class FlatTable : public CellRows {
  public:
   // Starts a new row; cells set after it belong to it.
@@ -124,8 +135,7 @@ class FlatTable : public CellRows {
   std::vector<size_t> row_begin_;
   std::vector<const char*> row_base_;
   std::vector<FarCell> far_;
-  // The cells set copies, one after another in blocks that never move.
-  std::deque<std::string> owned_;
+  CellCopies owned_;  // the cells set copies
 };
 
 class CellTable : public CellRows {
@@ -156,7 +166,7 @@ class CellTable : public CellRows {
   size_t header_line_ = 0;
   std::vector<std::string_view> cells_;  // every row's cells, row after row
   std::vector<Row> rows_;
-  std::deque<std::string> owned_;  // blocks of copied cells, each filled up to its capacity only
+  CellCopies owned_;
 };
 
 // A tool's rows kept as the lines they are, each split when the reader asks for it (a table of
