@@ -40,21 +40,23 @@ void FieldColumn::build_out(size_t room) {
   int places = 0;
   while (places <= decimal::kMaxPlaces && !decimal::encode(v, places, m)) ++places;
   if (places > decimal::kMaxPlaces) {
-    kind_ = Kind::kDoubles;
     if (room > n_) reserve_guess(s_->d, room);
     s_->d.assign(n_, v);
+    kind_ = Kind::kDoubles;
     return;
   }
-  places_ = static_cast<uint8_t>(places);
+  // (The kind changed once the values are written: an allocation that throws leaves the
+  // constant column as it was.)
   if (decimal::fits16(m)) {
-    kind_ = Kind::kDecimal16;
     if (room > n_) reserve_guess(s_->h, room);
     s_->h.assign(n_, decimal::to16(m));
+    kind_ = Kind::kDecimal16;
   } else {
-    kind_ = Kind::kDecimal;
     if (room > n_) reserve_guess(s_->m, room);
     s_->m.assign(n_, m);
+    kind_ = Kind::kDecimal;
   }
+  places_ = static_cast<uint8_t>(places);
   s_->d = {};
 }
 

@@ -471,7 +471,7 @@ class FieldColumn {
   std::unique_ptr<Store> s_;
   size_t n_ = 0;  // a constant column's length
   Kind kind_ = Kind::kDoubles;
-  uint8_t places_ = 0;  // kDecimal: the values' decimal places
+  uint8_t places_ = 0;  // kDecimal, kDecimal16: the values' decimal places
 };
 
 }  // namespace gpudoctor

@@ -69,27 +69,40 @@ size_t FlatTable::column_of(std::string_view column) {
 
 void FlatTable::set_view(std::string_view column, std::string_view cell) {
   if (row_begin_.empty()) begin_row();
-  set_at(column_of(column), cell);
+  place(column_of(column), cell, false);
 }
 
-FlatTable::Cell FlatTable::cell_of(size_t row, size_t column, std::string_view text) {
+void FlatTable::set(std::string_view column, std::string_view cell) {
+  if (row_begin_.empty()) begin_row();
+  place(column_of(column), owned_.own(cell), true);
+}
+
+bool FlatTable::set_at(size_t col, std::string_view cell) {
+  return place(col, cell, false);
+}
+
+FlatTable::Cell FlatTable::cell_of(size_t row, size_t column, std::string_view text, bool copy) {
+  // The row's place is where its first cell read in place begins (a copy lies in the table's own
+  // blocks, far from the text); its other cells are within 2 GiB of it, before or after, most
+  // often (a reader may set them in another order than the text's: sorted keys).
   const char*& base = row_base_[row];
-  if (base == nullptr) base = text.data();
-  // (As integers: a cell may lie in another buffer than the row's first, a copy.)
-  const uintptr_t at = reinterpret_cast<uintptr_t>(text.data()),
-                  from = reinterpret_cast<uintptr_t>(base);
-  if (text.data() != nullptr && at >= from && at - from <= UINT32_MAX &&
-      text.size() <= UINT16_MAX && column < kFar)
-    return {static_cast<uint32_t>(at - from), static_cast<uint16_t>(text.size()),
-            static_cast<uint16_t>(column)};
+  if (base == nullptr && !copy && text.data() != nullptr) base = text.data();
+  if (base != nullptr && text.data() != nullptr && text.size() <= UINT16_MAX && column < kFar) {
+    // (As integers: a cell may lie in another buffer than the row's first, a copy.)
+    const auto d = static_cast<intptr_t>(reinterpret_cast<uintptr_t>(text.data()) -
+                                         reinterpret_cast<uintptr_t>(base));
+    if (d >= INT32_MIN && d <= INT32_MAX)
+      return {static_cast<uint32_t>(static_cast<int32_t>(d)), static_cast<uint16_t>(text.size()),
+              static_cast<uint16_t>(column)};
+  }
   if (far_.size() > UINT32_MAX) throw std::length_error("more than 4 billion far cells");
   far_.push_back({text, column});
   return {static_cast<uint32_t>(far_.size() - 1), 0, kFar};
 }
 
-bool FlatTable::set_at(size_t col, std::string_view cell) {
+bool FlatTable::place(size_t col, std::string_view cell, bool copy) {
   const size_t row = row_begin_.size() - 1;
-  const Cell c = cell_of(row, col, cell);
+  const Cell c = cell_of(row, col, cell, copy);
   if (last_set_[col].first == row) {
     cells_[last_set_[col].second] = c;
     return false;
@@ -97,10 +110,6 @@ bool FlatTable::set_at(size_t col, std::string_view cell) {
   last_set_[col] = {row, cells_.size()};
   cells_.push_back(c);
   return true;
-}
-
-void FlatTable::set(std::string_view column, std::string_view cell) {
-  set_view(column, owned_.own(cell));
 }
 
 void FlatTable::drop_empty_row() {
@@ -119,7 +128,10 @@ void FlatTable::cells_of(size_t r, std::vector<std::string_view>& cells) const {
     if (c.column == kFar)
       cells[far_[c.at].column] = far_[c.at].text;
     else
-      cells[c.column] = std::string_view(at_offset(base, c.at), c.size);
+      cells[c.column] = std::string_view(
+          reinterpret_cast<const char*>(reinterpret_cast<uintptr_t>(base) +
+                                        static_cast<uintptr_t>(static_cast<int32_t>(c.at))),
+          c.size);
   }
 }
 

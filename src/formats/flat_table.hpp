@@ -110,10 +110,11 @@ class FlatTable : public CellRows {
   // Per column, the row that last set it and where among the cells: a repeated name overwrites.
   std::vector<std::pair<size_t, size_t>> last_set_;
   // A cell: where in its row's text, how long, which column: 8 bytes (a JSON-lines log's table is
-  // most of the memory its reading takes). A cell that does not fit that (before its row's first
-  // cell or 4 GiB after it, 64 KiB or longer, a column past 65,534) is a far cell, kept whole.
+  // most of the memory its reading takes). A cell that does not fit that (more than 2 GiB from its
+  // row's place, a copy set() made where the row has no cell in the text, 64 KiB or longer, a
+  // column past 65,534) is a far cell, kept whole.
   struct Cell {   // (no initialisers: a block of them is not written until used)
-    uint32_t at;  // from the row's first cell; a far cell: its index in far_
+    uint32_t at;  // from the row's place (as a signed 32-bit offset); a far cell: its index in far_
     uint16_t size;
     uint16_t column;  // kFar: a far cell
   };
@@ -126,11 +127,13 @@ class FlatTable : public CellRows {
     const Cell& c = cells_[i];
     return c.column == kFar ? far_[c.at].column : c.column;
   }
-  Cell cell_of(size_t row, size_t column, std::string_view text);
+  Cell cell_of(size_t row, size_t column, std::string_view text, bool copy);
+  // Sets the current row's cell; copy: the text is the table's own copy.
+  bool place(size_t column, std::string_view cell, bool copy);
   // Row r's cells as set (untrimmed).
   void cells_of(size_t r, std::vector<std::string_view>& cells) const;
   // Every row's cells, row after row, in the order they were set; row_begin_[r]: row r's first,
-  // row_base_[r] where its first cell's text begins.
+  // row_base_[r] its place: where its first cell read in place (not a copy) begins, or none.
   StableBlocks<Cell> cells_;
   std::vector<size_t> row_begin_;
   std::vector<const char*> row_base_;

@@ -127,6 +127,15 @@ TEST(FlatTable, CellsFarFromTheirRowReadBack) {
   EXPECT_EQ(cells[4], "5");
   EXPECT_EQ(cells[4 + 65599], "5");
   EXPECT_EQ(t.find("c65599"), 4u + 65599u);
+  // A row whose first cell is a copy (W&B's time), then views in another order than the text's.
+  t.begin_row();
+  t.set("late", "copied");
+  t.set_view("early", std::string_view(text).substr(15, 5));
+  t.set_view("big", std::string_view(text).substr(1, 2));
+  t.row(2, cells);
+  EXPECT_EQ(cells[0], "copied");
+  EXPECT_EQ(cells[1], "fghij");
+  EXPECT_EQ(cells[2], "12");
 }
 
 // Rows kept as lines: runs of consecutive lines under one header, a header row between them, a
