@@ -117,15 +117,10 @@ void FieldColumn::push_other(double v, size_t grow_to) {
   // Decimals that do not hold v as they are: more places, or 4 bytes, or doubles.
   int32_t m;
   if (more_places(v, m)) {
-    if (kind_ == Kind::kDecimal16) {
-      std::vector<int16_t>& hs = s_->h;
-      if (hs.size() == hs.capacity() && grow_to > hs.size()) reserve_guess(hs, grow_to);
-      hs.push_back(decimal::to16(m));
-    } else {
-      std::vector<int32_t>& ms = s_->m;
-      if (ms.size() == ms.capacity() && grow_to > ms.size()) reserve_guess(ms, grow_to);
-      ms.push_back(m);
-    }
+    if (kind_ == Kind::kDecimal16)
+      grow_push(s_->h, decimal::to16(m), grow_to);
+    else
+      grow_push(s_->m, m, grow_to);
     return;
   }
   if (kind_ == Kind::kDecimal16) {
@@ -134,18 +129,6 @@ void FieldColumn::push_other(double v, size_t grow_to) {
   }
   to_doubles(grow_to);
   push_back(v, grow_to);
-}
-
-std::vector<double>& FieldColumn::built_out(size_t room) {
-  if (kind_ == Kind::kConstant) {
-    const double v = s_->d[0];
-    if (room > n_) reserve_guess(s_->d, room);  // one allocation, not n_ and then a larger one
-    s_->d.assign(n_, v);
-    kind_ = Kind::kDoubles;
-  } else if (kind_ != Kind::kDoubles) {
-    to_doubles(room);
-  }
-  return s_->d;
 }
 
 void FieldColumn::append(ColumnView c, size_t grow_to) {

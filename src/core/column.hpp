@@ -279,6 +279,22 @@ void reserve_guess(std::vector<T>& v, size_t n) noexcept {
 // the columns readers build), or one value and a length. The values live on the heap behind a
 // pointer, so moving the column (or its GpuSeries) leaves views valid. Copies are deep.
 class FieldColumn {
+ private:
+  // f(the vector of values) of a column that holds one per row (not a constant one). (First in the
+  // class: the members that use it take its deduced return type.)
+  template <class F>
+  decltype(auto) on_values(F&& f) {
+    if (kind_ == Kind::kDecimal) return f(s_->m);
+    if (kind_ == Kind::kDecimal16) return f(s_->h);
+    return f(s_->d);
+  }
+  template <class F>
+  decltype(auto) on_values(F&& f) const {
+    if (kind_ == Kind::kDecimal) return f(std::as_const(s_->m));
+    if (kind_ == Kind::kDecimal16) return f(std::as_const(s_->h));
+    return f(std::as_const(s_->d));
+  }
+
  public:
   FieldColumn() = default;
   FieldColumn(std::nullptr_t) {}
@@ -323,47 +339,17 @@ class FieldColumn {
   bool is_decimal() const { return s_ && (kind_ == Kind::kDecimal || kind_ == Kind::kDecimal16); }
   // The bytes a value takes: 8, 4 or 2; 0 for a constant or absent column.
   size_t value_bytes() const {
-    if (!s_) return 0;
-    switch (kind_) {
-      case Kind::kConstant:
-        return 0;
-      case Kind::kDecimal:
-        return 4;
-      case Kind::kDecimal16:
-        return 2;
-      case Kind::kDoubles:
-        break;
-    }
-    return 8;
+    if (!s_ || kind_ == Kind::kConstant) return 0;
+    return on_values([](const auto& v) { return sizeof(v[0]); });
   }
   size_t size() const {
     if (!s_) return 0;
-    switch (kind_) {
-      case Kind::kConstant:
-        return n_;
-      case Kind::kDecimal:
-        return s_->m.size();
-      case Kind::kDecimal16:
-        return s_->h.size();
-      case Kind::kDoubles:
-        break;
-    }
-    return s_->d.size();
+    return kind_ == Kind::kConstant ? n_ : on_values([](const auto& v) { return v.size(); });
   }
   // The values it has room for without growing.
   size_t capacity() const {
     if (!s_) return 0;
-    switch (kind_) {
-      case Kind::kConstant:
-        return n_;
-      case Kind::kDecimal:
-        return s_->m.capacity();
-      case Kind::kDecimal16:
-        return s_->h.capacity();
-      case Kind::kDoubles:
-        break;
-    }
-    return s_->d.capacity();
+    return kind_ == Kind::kConstant ? n_ : on_values([](const auto& v) { return v.capacity(); });
   }
   ColumnView view() const {
     if (!s_) return {};
@@ -382,7 +368,8 @@ class FieldColumn {
   // Every value as a double, to change in place: a constant column or one of decimals is built out
   // first, with room for `room` values.
   std::vector<double>& values(size_t room = 0) {
-    return kind_ == Kind::kDoubles ? s_->d : built_out(room);
+    if (kind_ != Kind::kDoubles) to_doubles(room);
+    return s_->d;
   }
   // Appends v; a constant column stays one while v is its value (an empty one takes v's), and is
   // then built out as decimals where its values are. A column of values grows to `grow_to` values
@@ -391,25 +378,14 @@ class FieldColumn {
   void push_back(double v, size_t grow_to = 0) {
     if (kind_ == Kind::kDecimal16) {  // (the common cases first: a reader's columns)
       int32_t m;
-      if (decimal::encode(v, places_, m) && decimal::fits16(m)) [[likely]] {
-        std::vector<int16_t>& hs = s_->h;
-        if (hs.size() == hs.capacity() && grow_to > hs.size()) reserve_guess(hs, grow_to);
-        hs.push_back(decimal::to16(m));
-        return;
-      }
+      if (decimal::encode(v, places_, m) && decimal::fits16(m)) [[likely]]
+        return grow_push(s_->h, decimal::to16(m), grow_to);
     } else if (kind_ == Kind::kDecimal) {
       int32_t m;
-      if (decimal::encode(v, places_, m)) [[likely]] {
-        std::vector<int32_t>& ms = s_->m;
-        if (ms.size() == ms.capacity() && grow_to > ms.size()) reserve_guess(ms, grow_to);
-        ms.push_back(m);
-        return;
-      }
+      if (decimal::encode(v, places_, m)) [[likely]]
+        return grow_push(s_->m, m, grow_to);
     } else if (kind_ == Kind::kDoubles) {
-      std::vector<double>& vals = s_->d;
-      if (vals.size() == vals.capacity() && grow_to > vals.size()) reserve_guess(vals, grow_to);
-      vals.push_back(v);
-      return;
+      return grow_push(s_->d, v, grow_to);
     } else {
       if (n_ == 0) s_->d[0] = v;
       if (same_bits(v, s_->d[0])) {
@@ -443,8 +419,12 @@ class FieldColumn {
   void build_out(size_t room);
   // The column as doubles, with room for `room`.
   void to_doubles(size_t room);
-  // values() of a constant column or one of decimals.
-  std::vector<double>& built_out(size_t room);
+  // Appends x to v, growing it to `grow_to` where it is full and that is more than it holds.
+  template <class T>
+  static void grow_push(std::vector<T>& v, T x, size_t grow_to) {
+    if (v.size() == v.capacity() && grow_to > v.size()) reserve_guess(v, grow_to);
+    v.push_back(x);
+  }
   // push_back of a value that changes the column: the first other value of a constant column, or
   // one its decimals do not hold.
   void push_other(double v, size_t grow_to);
@@ -457,16 +437,6 @@ class FieldColumn {
   int32_t max_abs() const;
   // 2-byte decimals as 4-byte ones, with room for `room`.
   void widen16(size_t room);
-  // f(the vector of values) of a column that holds one per row (not a constant one).
-  template <class F>
-  void on_values(F&& f) {
-    if (kind_ == Kind::kDecimal)
-      f(s_->m);
-    else if (kind_ == Kind::kDecimal16)
-      f(s_->h);
-    else
-      f(s_->d);
-  }
 
   std::unique_ptr<Store> s_;
   size_t n_ = 0;  // a constant column's length

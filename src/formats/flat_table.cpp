@@ -10,9 +10,14 @@ namespace gpudoctor::log_reader {
 
 namespace {
 
-// The byte `at` bytes after base, as an address (it may lie in another buffer than base's).
-const char* at_offset(const char* base, uint32_t at) {
-  return reinterpret_cast<const char*>(reinterpret_cast<uintptr_t>(base) + at);
+// Where p lies from base, and the byte `at` from base: as addresses (a cell or line may lie in
+// another buffer than base's, a copy), not by pointer arithmetic.
+intptr_t offset_of(const char* base, const char* p) {
+  return static_cast<intptr_t>(reinterpret_cast<uintptr_t>(p) - reinterpret_cast<uintptr_t>(base));
+}
+const char* at_offset(const char* base, intptr_t at) {
+  return reinterpret_cast<const char*>(reinterpret_cast<uintptr_t>(base) +
+                                       static_cast<uintptr_t>(at));
 }
 
 }  // namespace
@@ -88,9 +93,7 @@ FlatTable::Cell FlatTable::cell_of(size_t row, size_t column, std::string_view t
   const char*& base = row_base_[row];
   if (base == nullptr && !copy && text.data() != nullptr) base = text.data();
   if (base != nullptr && text.data() != nullptr && text.size() <= UINT16_MAX && column < kFar) {
-    // (As integers: a cell may lie in another buffer than the row's first, a copy.)
-    const auto d = static_cast<intptr_t>(reinterpret_cast<uintptr_t>(text.data()) -
-                                         reinterpret_cast<uintptr_t>(base));
+    const intptr_t d = offset_of(base, text.data());
     if (d >= INT32_MIN && d <= INT32_MAX)
       return {static_cast<uint32_t>(static_cast<int32_t>(d)), static_cast<uint16_t>(text.size()),
               static_cast<uint16_t>(column)};
@@ -128,10 +131,7 @@ void FlatTable::cells_of(size_t r, std::vector<std::string_view>& cells) const {
     if (c.column == kFar)
       cells[far_[c.at].column] = far_[c.at].text;
     else
-      cells[c.column] = std::string_view(
-          reinterpret_cast<const char*>(reinterpret_cast<uintptr_t>(base) +
-                                        static_cast<uintptr_t>(static_cast<int32_t>(c.at))),
-          c.size);
+      cells[c.column] = std::string_view(at_offset(base, static_cast<int32_t>(c.at)), c.size);
   }
 }
 
@@ -190,17 +190,15 @@ void LineRows::add_row(std::string_view line, size_t file_line, int gpu, int dro
   const auto g = static_cast<int16_t>(gpu), d = static_cast<int16_t>(drop);
   const size_t r = lines_.size();
   const char* p = line.data() != nullptr ? line.data() : "";
-  const auto after = [p](const Run& run) {
-    const uintptr_t at = reinterpret_cast<uintptr_t>(p),
-                    from = reinterpret_cast<uintptr_t>(run.base);
-    return at >= from && at - from <= UINT32_MAX;
-  };
+  intptr_t at = runs_.empty() ? -1 : offset_of(runs_.back().base, p);
   if (runs_.empty() || runs_.back().is_header || runs_.back().header != header ||
       runs_.back().gpu != g || runs_.back().drop != d ||
-      runs_.back().first_line + (r - runs_.back().first_row) != file_line || !after(runs_.back()))
+      runs_.back().first_line + (r - runs_.back().first_row) != file_line || at < 0 ||
+      at > intptr_t{UINT32_MAX}) {
     runs_.push_back({r, file_line, p, header, g, d, false});
-  lines_.push_back({static_cast<uint32_t>(reinterpret_cast<uintptr_t>(p) -
-                                          reinterpret_cast<uintptr_t>(runs_.back().base)),
+    at = 0;
+  }
+  lines_.push_back({static_cast<uint32_t>(at),
                     static_cast<uint32_t>(std::min<size_t>(line.size(), UINT32_MAX))});
 }
 
