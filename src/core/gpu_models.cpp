@@ -242,9 +242,11 @@ Result<GpuModel> find_gpu_model(std::string_view text) {
       fmt::format("unknown GPU model '{}'; close: {}", text, fmt::join(close, ", ")));
 }
 
-std::optional<GpuModel> gpu_model_by_name(std::string_view name) {
+namespace {
+
+const GpuModel* model_named(std::string_view name) {
   const Tokens tokens = tokens_of(name);
-  if (tokens.empty()) return std::nullopt;
+  if (tokens.empty()) return nullptr;
   const bool laptop = says_laptop(tokens);
   const GpuModel* best = nullptr;
   std::size_t best_score = 0;
@@ -256,8 +258,25 @@ std::optional<GpuModel> gpu_model_by_name(std::string_view name) {
       best_score = score;
     }
   }
-  if (best == nullptr) return std::nullopt;
-  return *best;
+  return best;
+}
+
+}  // namespace
+
+std::optional<GpuModel> gpu_model_by_name(std::string_view name) {
+  // The last name this thread asked for and its model: a node's GPUs share a name, and the
+  // diagnosis asks for it per GPU, again at each frame of the live views (matching the words
+  // against every model's was a twelfth of a frame).
+  thread_local std::string last_name;
+  thread_local const GpuModel* last_model = nullptr;
+  thread_local bool asked = false;
+  if (!asked || name != last_name) {
+    last_model = model_named(name);
+    last_name.assign(name);
+    asked = true;
+  }
+  if (last_model == nullptr) return std::nullopt;
+  return *last_model;
 }
 
 std::vector<std::string_view> nearest_gpu_model_names(std::string_view name, std::size_t most) {

@@ -2,13 +2,16 @@
 
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <fstream>
 #include <map>
 #include <set>
 #include <sstream>
 #include <string>
 #include <string_view>
+#include <thread>
 #include <utility>
+#include <vector>
 
 #include "core/gpu_model_table.hpp"
 #include "report/gpu_models_doc.hpp"
@@ -196,6 +199,33 @@ TEST(GpuModels, ByNameKeepsSizesAndFormFactorsApart) {
   EXPECT_EQ(key_of("NVIDIA L40S"), "l40s");
   EXPECT_EQ(key_of("NVIDIA A10"), "a10");
   EXPECT_EQ(key_of("NVIDIA A10G"), "a10g");
+}
+
+// The last name asked is remembered per thread: asking in turns, again and from other threads
+// gives each name its own answer.
+TEST(GpuModels, ByNameAnswersEachNameAskedInTurnAndOnEveryThread) {
+  const std::vector<std::pair<std::string, std::string>> asked = {
+      {"NVIDIA H100 80GB HBM3", "h100-sxm"},
+      {"NVIDIA H100 80GB HBM3", "h100-sxm"},
+      {"NVIDIA A100", "<none>"},
+      {"NVIDIA A100", "<none>"},
+      {"NVIDIA L40S", "l40s"},
+      {"NVIDIA L40", "l40"},
+      {"", "<none>"},
+      {"NVIDIA H100 80GB HBM3", "h100-sxm"}};
+  for (const auto& [name, key] : asked) EXPECT_EQ(key_of(name), key) << name;
+  // Each thread asks its name and the first in turns.
+  std::atomic<int> wrong{0};
+  std::vector<std::thread> threads;
+  for (size_t k = 0; k < asked.size(); ++k)
+    threads.emplace_back([&, k] {
+      for (size_t r = 0; r < 50; ++r) {
+        const auto& [name, key] = asked[r % 2 == 0 ? k : 0];
+        if (key_of(name) != key) ++wrong;
+      }
+    });
+  for (auto& t : threads) t.join();
+  EXPECT_EQ(wrong.load(), 0);
 }
 
 TEST(GpuModels, UnknownOrAmbiguousNamesGiveNothing) {
