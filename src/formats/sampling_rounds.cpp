@@ -7,14 +7,20 @@
 namespace gpudoctor::log_reader {
 
 std::vector<uint32_t> positions_in_rounds(const std::vector<double>& t, uint32_t& gpus) {
-  std::vector<uint32_t> pos(t.size(), 0);
   gpus = 1;
-  if (t.size() < 3) return pos;
+  if (t.size() < 3) return {};
+  auto gap_after = [&](size_t i) { return std::max(t[i + 1] - t[i], 0.0005); };
+  // No gap four times another: no rounds (most logs of one GPU), known without sorting or
+  // holding the gaps (a log of a million rows is read to here with its columns held).
+  double lo = gap_after(0), hi = lo;
+  for (size_t i = 1; i + 1 < t.size(); ++i) {
+    const double g = gap_after(i);
+    lo = std::min(lo, g), hi = std::max(hi, g);
+  }
+  if (hi < 4 * lo) return {};
+  std::vector<uint32_t> pos(t.size(), 0);
   std::vector<double> gaps(t.size() - 1);
-  for (size_t i = 0; i + 1 < t.size(); ++i) gaps[i] = std::max(t[i + 1] - t[i], 0.0005);
-  // No gap four times another: no rounds (most logs of one GPU), known without sorting.
-  const auto [lo, hi] = std::minmax_element(gaps.begin(), gaps.end());
-  if (*hi < 4 * *lo) return pos;
+  for (size_t i = 0; i + 1 < t.size(); ++i) gaps[i] = gap_after(i);
   std::vector<double> sorted = gaps;
   std::sort(sorted.begin(), sorted.end());
   double best_ratio = 0, threshold = 0;
@@ -25,7 +31,7 @@ std::vector<uint32_t> positions_in_rounds(const std::vector<double>& t, uint32_t
       threshold = std::sqrt(sorted[i + 1] * sorted[i]);
     }
   }
-  if (best_ratio < 4) return pos;
+  if (best_ratio < 4) return {};
   std::vector<uint32_t> sizes;
   uint32_t in_round = 0;
   for (size_t i = 0; i < t.size(); ++i) {
@@ -49,10 +55,7 @@ std::vector<uint32_t> positions_in_rounds(const std::vector<double>& t, uint32_t
     }
     i = j;
   }
-  if (mode <= 1 || best * 10 < sizes.size() * 8) {
-    std::fill(pos.begin(), pos.end(), 0);
-    return pos;
-  }
+  if (mode <= 1 || best * 10 < sizes.size() * 8) return {};
   gpus = mode;
   return pos;
 }

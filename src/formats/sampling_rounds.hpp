@@ -10,7 +10,7 @@ namespace gpudoctor::log_reader {
 // The rows' times in file order (any unit): the sampling rounds are found from the gaps between
 // successive times (short within a round, about the sampling interval between rounds), and the
 // rounds must mostly agree on their size (the last may be cut short). Returns each row's position
-// within its round and sets `gpus` to the round size; all 0 and gpus = 1 when no consistent round
+// within its round and sets `gpus` to the round size; none and gpus = 1 when no consistent round
 // structure shows (then every row is one GPU's).
 std::vector<uint32_t> positions_in_rounds(const std::vector<double>& t, uint32_t& gpus);
 
