@@ -110,12 +110,12 @@ std::string limit_note(const GpuData& d) {
 }
 
 struct Judged {
-  size_t gpu;
-  const Window* w;
-  Cause cause;
+  size_t gpu = 0;
+  const Window* w = nullptr;
+  Cause cause = Cause::kHealthy;
   Candidate c;
   std::optional<double> lost_h;
-  double hours;  // GPU hours the window covers
+  double hours = 0;  // GPU hours the window covers
 };
 
 // GPU seconds sample i of a window lost (nullopt: efficiency unknown).
@@ -155,7 +155,9 @@ nlohmann::ordered_json merge_evidence(const std::vector<const Judged*>& parts) {
   std::map<std::string, nlohmann::ordered_json> mode_values;
   for (const Judged* j : parts) {
     const double wgt = std::max(1e-9, j->w->t1 - j->w->t0);
-    for (const auto& [k, v] : j->c.evidence.items()) {
+    for (const Evidence::Entry& e : j->c.evidence.entries()) {
+      const std::string k = e.key;
+      const nlohmann::ordered_json v = j->c.evidence.json(e);
       if (std::find(order.begin(), order.end(), k) == order.end()) order.push_back(k);
       const bool is_id = k.size() > 4 && k.compare(k.size() - 4, 4, "_gpu") == 0;
       if (v.is_number() && !is_id) {
@@ -402,30 +404,33 @@ Judgement judge_windows(const Context& ctx) {
   auto judged_at_all = [&](size_t g, const Window& w) {
     return w.idle || jd.steady_samples[g] >= static_cast<size_t>(cfg.min_samples);
   };
-  // Each block of windows on its own (the detectors read the context, never change it), then in
-  // GPU and window order.
+  // Each block of windows on its own (the detectors read the context, never change it), into
+  // its windows' places in GPU and window order (one place per window judged at all: a window
+  // no detector explains leaves its place empty, taken out after).
   const std::vector<WindowBlock> blocks = window_blocks(ctx);
-  std::vector<std::vector<Judged>> by_block(blocks.size());
+  std::vector<size_t> first_of(blocks.size() + 1, 0);
+  for (size_t b = 0; b < blocks.size(); ++b) {
+    const auto [g, k0, k1] = blocks[b];
+    first_of[b + 1] = first_of[b];
+    for (size_t k = k0; k < k1; ++k) first_of[b + 1] += judged_at_all(g, ctx.gpus[g].windows[k]);
+  }
+  jd.judged.resize(first_of.back());
   parallel_for(blocks.size(), 0, [&](size_t b) {
     const auto [g, k0, k1] = blocks[b];
+    size_t at = first_of[b];
     for (size_t k = k0; k < k1; ++k) {
       const Window& w = ctx.gpus[g].windows[k];
       if (!judged_at_all(g, w)) continue;
+      Judged& j = jd.judged[at++];
       for (const Detector* det : kDetectors) {
         auto c = det->check(ctx, g, w);
         if (!c) continue;
-        by_block[b].push_back(
-            {g, &w, det->cause, std::move(*c), lost_hours(ctx, g, w), window_hours(ctx, g, w)});
+        j = {g, &w, det->cause, std::move(*c), lost_hours(ctx, g, w), window_hours(ctx, g, w)};
         break;
       }
     }
   });
-  size_t windows_judged = 0;
-  for (const auto& b : by_block) windows_judged += b.size();
-  jd.judged.reserve(windows_judged);
-  for (auto& judged : by_block)
-    jd.judged.insert(jd.judged.end(), std::make_move_iterator(judged.begin()),
-                     std::make_move_iterator(judged.end()));
+  std::erase_if(jd.judged, [](const Judged& j) { return j.w == nullptr; });
   // (Summed here, window after window, as one loop would: the same hours to the last bit.)
   for (size_t g = 0; g < ctx.gpus.size(); ++g)
     for (const auto& w : ctx.gpus[g].windows)

@@ -17,6 +17,7 @@
 
 #include "analysis/causes.hpp"
 #include "analysis/config.hpp"
+#include "analysis/detectors/evidence.hpp"
 #include "analysis/diagnosis.hpp"
 #include "analysis/power_limit.hpp"
 #include "core/recording.hpp"
@@ -221,7 +222,7 @@ struct Candidate {
   // Tells apart kinds of one cause that make separate findings ("held" / "free" idle GPUs, a
   // straggler / a see-saw).
   std::string variant;
-  nlohmann::ordered_json evidence = nlohmann::ordered_json::object();
+  Evidence evidence;
   std::vector<Alternative> alternatives;  // causes this window cannot rule out
 };
 
