@@ -41,7 +41,7 @@ namespace {
 // No cause has evidence in a working window: the GPU is taken as healthy, with less confidence
 // than the healthy detector's (a finding needs positive evidence of its cause; a GPU that is not
 // at 100 % is not for that reason starving).
-std::optional<Candidate> no_cause_check(const Context&, size_t, const Window& w) {
+std::optional<Candidate> no_cause_check(const Context&, size_t, const WindowFeatures& w) {
   // Only where the work-pattern causes could have been seen (GPU-Util known): without it, a GPU
   // below the healthy efficiency cannot be told from one waiting (no verdict, said).
   if (w.idle || !known(w.f.efficiency) || !known(w.f.util)) return std::nullopt;
@@ -185,23 +185,21 @@ nlohmann::ordered_json merge_evidence(const std::vector<const Judged*>& parts) {
   return out;
 }
 
-nlohmann::ordered_json gpu_metrics(const Context& ctx, size_t g,
-                                   const std::vector<const Judged*>& steady) {
-  const GpuData& d = ctx.gpus[g];
-  const auto& cfg = ctx.cfg;
-  nlohmann::ordered_json m = nlohmann::ordered_json::object();
-  double observed = 0, steady_s = 0;
-  for (size_t i = 0; i < d.s->size(); ++i) observed += d.dt(i);
-  for (const Judged* j : steady) steady_s += j->w->t1 - j->w->t0;
-  m["samples"] = d.s->size();
-  m["interval_s"] = round_to(d.interval_s, 3);
-  m["observed_s"] = round_to(observed, 1);
-  m["steady_s"] = round_to(steady_s, 1);
-  if (steady.empty()) return m;
+// What a GPU's figures read of its steady windows' features: their means weighted by the windows'
+// lengths, summed as the windows are judged (their features are not kept), block by block and
+// the blocks in order (SteadyFigures::add), so the same sums however many threads judge them.
+struct SteadyFigures {
   struct Acc {
     double sum = 0, w = 0;
     void add(double v, double wt) {
       if (known(v)) sum += v * wt, w += wt;
+    }
+    // The next block's sums after this one's.
+    void add(const Acc& o) {
+      if (w == 0 && sum == 0)
+        *this = o;
+      else
+        sum += o.sum, w += o.w;
     }
     double get() const { return w > 0 ? sum / w : kNaN; }
   };
@@ -209,9 +207,8 @@ nlohmann::ordered_json gpu_metrics(const Context& ctx, size_t g,
   double tmax = kNaN;
   std::array<Acc, 16> reasons{};
   bool has_reasons = false;
-  for (const Judged* j : steady) {
-    const Features& f = j->w->f;
-    const double wt = j->w->t1 - j->w->t0;
+
+  void add(const Features& f, double wt) {
     power.add(f.power_w, wt), pr.add(f.power_ratio, wt), util.add(f.util, wt), sm.add(f.sm, wt);
     tensor.add(f.tensor, wt), dram.add(f.dram, wt), memu.add(f.mem_util, wt);
     eff.add(f.efficiency, wt), clock.add(f.clock_ratio, wt), tmean.add(f.temp_mean, wt);
@@ -223,6 +220,32 @@ nlohmann::ordered_json gpu_metrics(const Context& ctx, size_t g,
       for (size_t b = 0; b < 16; ++b) reasons[b].add(f.reason_fraction[b], wt);
     }
   }
+  void add(const SteadyFigures& o) {
+    power.add(o.power), pr.add(o.pr), util.add(o.util), sm.add(o.sm), tensor.add(o.tensor);
+    dram.add(o.dram), memu.add(o.memu), eff.add(o.eff), clock.add(o.clock), tmean.add(o.tmean);
+    rx.add(o.rx), tx.add(o.tx), nvl.add(o.nvl), busy.add(o.busy), period.add(o.period);
+    if (known(o.tmax) && !(tmax >= o.tmax)) tmax = o.tmax;
+    for (size_t b = 0; b < 16; ++b) reasons[b].add(o.reasons[b]);
+    has_reasons = has_reasons || o.has_reasons;
+  }
+};
+
+nlohmann::ordered_json gpu_metrics(const Context& ctx, size_t g,
+                                   const std::vector<const Judged*>& steady,
+                                   const SteadyFigures& fig) {
+  const GpuData& d = ctx.gpus[g];
+  const auto& cfg = ctx.cfg;
+  nlohmann::ordered_json m = nlohmann::ordered_json::object();
+  double observed = 0, steady_s = 0;
+  for (size_t i = 0; i < d.s->size(); ++i) observed += d.dt(i);
+  for (const Judged* j : steady) steady_s += j->w->t1 - j->w->t0;
+  m["samples"] = d.s->size();
+  m["interval_s"] = round_to(d.interval_s, 3);
+  m["observed_s"] = round_to(observed, 1);
+  m["steady_s"] = round_to(steady_s, 1);
+  if (steady.empty()) return m;
+  const auto& [power, pr, util, sm, tensor, dram, memu, eff, clock, tmean, rx, tx, nvl, busy,
+               period, tmax, reasons, has_reasons] = fig;
   // Busy but idle: share of steady samples with util >= busy and power < low_power_ratio.
   double bi_n = 0, bi = 0;
   const ColumnView u = d.util;
@@ -351,10 +374,9 @@ std::vector<WindowBlock> window_blocks(const Context& ctx) {
   return blocks;
 }
 
-// Each GPU's derived series, phases and windows, and every window's features before any detector
-// runs (a detector may read other GPUs' windows).
-// Each GPU on its own (from its power limit, made already), then the windows' features block by
-// block (several at once where the process may use several CPUs).
+// Each GPU's derived series, phases and windows, and what other GPUs' detectors read of it (its
+// peer windows), before any detector runs; each GPU on its own (from its power limit, made
+// already). A window's features are made where it is judged (judge_windows).
 void prepare_gpus(Context& ctx, std::vector<PowerLimitEvidence>& limits) {
   ctx.gpus.resize(ctx.rec.gpus.size());
   parallel_for(ctx.gpus.size(), 0, [&](size_t g) {
@@ -365,12 +387,6 @@ void prepare_gpus(Context& ctx, std::vector<PowerLimitEvidence>& limits) {
       running_sums(ctx.gpus[g]);
       ctx.make_peer_windows(g);
     }
-  });
-  const std::vector<WindowBlock> blocks = window_blocks(ctx);
-  parallel_for(blocks.size(), 0, [&](size_t b) {
-    const auto [g, k0, k1] = blocks[b];
-    auto& windows = ctx.gpus[g].windows;
-    for (size_t k = k0; k < k1; ++k) windows[k].f = ctx.features(g, windows[k].i0, windows[k].i1);
   });
 }
 
@@ -386,6 +402,7 @@ double observed_hours(const Context& ctx) {
 // the run where the time went.
 struct Judgement {
   std::vector<Judged> judged;
+  std::vector<SteadyFigures> figures;  // per GPU: what its steady judged windows' features say
   std::vector<size_t> steady_samples;  // per GPU: samples in steady windows
   std::vector<Tally> per_gpu;
   Tally run;
@@ -415,22 +432,33 @@ Judgement judge_windows(const Context& ctx) {
     for (size_t k = k0; k < k1; ++k) first_of[b + 1] += judged_at_all(g, ctx.gpus[g].windows[k]);
   }
   jd.judged.resize(first_of.back());
+  // Each window's features made here, read by the detectors and summed for its GPU's figures
+  // (those of its steady windows judged) per block, then the blocks in order.
+  std::vector<SteadyFigures> block_figures(blocks.size());
   parallel_for(blocks.size(), 0, [&](size_t b) {
     const auto [g, k0, k1] = blocks[b];
     size_t at = first_of[b];
+    WindowFeatures wf;
     for (size_t k = k0; k < k1; ++k) {
       const Window& w = ctx.gpus[g].windows[k];
       if (!judged_at_all(g, w)) continue;
+      static_cast<Window&>(wf) = w;
+      wf.k = k;
+      wf.f = ctx.features(g, w.i0, w.i1);
       Judged& j = jd.judged[at++];
       for (const Detector* det : kDetectors) {
-        auto c = det->check(ctx, g, w);
+        auto c = det->check(ctx, g, wf);
         if (!c) continue;
+        c->evidence.trim();
         j = {g, &w, det->cause, std::move(*c), lost_hours(ctx, g, w), window_hours(ctx, g, w)};
+        if (!w.idle) block_figures[b].add(wf.f, w.t1 - w.t0);
         break;
       }
     }
   });
   std::erase_if(jd.judged, [](const Judged& j) { return j.w == nullptr; });
+  jd.figures.resize(ctx.gpus.size());
+  for (size_t b = 0; b < blocks.size(); ++b) jd.figures[blocks[b].g].add(block_figures[b]);
   // (Summed here, window after window, as one loop would: the same hours to the last bit.)
   for (size_t g = 0; g < ctx.gpus.size(); ++g)
     for (const auto& w : ctx.gpus[g].windows)
@@ -621,7 +649,7 @@ GpuDiagnosis gpu_result(const Context& ctx, size_t g, const Judgement& jd) {
     if (!j.w->idle) steady.push_back(&j);
     if (j.lost_h) lost += *j.lost_h, lost_known = true;
   }
-  gd.metrics = gpu_metrics(ctx, g, steady);
+  gd.metrics = gpu_metrics(ctx, g, steady, jd.figures[g]);
   if (auto it = gd.metrics.find("efficiency"); it != gd.metrics.end())
     gd.efficiency = it->get<double>();
   if (lost_known) gd.lost_gpu_hours = round_to(lost, 3);

@@ -71,13 +71,13 @@ bool busy_but_idle(const Context& ctx, const F& f) {
   return f.util >= ctx.cfg.busy_util_pct && f.efficiency < ctx.cfg.low_efficiency;
 }
 
-std::optional<Candidate> check(const Context& ctx, size_t g, const Window& w) {
+std::optional<Candidate> check(const Context& ctx, size_t g, const WindowFeatures& w) {
   if (w.idle) return std::nullopt;
   const auto& cfg = ctx.cfg;
   const Features& f = w.f;
   // The other GPUs working over the same time. (Where the GPUs were sampled together, each one's
   // window of these times has the index of this one: what it did is read from there.)
-  const size_t k = static_cast<size_t>(&w - ctx.gpus[g].windows.data());
+  const size_t k = w.k;
   std::vector<Peer> peers;
   peers.reserve(ctx.gpus.size());
   for (size_t h = 0; h < ctx.gpus.size(); ++h) {

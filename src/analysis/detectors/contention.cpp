@@ -7,7 +7,7 @@
 namespace gpudoctor::diag {
 namespace {
 
-std::optional<Candidate> check(const Context&, size_t, const Window& w) {
+std::optional<Candidate> check(const Context&, size_t, const WindowFeatures& w) {
   if (w.idle || w.f.processes < 2) return std::nullopt;
   Candidate c;
   c.confidence = 0.85;

@@ -1,9 +1,10 @@
 // What the detectors see, and the one interface they share. Internal to src/analysis.
 //
 // A Window is a stretch of one GPU's timeline that gets one judgement: part of a steady phase, or
-// an idle stretch long enough to blame. Its Features are the numbers every detector reads; a
-// detector answers "does my cause explain this window?" with a Candidate (confidence, evidence)
-// or nothing. Detectors are tried in the cause table's priority order; the first that fits wins.
+// an idle stretch long enough to blame. Its Features (made as it is judged: WindowFeatures) are
+// the numbers every detector reads; a detector answers "does my cause explain this window?" with a
+// Candidate (confidence, evidence) or nothing. Detectors are tried in the cause table's priority
+// order; the first that fits wins.
 #pragma once
 
 #include <algorithm>
@@ -86,6 +87,13 @@ struct Window {
   bool idle = false;  // an idle stretch (whole run or a long pause), not steady work
   double t0 = 0, t1 = 0;
   size_t i0 = 0, i1 = 0;  // sample index range [i0, i1)
+};
+
+// A window as the detectors judge it: it, its place among its GPU's windows, and its features,
+// made where it is judged and not kept (a week of windows' features were megabytes beside the
+// samples; what the GPU's figures read of them is summed as they are judged: SteadyFigures).
+struct WindowFeatures : Window {
+  size_t k = 0;
   Features f;
 };
 
@@ -228,7 +236,7 @@ struct Candidate {
 
 struct Detector {
   Cause cause;
-  std::optional<Candidate> (*check)(const Context& ctx, size_t gpu, const Window& w);
+  std::optional<Candidate> (*check)(const Context& ctx, size_t gpu, const WindowFeatures& w);
   // One sentence from a finding's merged evidence and GPUs.
   std::string (*describe)(const Finding& f);
 };

@@ -73,10 +73,14 @@ class Evidence {
   Value operator[](const char* key) {
     for (size_t k = 0; k < entries_.size(); ++k)
       if (std::strcmp(entries_[k].key, key) == 0) return {*this, k};
+    if (entries_.empty()) entries_.reserve(8);  // (what most detectors write, in one go)
     Entry& e = entries_.emplace_back();
     e.key = key;
     return {*this, entries_.size() - 1};
   }
+
+  // Hands back the room no entry took: for evidence kept (a judged window's), once written.
+  void trim() { entries_.shrink_to_fit(); }
 
   std::span<const Entry> entries() const { return entries_; }
   bool empty() const { return entries_.empty(); }

@@ -7,7 +7,7 @@
 namespace gpudoctor::diag {
 namespace {
 
-std::optional<Candidate> check(const Context& ctx, size_t, const Window& w) {
+std::optional<Candidate> check(const Context& ctx, size_t, const WindowFeatures& w) {
   if (w.idle || !(w.f.efficiency >= ctx.cfg.low_efficiency)) return std::nullopt;
   if (memory_controller_bound(ctx, w.f)) return std::nullopt;
   Candidate c;

@@ -11,7 +11,7 @@
 namespace gpudoctor::diag {
 namespace {
 
-std::optional<Candidate> check(const Context& ctx, size_t, const Window& w) {
+std::optional<Candidate> check(const Context& ctx, size_t, const WindowFeatures& w) {
   if (!w.idle) return std::nullopt;
   const Features& f = w.f;
   const bool held = (known(f.mem_used_ratio) && f.mem_used_ratio > ctx.cfg.held_memory_ratio) ||

@@ -10,7 +10,7 @@
 namespace gpudoctor::diag {
 namespace {
 
-std::optional<Candidate> check(const Context& ctx, size_t, const Window& w) {
+std::optional<Candidate> check(const Context& ctx, size_t, const WindowFeatures& w) {
   if (w.idle) return std::nullopt;
   const Features& f = w.f;
   // A GPU near its power limit is working, whatever its memory controller says.

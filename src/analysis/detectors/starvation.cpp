@@ -18,7 +18,7 @@
 namespace gpudoctor::diag {
 namespace {
 
-std::optional<Candidate> check(const Context& ctx, size_t, const Window& w) {
+std::optional<Candidate> check(const Context& ctx, size_t, const WindowFeatures& w) {
   if (w.idle || !known(w.f.util)) return std::nullopt;
   const Features& f = w.f;
   const auto& cfg = ctx.cfg;

@@ -11,7 +11,7 @@
 namespace gpudoctor::diag {
 namespace {
 
-std::optional<Candidate> check(const Context& ctx, size_t g, const Window& w) {
+std::optional<Candidate> check(const Context& ctx, size_t g, const WindowFeatures& w) {
   if (w.idle) return std::nullopt;
   const Features& f = w.f;
   const auto& cfg = ctx.cfg;
