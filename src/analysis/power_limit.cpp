@@ -105,12 +105,15 @@ std::vector<double> power_levels_w(std::vector<double> v, double min_share) {
     }
     peaks.push_back(i);
   }
+  // Each level: the median of the samples within 1.5 bins of its peak, a run of the sorted
+  // samples (x - c grows with x), read where it lies.
   for (size_t p : peaks) {
-    std::vector<double> at;
     const double c = lo + (static_cast<double>(p) + 0.5) * width;
-    for (double x : v)
-      if (std::abs(x - c) <= 1.5 * width) at.push_back(x);
-    if (!at.empty()) levels.push_back(median(std::move(at)));
+    auto near = [&](double x) { return std::abs(x - c) <= 1.5 * width; };
+    const auto b =
+        std::partition_point(v.begin(), v.end(), [&](double x) { return x < c && !near(x); });
+    const auto e = std::partition_point(b, v.end(), near);
+    if (e > b) levels.push_back(b[(e - b) / 2]);  // (the median as median() takes it: the upper)
   }
   return levels;
 }

@@ -1,15 +1,19 @@
-// A window's evidence (diag::Evidence) and the sampling rounds of a log without a GPU column: the
-// small pieces that a long log's memory depends on, checked against what they replaced.
+// A window's evidence (diag::Evidence), the sampling rounds of a log without a GPU column and the
+// levels a power cap held a GPU at: the small pieces that a long log's memory depends on, checked
+// against what they replaced.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
+#include <random>
 #include <string>
 #include <vector>
 
 #include <nlohmann/json.hpp>
 
 #include "analysis/detectors/evidence.hpp"
+#include "analysis/power_limit.hpp"
 #include "formats/sampling_rounds.hpp"
 
 namespace gpudoctor {
@@ -79,6 +83,37 @@ TEST(SamplingRounds, FindEachRowsPlaceOrNone) {
   EXPECT_TRUE(log_reader::positions_in_rounds(uneven, gpus).empty());
   EXPECT_EQ(gpus, 1u);
   EXPECT_TRUE(log_reader::positions_in_rounds({0.0, 1.0}, gpus).empty());
+}
+
+// Two levels a cap held a GPU at, with sensor noise: each level is the median of the samples
+// within 1.5 bins (1 % of the top) of its histogram peak, as collecting and sorting them says.
+TEST(PowerLevels, EachLevelIsTheMedianOfTheSamplesNearItsPeak) {
+  std::mt19937 rng(7);
+  std::normal_distribution<double> noise(0, 1.5);
+  std::vector<double> w;
+  for (int i = 0; i < 3000; ++i) w.push_back((i % 3 ? 250 : 175) + noise(rng));
+  for (int i = 0; i < 40; ++i) w.push_back(100 + i);  // a ramp: no level
+  const auto levels = power_levels_w(w, 0.1);
+  ASSERT_EQ(levels.size(), 2u);
+  std::vector<double> sorted = w;
+  std::sort(sorted.begin(), sorted.end());
+  const double top = sorted[(sorted.size() - 1) * 95 / 100];
+  const double width = std::max(1.0, 0.01 * top);
+  for (const double level : levels) {
+    EXPECT_NEAR(level, level < 200 ? 175 : 250, 2);
+    // The samples near the level's bin: its median is one of them, the upper middle one.
+    const double lo = sorted.front();
+    const double bin = std::floor((level - lo) / width);
+    bool found = false;
+    for (double p = bin - 1; p <= bin + 1 && !found; ++p) {
+      const double c = lo + (p + 0.5) * width;
+      std::vector<double> at;
+      for (double x : sorted)
+        if (std::abs(x - c) <= 1.5 * width) at.push_back(x);
+      if (!at.empty() && at[at.size() / 2] == level) found = true;
+    }
+    EXPECT_TRUE(found) << level;
+  }
 }
 
 }  // namespace
