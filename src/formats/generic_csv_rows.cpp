@@ -726,6 +726,9 @@ size_t Reader::read_span(std::string_view rows, size_t line_before, bool last) {
     } else if (timed) {
       const size_t k = timed_rows_++;
       if (positions_.empty()) {
+        // (Room as a column's: a guess from the text read, not doublings that copy.)
+        if (row_times_.size() == row_times_.capacity())
+          reserve_guess(row_times_, rows_ahead(k, k + 1));
         row_times_.push_back(ms / 1000.0);
       } else {
         // A round longer than most (the GPU count is the rounds' usual size): its extra rows

@@ -98,7 +98,7 @@ bool looks_binary(std::string_view head) {
 namespace {
 // How far behind the reading position pages are kept (what the current record may still look at;
 // touching a dropped page is correct anyway), and how often a release is worth a system call: a
-// call per 4 MiB read costs nothing measurable, and the text then holds at most 5 MiB of memory
+// call per MiB read costs nothing measurable, and the text then holds at most 2 MiB of memory
 // (a small log's peak is mostly that; a large one's is its series).
 constexpr size_t kPassedLag = size_t{1} << 20;
 constexpr size_t kPassedStep = detail::kPassedStepBytes;

@@ -79,7 +79,7 @@ struct PassedWindow {            // addresses as integers
   uintptr_t next = 0;            // the next position worth a release
 };
 // How often a release is worth a system call.
-inline constexpr size_t kPassedStepBytes = size_t{4} << 20;
+inline constexpr size_t kPassedStepBytes = size_t{1} << 20;
 inline thread_local PassedWindow passed_window;
 void release_passed(const char* p) noexcept;
 // Hands back the whole pages of [b, e) where they lie in the mapping `w` registers: a piece of the
