@@ -33,8 +33,22 @@ std::string_view CellCopies::own(std::string_view cell) {
 }
 
 void FlatTable::begin_row() {
+  const size_t r = row_begin_.size();
   row_begin_.push_back(cells_.size());
   row_base_.push_back(nullptr);
+  if (line_ == 0) return;
+  // (A mark of a row begun and dropped is this row's place: taken back first.)
+  if (!line_marks_.empty() && line_marks_.back().first >= r) line_marks_.pop_back();
+  if (line_marks_.empty() || line_marks_.back().second + (r - line_marks_.back().first) != line_)
+    line_marks_.emplace_back(r, line_);
+}
+
+size_t FlatTable::line(size_t r) const {
+  const auto after = std::upper_bound(line_marks_.begin(), line_marks_.end(), r,
+                                      [](size_t row, const auto& m) { return row < m.first; });
+  if (after == line_marks_.begin()) return CellRows::line(r);
+  const auto& [first, line] = *std::prev(after);
+  return line + (r - first);
 }
 
 size_t FlatTable::find(std::string_view column) const {

@@ -98,6 +98,10 @@ class FlatTable : public CellRows {
   void row(size_t r, std::vector<std::string_view>& cells) const override;
   // The table as CSV text: a header line, then one line per row ("" cells where a row has none).
   std::string csv() const;
+  // The file's line of the rows begun from here on (a JSON-lines log's sample: its line), for
+  // messages; a table never told has its rows at r + 2, as its CSV text.
+  void at_line(size_t file_line) { line_ = file_line; }
+  size_t line(size_t r) const override;
 
  private:
   struct Hash {
@@ -139,6 +143,11 @@ class FlatTable : public CellRows {
   std::vector<const char*> row_base_;
   std::vector<FarCell> far_;
   CellCopies owned_;  // the cells set copies
+  // Rows' file lines where at_line gave them: (row, line) where a row's line is not the one before
+  // it plus one (a blank line, an object over several lines, several rows of one line), so a log
+  // of one sample a line keeps one mark.
+  size_t line_ = 0;
+  std::vector<std::pair<size_t, size_t>> line_marks_;
 };
 
 class CellTable : public CellRows {

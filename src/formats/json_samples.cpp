@@ -390,6 +390,7 @@ Result<Recording> read_json_samples_unguarded(std::string_view text, const std::
       if (!read_in_place) end = value_end(body, start);
       const std::string_view chunk = body.substr(start, end - start);
       text::passed(chunk.data());
+      flat.table.at_line(line_no);
       if (read_in_place) {
         flat.sample(View{scan, {}}, scan.root());
       } else {

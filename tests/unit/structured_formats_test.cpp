@@ -1,6 +1,7 @@
 // JSON samples, W&B run files and Prometheus exposition snapshots (formats/json_samples, wandb,
 // prom_text): each fixture read through content detection, as `diagnose FILE` reads it, and its
 // damaged and empty forms.
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -313,6 +314,32 @@ TEST(JsonSamples, AnObjectCutShortIsSkippedNotTheRest) {
   ASSERT_EQ(rec.gpus.size(), 2u);
   EXPECT_EQ(rec.gpus[0].time_s.size(), 59u);
   EXPECT_TRUE(has_note(rec, "gpustat.json:1: not a JSON object")) << notes_of(rec);
+}
+
+// A problem in a JSON-lines log names the line its sample is on: after a blank line, an object
+// over several lines, a line of two GPUs' rows, a sample without a metric and a line that is not
+// an object.
+TEST(JsonSamples, ProblemsNameTheirSamplesLine) {
+  std::string text;
+  auto row = [](int t, int gpu, const char* power) {
+    return fmt::format("{{\"timestamp\": {}, \"gpu\": {}, \"power_w\": {}, \"util_pct\": 50}}\n",
+                       1700000000 + t, gpu, power);
+  };
+  text += row(0, 0, "100");                                                 // 1
+  text += "\n";                                                             // 2
+  text += "{\"timestamp\": 1700000001, \"gpu\": 0,\n \"power_w\": 101}\n";  // 3-4
+  text +=
+      "{\"timestamp\": 1700000002, \"gpus\": [{\"gpu\": 0, \"power_w\": 102}, "
+      "{\"gpu\": 1, \"power_w\": 50}]}\n";  // 5: two rows
+  text += "{\"timestamp\": 1700000003}\n";  // 6: no metric, no row
+  text += "not json\n";                     // 7
+  text += row(4, 0, "\"abc\"");             // 8
+  text += row(5, 0, "105");                 // 9
+  text += row(5, 0, "106");                 // 10: time not after the last
+  const Recording rec = load_ok(text, "lines.jsonl");
+  EXPECT_TRUE(has_note(rec, "lines.jsonl:7: not a JSON object")) << notes_of(rec);
+  EXPECT_TRUE(has_note(rec, "lines.jsonl:8: power_w: cannot read \"abc\"")) << notes_of(rec);
+  EXPECT_TRUE(has_note(rec, "lines.jsonl:10: time")) << notes_of(rec);
 }
 
 TEST(JsonSamples, ArrayOfFlatSamples) {
