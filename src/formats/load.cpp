@@ -84,11 +84,18 @@ namespace {
 constexpr size_t kHeadBytes = 4096;
 
 // A head of a text of `total` bytes, cut after its last line end where it is not all of the text
-// (so that no character is cut at its end); empty where no line ends in it.
+// (so that no character is cut at its end); where no line ends in it (a header longer than the
+// head: HWiNFO's hundreds of sensors), cut before its last character, which its end may cut.
 std::string_view whole_lines(std::string_view head, size_t total) {
   if (head.size() == total) return head;
-  const size_t nl = head.rfind('\n');
-  return nl == std::string_view::npos ? std::string_view() : head.substr(0, nl + 1);
+  if (const size_t nl = head.rfind('\n'); nl != std::string_view::npos)
+    return head.substr(0, nl + 1);
+  auto byte = [&](size_t i) { return static_cast<unsigned char>(head[i]); };
+  size_t k = head.size();
+  // Back over up to three continuation bytes (10xxxxxx) and the lead byte before them.
+  for (int back = 0; back < 3 && k > 0 && (byte(k - 1) & 0xC0) == 0x80; ++back) --k;
+  if (k > 0 && byte(k - 1) >= 0xC0) --k;
+  return head.substr(0, k);
 }
 
 // A header line of a delimited table (',' ';' or tab, at least two named cells, the next line with
@@ -176,9 +183,10 @@ Result<Recording> load_text(std::string_view bytes, const std::string& origin,
     LoadOptions as_read = options;
     std::string decoded_head;
     std::string_view utf8_head = head;
-    if (text::valid_utf8(head)) {
+    if (const std::string_view lines = whole_lines(head, bytes.size()); text::valid_utf8(lines)) {
       as_read.read_as = text::ReadAs::kCheckUtf8;
-    } else if (!text::valid_utf8(whole_lines(head, bytes.size()))) {
+      if (!text::valid_utf8(head)) utf8_head = lines;  // (a character its end cut, left out)
+    } else {
       as_read.read_as = text::ReadAs::kWindows1252;
       // (What a reader is chosen by: the decoded text's first kHeadBytes, as below.)
       utf8_head = text::decode_to_utf8(head, text::Encoding::kWindows1252, decoded_head)

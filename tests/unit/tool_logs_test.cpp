@@ -676,6 +676,42 @@ TEST(Encodings, Windows1252CsvIsDecodedAsItIsRead) {
   EXPECT_EQ(u->gpus.at(0).info.name, "A100 \u00B0C");
 }
 
+// HWiNFO writes a header of hundreds of sensors, longer than the 4 KiB head that tells the
+// encoding: a Windows-1252 one is still read as it is (not decoded whole first), and a UTF-8 one
+// whose head ends inside a character of the header is read as UTF-8.
+TEST(Encodings, AHeaderLongerThanTheHeadIsReadAsItGoes) {
+  for (const bool latin1 : {true, false}) {
+    SCOPED_TRACE(latin1 ? "Windows-1252" : "UTF-8");
+    const std::string deg = latin1 ? "\xB0" : "\u00B0";
+    std::string text = "Date,Time,GPU Temperature [" + deg + "C],GPU Power [W],GPU Core Load [%]";
+    std::string cells;
+    for (int k = 0; text.size() < 6000; ++k) {
+      text.append(fmt::format(",Core {} Temperature [", k)).append(deg).append("C]");
+      cells += ",40";
+    }
+    if (!latin1) {  // the head's last byte the first of a "°"
+      const size_t at = text.rfind(deg, 4095);
+      text.insert(text.rfind(',', at) + 1, 4095 - at, ' ');
+      ASSERT_EQ(text.substr(4095, 2), deg);
+    }
+    text += "\r\n";
+    for (int i = 0; i < 500; ++i)
+      text += fmt::format("8.1.2026,22:{}:{}.5,{},{},{}{}\r\n", i / 60, i % 60, 50 + i % 9,
+                          100 + i % 50, i % 100, cells);
+    ASSERT_GT(text.find("\r\n"), 4096u);
+    size_t copies = 0;
+    LoadOptions counted;
+    counted.texts_decoded_whole = &copies;
+    auto r = load_text(text, "hwinfo.csv", counted);
+    ASSERT_TRUE(r.ok()) << r.error().message;
+    EXPECT_EQ(copies, 0u) << "the text was decoded whole first";
+    EXPECT_EQ(has_note(*r, "decoded to UTF-8"), latin1) << all_notes(*r);
+    ASSERT_EQ(r->gpus.size(), 1u);
+    EXPECT_EQ(r->gpus[0].size(), 500u);
+    EXPECT_EQ(r->gpus[0].column(Field::kTemp)[3], 53);
+  }
+}
+
 // A CSV whose header is also written above it as a '#' comment is read as the CSV it is (a '#'
 // line of names is how nvidia-smi dmon writes its header, but never with commas).
 TEST(Encodings, ACsvHeaderWrittenAsACommentTooIsACsv) {
