@@ -279,6 +279,11 @@ Column resolve(std::string_view raw) {
   return c;
 }
 
+bool never_read(std::string_view name) {
+  const Column c = resolve(name);
+  return c.m.role == Role::kUnknown && !c.bare && c.unknown_wide_gpu < 0 && !c.unit_mismatch;
+}
+
 bool is_identity(Role r) {
   return r == Role::kTime || r == Role::kDate || r == Role::kGpu || r == Role::kUuid ||
          r == Role::kBusId || r == Role::kHost || r == Role::kName || r == Role::kSerial ||

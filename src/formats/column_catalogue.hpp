@@ -119,6 +119,11 @@ struct Column {
   std::string base;                     // name without the bracket annotation
 };
 Column resolve(std::string_view raw);
+// A column the CSV reader reads nothing from, whatever its cells hold, by its name alone: a name
+// the catalogue does not know (no quantity, time, GPU or other role, no GPU number; it is only
+// named in the reader's notes). A table made for the reader (JSON samples, W&B runs) keeps no
+// cells of it where no --map may name it.
+bool never_read(std::string_view name);
 
 // Time, date, GPU id, uuid, bus id, host or name.
 bool is_identity(Role r);

@@ -36,6 +36,8 @@ void FlatTable::begin_row() {
   const size_t r = row_begin_.size();
   row_begin_.push_back(cells_.size());
   row_base_.push_back(nullptr);
+  // (A row dropped set nothing: the keys of the row before it stay the previous ones.)
+  if (!row_keys_.empty()) prev_keys_.swap(row_keys_), row_keys_.clear();
   if (line_ == 0) return;
   // (A mark of a row begun and dropped is this row's place: taken back first.)
   if (!line_marks_.empty() && line_marks_.back().first >= r) line_marks_.pop_back();
@@ -57,31 +59,22 @@ size_t FlatTable::find(std::string_view column) const {
 }
 
 size_t FlatTable::find(std::string_view column, size_t hint) const {
-  if (row_begin_.size() > 1) {
-    const size_t prev = row_begin_[row_begin_.size() - 2] + hint;
-    if (prev < row_begin_.back()) {
-      const size_t c = column_at(prev);
-      if (names_[c] == column) return c;
-    }
-  }
+  if (hint < prev_keys_.size() && names_[prev_keys_[hint]] == column) return prev_keys_[hint];
   return find(column);
 }
 
 size_t FlatTable::column_of(std::string_view column) {
-  // Rows of one log name their columns in the same order: the cell the previous row set at this
-  // place is tried before the index.
-  if (row_begin_.size() > 1) {
-    const size_t prev = row_begin_[row_begin_.size() - 2] + (cells_.size() - row_begin_.back());
-    if (prev < row_begin_.back()) {
-      const size_t c = column_at(prev);
-      if (names_[c] == column) return c;
-    }
-  }
+  // Rows of one log name their columns in the same order: the column the previous row set at
+  // this place is tried before the index.
+  if (const size_t at = row_keys_.size();
+      at < prev_keys_.size() && names_[prev_keys_[at]] == column)
+    return prev_keys_[at];
   auto it = index_.find(column);
   if (it == index_.end()) {
     it = index_.emplace(std::string(column), names_.size()).first;
     names_.emplace_back(column);
     last_set_.emplace_back(SIZE_MAX, 0);
+    kept_.push_back(!unread_ || !unread_(column));
   }
   return it->second;
 }
@@ -93,7 +86,8 @@ void FlatTable::set_view(std::string_view column, std::string_view cell) {
 
 void FlatTable::set(std::string_view column, std::string_view cell) {
   if (row_begin_.empty()) begin_row();
-  place(column_of(column), owned_.own(cell), true);
+  const size_t c = column_of(column);
+  place(c, kept_[c] ? owned_.own(cell) : cell, true);
 }
 
 bool FlatTable::set_at(size_t col, std::string_view cell) {
@@ -119,18 +113,18 @@ FlatTable::Cell FlatTable::cell_of(size_t row, size_t column, std::string_view t
 
 bool FlatTable::place(size_t col, std::string_view cell, bool copy) {
   const size_t row = row_begin_.size() - 1;
-  const Cell c = cell_of(row, col, cell, copy);
   if (last_set_[col].first == row) {
-    cells_[last_set_[col].second] = c;
+    if (kept_[col]) cells_[last_set_[col].second] = cell_of(row, col, cell, copy);
     return false;
   }
   last_set_[col] = {row, cells_.size()};
-  cells_.push_back(c);
+  row_keys_.push_back(col);
+  if (kept_[col]) cells_.push_back(cell_of(row, col, cell, copy));
   return true;
 }
 
 void FlatTable::drop_empty_row() {
-  if (!row_begin_.empty() && row_begin_.back() == cells_.size()) {
+  if (!row_begin_.empty() && row_keys_.empty()) {
     row_begin_.pop_back();
     row_base_.pop_back();
   }

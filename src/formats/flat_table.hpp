@@ -92,6 +92,11 @@ class FlatTable : public CellRows {
   bool set_at(size_t column, std::string_view cell);
   // Drops the current row when it has no cell (a record without any metric).
   void drop_empty_row();
+  // Columns whose cells no reader reads (by name; set before the first row): the column is kept
+  // and named, its cells are not (a row of only such cells is still a row, of empty cells).
+  void unread_columns(std::function<bool(std::string_view name)> unread) {
+    unread_ = std::move(unread);
+  }
   size_t rows() const override { return row_begin_.size(); }
   size_t columns() const override { return names_.size(); }
   std::string_view name(size_t column) const override { return names_[column]; }
@@ -127,10 +132,6 @@ class FlatTable : public CellRows {
     size_t column;
   };
   static constexpr uint16_t kFar = 0xFFFF;
-  size_t column_at(size_t i) const {
-    const Cell& c = cells_[i];
-    return c.column == kFar ? far_[c.at].column : c.column;
-  }
   Cell cell_of(size_t row, size_t column, std::string_view text, bool copy);
   // Sets the current row's cell; copy: the text is the table's own copy.
   bool place(size_t column, std::string_view cell, bool copy);
@@ -148,6 +149,11 @@ class FlatTable : public CellRows {
   // of one sample a line keeps one mark.
   size_t line_ = 0;
   std::vector<std::pair<size_t, size_t>> line_marks_;
+  // The columns the current row and the row before it set, in the order set (where the next
+  // row's names are looked for first), and which columns' cells are kept.
+  std::vector<size_t> row_keys_, prev_keys_;
+  std::function<bool(std::string_view)> unread_;
+  std::vector<uint8_t> kept_;
 };
 
 class CellTable : public CellRows {

@@ -10,6 +10,7 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "formats/column_catalogue.hpp"
 #include "formats/finish.hpp"
 #include "formats/flat_table.hpp"
 #include "formats/generic_csv.hpp"
@@ -332,6 +333,7 @@ Result<Recording> read_json_samples_unguarded(std::string_view text, const std::
                                               const LoadOptions& options) {
   const std::string_view body = text::strip_bom(text);
   Flattener flat;
+  if (options.map.empty()) flat.table.unread_columns(csv::never_read);
   log_reader::Problem bad;
   std::string framing;
   // One document (an array, an object) or, failing that, one object per line. Read in place

@@ -16,6 +16,7 @@
 #include <immintrin.h>
 #endif
 
+#include "formats/column_catalogue.hpp"
 #include "formats/encoding.hpp"
 #include "formats/finish.hpp"
 #include "formats/flat_table.hpp"
@@ -406,6 +407,7 @@ Result<Recording> read_wandb_run_unguarded(std::string_view bytes, const std::st
         origin, static_cast<int>(static_cast<uint8_t>(bytes[6]))));
   Reader r;
   r.origin = origin;
+  if (options.map.empty()) r.table.unread_columns(csv::never_read);
   std::string chain;               // a record split over blocks: FIRST, MIDDLE..., LAST
   std::deque<std::string> chains;  // the whole ones, kept: the table holds views of their cells
   bool in_chain = false;

@@ -95,6 +95,48 @@ TEST(FlatTable, ManyRowsAcrossBlocks) {
   EXPECT_EQ(cells[1], "49999");
 }
 
+// Columns no reader reads keep their names and no cells: a row of only such cells is a row still,
+// a name set twice keeps its last value, and a row's names are found where the row before set
+// them, an unread one between them or not.
+TEST(FlatTable, UnreadColumnsKeepTheirNamesNotTheirCells) {
+  for (const bool unread : {false, true}) {
+    SCOPED_TRACE(unread ? "unread x*" : "every cell kept");
+    log_reader::FlatTable t;
+    if (unread) t.unread_columns([](std::string_view name) { return name.front() == 'x'; });
+    for (int r = 0; r < 5; ++r) {
+      t.begin_row();
+      t.set_view("a", "1");
+      t.set_view("xb", "2");
+      t.set_view("c", r % 2 ? "3" : "4");
+      t.set("xb", "5");
+      t.drop_empty_row();
+    }
+    t.begin_row();
+    t.set_view("xd", "6");  // only an unread cell: a row
+    t.drop_empty_row();
+    t.begin_row();
+    t.drop_empty_row();  // nothing: no row
+    t.begin_row();
+    EXPECT_EQ(t.find("c", 2), 2u);  // (the row before set xd first: a miss, then the index)
+    EXPECT_EQ(t.find("xb", 1), 1u);
+    ASSERT_TRUE(t.set_at(t.find("c"), "7"));
+    EXPECT_FALSE(t.set_at(t.find("c"), "8"));  // set again: overwritten
+    ASSERT_TRUE(t.set_at(t.find("xd"), "9"));
+    t.drop_empty_row();
+    ASSERT_EQ(t.rows(), 7u);
+    ASSERT_EQ(t.columns(), 4u);
+    EXPECT_EQ(t.name(1), "xb");
+    EXPECT_EQ(t.name(3), "xd");
+    std::vector<std::string_view> cells;
+    t.row(1, cells);
+    EXPECT_EQ(cells, (std::vector<std::string_view>{"1", unread ? "" : "5", "3", ""}));
+    t.row(5, cells);
+    EXPECT_EQ(cells, (std::vector<std::string_view>{"", "", "", unread ? "" : "6"}));
+    t.row(6, cells);
+    EXPECT_EQ(cells, (std::vector<std::string_view>{"", "", "8", unread ? "" : "9"}));
+  }
+}
+
 // Cells an 8-byte cell cannot place (before the row's first cell, 64 KiB or longer, a column past
 // 65,534, no text at all) are kept whole, and read back as the others.
 TEST(FlatTable, CellsFarFromTheirRowReadBack) {
@@ -340,6 +382,39 @@ TEST(JsonSamples, ProblemsNameTheirSamplesLine) {
   EXPECT_TRUE(has_note(rec, "lines.jsonl:7: not a JSON object")) << notes_of(rec);
   EXPECT_TRUE(has_note(rec, "lines.jsonl:8: power_w: cannot read \"abc\"")) << notes_of(rec);
   EXPECT_TRUE(has_note(rec, "lines.jsonl:10: time")) << notes_of(rec);
+}
+
+// A W&B events log's keys gpudoctor does not read (the CPU's, the disk's, the network's) keep no
+// cells in its table, and the recording is what keeping them gives (a --map keeps every cell:
+// it may name any key), those keys still named as not read.
+TEST(JsonSamples, KeysNoReaderReadsKeepNoCellsAndChangeNothing) {
+  std::string text;
+  for (int i = 0; i < 300; ++i)
+    text += fmt::format(
+        "{{\"system.gpu.0.gpu\": {}, \"system.gpu.0.temp\": {}, \"system.gpu.1.gpu\": {}, "
+        "\"system.gpu.1.temp\": 41, \"system.cpu\": {}, \"system.disk\": 12.5, "
+        "\"system.network.sent\": {}, \"_wandb\": true, \"_timestamp\": {}, \"_runtime\": {}}}\n",
+        i % 100, 50 + i % 7, 99 - i % 100, i % 13, 1000 * i, 1575560000 + 2 * i, 2 * i);
+  const Recording plain = load_ok(text, "wandb-events.jsonl");
+  LoadOptions mapped;
+  mapped.map = {{"system.gpu.0.temp", "temp_c"}};
+  const Recording all = load_ok(text, "wandb-events.jsonl", mapped);
+  ASSERT_EQ(plain.gpus.size(), 2u) << notes_of(plain);
+  ASSERT_EQ(all.gpus.size(), 2u);
+  for (size_t g = 0; g < 2; ++g) {
+    EXPECT_EQ(plain.gpus[g].time_s, all.gpus[g].time_s);
+    for (size_t f = 0; f < kFieldCount; ++f) {
+      const auto a = plain.gpus[g].column(static_cast<Field>(f));
+      const auto b = all.gpus[g].column(static_cast<Field>(f));
+      ASSERT_EQ(bool(a), bool(b)) << g << " " << f;
+      if (a) {
+        EXPECT_EQ(*a, b->to_vector()) << g << " " << f;
+      }
+    }
+  }
+  EXPECT_EQ(mean_of(plain.gpus[1], Field::kTemp), 41);
+  EXPECT_TRUE(has_note(plain, "system.cpu")) << notes_of(plain);
+  EXPECT_TRUE(has_note(plain, "system.network.sent")) << notes_of(plain);
 }
 
 TEST(JsonSamples, ArrayOfFlatSamples) {
