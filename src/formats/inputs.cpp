@@ -118,7 +118,7 @@ constexpr std::array kReaders{
     InputReader{"prom-text", "Prometheus text snapshots", by_head<looks_like_prom_text>, nullptr,
                 read_prom_text},
     InputReader{"afterburner", "Afterburner .hml", by_head<looks_like_afterburner>, nullptr,
-                generic_layout<read_afterburner>},
+                generic_layout<read_afterburner>, true},
     InputReader{"kv-blocks", "key: value blocks", by_head<looks_like_key_value_blocks>, nullptr,
                 generic_layout<read_key_value_blocks>},
     InputReader{"gpustat", "gpustat snapshots", by_head<looks_like_gpustat>, nullptr,

@@ -11,6 +11,7 @@
 #include <fmt/format.h>
 
 #include "formats/column_catalogue.hpp"
+#include "formats/encoding.hpp"
 #include "formats/finish.hpp"
 #include "formats/flat_table.hpp"
 #include "formats/log_time.hpp"
@@ -78,18 +79,87 @@ void name_columns(const std::vector<std::string>& names, const std::vector<std::
       out.emplace_back(fmt::format("GPU{} name", v), gpu_names[v - 1]);
 }
 
+bool ascii(std::string_view s) {
+  return std::none_of(s.begin(), s.end(), [](char c) { return (c & 0x80) != 0; });
+}
+
+// A data line: "80, DATE, ..." with at least three cells (as a line split at its commas would
+// show).
+bool data_line(std::string_view line) {
+  const std::string_view t = text::trim(line);
+  if (!t.starts_with("80")) return false;
+  const size_t comma = t.find(',');
+  return comma != std::string_view::npos && text::trim(t.substr(0, comma)) == "80" &&
+         t.find(',', comma + 1) != std::string_view::npos;
+}
+
+// Afterburner's data lines ("80, DATE, v1, v2, ..."), kept as lines and cut at commas when read
+// (a table of cells held 16 bytes for each of a line's hundred-odd graphs, twice the text): the
+// "80" left out, a cell for each graph named, then the GPUs' names. A Windows-1252 text's line is
+// decoded where it has a byte past ASCII, into a buffer the cells view until the next row.
+class AfterburnerRows : public log_reader::LineRows {
+ public:
+  AfterburnerRows(size_t graphs, std::vector<std::string> gpu_names, bool windows_1252)
+      : graphs_(graphs), gpu_names_(std::move(gpu_names)), windows_1252_(windows_1252) {}
+
+ protected:
+  void split(size_t, std::string_view line, std::vector<std::string_view>& cells) const override {
+    if (windows_1252_ && !ascii(line))
+      line = text::decode_to_utf8(line, text::Encoding::kWindows1252, decoded_);
+    text::split_trimmed(line, ',', cells);
+    cells.erase(cells.begin());
+    cells.resize(graphs_ + 1);
+    for (const auto& n : gpu_names_) cells.emplace_back(n);
+  }
+
+ private:
+  size_t graphs_;
+  std::vector<std::string> gpu_names_;
+  bool windows_1252_;
+  mutable std::string decoded_;
+};
+
 Result<Recording> afterburner(std::string_view text, const std::string& origin,
                               const GenericCsvOptions& opt) {
+  // The bytes as load_text found them (text::ReadAs): UTF-8 (checked here, line by line, where
+  // asked: a line that is not sends the text back to be decoded whole) or Windows-1252 (each line
+  // decoded where it needs it).
+  const bool check_utf8 = opt.read_as == text::ReadAs::kCheckUtf8;
+  const bool windows_1252 = opt.read_as == text::ReadAs::kWindows1252;
   text::LineReader lines(text);
   std::string_view line;
+  std::string decoded;
   std::vector<std::string_view> cells;
   std::vector<std::string> names, gpu_names;
   std::vector<std::pair<std::string, std::string>> name_cols;  // (column, the GPU's name)
-  CellTable flat;
+  std::optional<AfterburnerRows> rows;
   bool header = false;
-  size_t rows = 0, names_line = 0;
+  size_t names_line = 0;
+  auto header_names = [&] {
+    std::vector<std::string> h{"time"};
+    h.insert(h.end(), names.begin(), names.end());
+    for (const auto& c : name_cols) h.push_back(c.first);
+    return h;
+  };
   while (lines.next(line)) {
     if (text::is_blank(line)) continue;
+    if (check_utf8 && !text::valid_utf8(line))
+      return Error{Error::Kind::kFailure, origin + ": not UTF-8 text", Error::Code::kNotUtf8};
+    // A data line is kept as it is, and cut when read (AfterburnerRows).
+    if (header && data_line(line)) {
+      if (!rows) {
+        // The units of 03 lines come before the first data line: the header, with them.
+        name_columns(names, gpu_names, name_cols);
+        std::vector<std::string> values;
+        for (const auto& c : name_cols) values.push_back(c.second);
+        rows.emplace(names.size(), std::move(values), windows_1252);
+        rows->add_header(header_names(), names_line);
+      }
+      rows->add_row(line, lines.line_number());
+      continue;
+    }
+    if (windows_1252 && !ascii(line))
+      line = text::decode_to_utf8(line, text::Encoding::kWindows1252, decoded);
     text::split_trimmed(line, ',', cells);
     if (cells.size() < 3) continue;
     if (cells[0] == "02" && !header) {
@@ -101,10 +171,7 @@ Result<Recording> afterburner(std::string_view text, const std::string& origin,
         if (n.size() > 6 && iequals(std::string_view(n).substr(n.size() - 6), " limit"))
           n += " [flag]";
       }
-      std::vector<std::string_view> h{"time"};
-      for (const auto& n : names) h.push_back(n);
       names_line = lines.line_number();
-      flat.set_header(h, names_line);
       header = true;
       continue;
     }
@@ -114,7 +181,7 @@ Result<Recording> afterburner(std::string_view text, const std::string& origin,
         if (!cells[i].empty()) gpu_names.emplace_back(cells[i]);
       continue;
     }
-    if (cells[0] == "03" && header && cells.size() >= 3) {
+    if (cells[0] == "03" && header && !rows && cells.size() >= 3) {
       // The unit of a graph, added as a bracket: "03, DATE, INDEX, UNIT, min, max, ..." as
       // Afterburner writes it, or "03, NAME, UNIT, min, max, ...".
       std::string* n = nullptr;
@@ -132,27 +199,21 @@ Result<Recording> afterburner(std::string_view text, const std::string& origin,
         *n = unit_named(*n, unit);
       continue;
     }
-    if (cells[0] != "80" || !header) continue;
-    if (rows == 0) {
-      // The units of 03 lines come before the first data line: the header again, with them.
-      std::vector<std::string_view> h{"time"};
-      for (const auto& n : names) h.push_back(n);
-      name_columns(names, gpu_names, name_cols);
-      for (const auto& c : name_cols) h.push_back(c.first);
-      flat.set_header(h, names_line);
-    }
-    cells.erase(cells.begin());
-    cells.resize(names.size() + 1);
-    for (const auto& c : name_cols) cells.push_back(c.second);
-    flat.add_row(cells, lines.line_number());
-    ++rows;
   }
   if (!header)
     return usage_error(
         fmt::format("{}: an MSI Afterburner log without its 02 line (the column "
                     "names)",
                     origin));
-  return read_flat(flat, origin, opt, "msi afterburner");
+  if (!rows) {  // (no data line: the reader says so, under the header as named)
+    rows.emplace(names.size(), std::vector<std::string>{}, windows_1252);
+    rows->add_header(header_names(), names_line);
+  }
+  GenericCsvOptions o = opt;
+  o.read_as = text::ReadAs::kUtf8;  // (the rows give UTF-8 cells)
+  auto rec = read_generic_csv(*rows, origin, o);
+  if (rec.ok()) rec->source = fmt::format("msi afterburner: {}", origin);
+  return rec;
 }
 
 // ---------------------------------------------------------------------------------------------

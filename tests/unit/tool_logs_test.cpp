@@ -284,6 +284,70 @@ TEST(ToolLogs, MsiAfterburnerHml) {
   EXPECT_EQ(rec.start_unix_ms, 1796159051000);
 }
 
+// An Afterburner log is read as it is, in either encoding (its units' "°C" in Windows-1252, as
+// Afterburner on Windows writes them, or UTF-8), never decoded whole first: the recording of the
+// decoded text, and a line that is not UTF-8 where the head was sends the text back to be
+// decoded whole.
+TEST(ToolLogs, MsiAfterburnerIsReadAsItIs) {
+  // (Pieces put together, not replace(): GCC 12 warns of an overlap that cannot be.)
+  auto swapped = [](const std::string& s, std::string_view from, std::string_view to) {
+    std::string out;
+    size_t b = 0;
+    for (size_t at; (at = s.find(from, b)) != std::string::npos; b = at + from.size())
+      out.append(s, b, at - b).append(to);
+    return out.append(s, b);
+  };
+  const std::string utf8 = read_file(tool_log("afterburner.hml"));
+  // A data line with a byte past ASCII (a cell gpudoctor does not read).
+  const std::string latin1 =
+      swapped(swapped(utf8, "\u00B0", "\xB0"), "   12.000\r\n80, 01-12-2026 21:04:12",
+              "   12.0\xB0 \r\n80, 01-12-2026 21:04:12");
+  ASSERT_NE(latin1, utf8);
+  std::string storage;
+  const std::string decoded(text::decode_to_utf8(latin1, text::Encoding::kWindows1252, storage));
+  for (const std::string* t : std::vector<const std::string*>{&utf8, &latin1}) {
+    SCOPED_TRACE(t == &utf8 ? "UTF-8" : "Windows-1252");
+    size_t copies = 0;
+    LoadOptions counted;
+    counted.texts_decoded_whole = &copies;
+    auto raw = load_text(*t, "a.hml", counted);
+    ASSERT_TRUE(raw.ok()) << raw.error().message;
+    EXPECT_EQ(copies, 0u) << "the text was decoded whole first";
+    auto dec = load_text(t == &utf8 ? utf8 : decoded, "a.hml", {});
+    ASSERT_TRUE(dec.ok()) << dec.error().message;
+    ASSERT_EQ(raw->gpus.size(), 1u);
+    EXPECT_EQ(raw->gpus[0].size(), 4u);
+    EXPECT_EQ(raw->gpus[0].info.name, "NVIDIA GeForce RTX 3080");
+    EXPECT_EQ(raw->gpus[0].time_s, dec->gpus[0].time_s);
+    for (size_t f = 0; f < kFieldCount; ++f) {
+      const auto a = raw->gpus[0].column(static_cast<Field>(f));
+      const auto b = dec->gpus[0].column(static_cast<Field>(f));
+      ASSERT_EQ(bool(a), bool(b)) << f;
+      if (a) {
+        EXPECT_TRUE(std::equal(a->begin(), a->end(), b->begin(), b->end(), [](double x, double y) {
+          return same_bits(x, y);
+        })) << f;
+      }
+    }
+    EXPECT_EQ(at(raw->gpus[0], Field::kTemp, 2), 68);
+  }
+  // UTF-8 in its head (4 KiB: lines of no kind Afterburner writes fill it), not further on:
+  // decoded whole, as ever.
+  std::string filler;
+  while (filler.size() < 4096) filler += "99, a line gpudoctor passes over\r\n";
+  const std::string mixed = swapped(
+      swapped(utf8, "\r\n80, 01-12-2026 21:04:11", "\r\n" + filler + "80, 01-12-2026 21:04:11"),
+      "   12.000\r\n80, 01-12-2026 21:04:12", "   12.0\xB0 \r\n80, 01-12-2026 21:04:12");
+  ASSERT_GT(mixed.find("\xB0 \r\n"), 4096u);
+  size_t copies = 0;
+  LoadOptions counted;
+  counted.texts_decoded_whole = &copies;
+  auto m = load_text(mixed, "a.hml", counted);
+  ASSERT_TRUE(m.ok()) << m.error().message;
+  EXPECT_EQ(copies, 1u);
+  EXPECT_EQ(m->gpus.at(0).size(), 4u);
+}
+
 TEST(ToolLogs, GputilKeyValueBlocks) {
   const Recording rec = load_ok("gputil_blocks.log");
   ASSERT_EQ(rec.gpus.size(), 2u) << all_notes(rec);
