@@ -134,13 +134,28 @@ void FlatTable::cells_of(size_t r, std::vector<std::string_view>& cells) const {
   cells.assign(names_.size(), {});
   const size_t end = r + 1 < row_begin_.size() ? row_begin_[r + 1] : cells_.size();
   const char* base = row_base_[r];
+  auto at = [&](size_t column) -> std::string_view& {
+    return cells[place_.empty() ? column : place_[column]];
+  };
   for (size_t i = row_begin_[r]; i < end; ++i) {
     const Cell& c = cells_[i];
     if (c.column == kFar)
-      cells[far_[c.at].column] = far_[c.at].text;
+      at(far_[c.at].column) = far_[c.at].text;
     else
-      cells[c.column] = std::string_view(at_offset(base, static_cast<int32_t>(c.at)), c.size);
+      at(c.column) = std::string_view(at_offset(base, static_cast<int32_t>(c.at)), c.size);
   }
+}
+
+void FlatTable::put_first(const std::vector<std::string_view>& names) {
+  order_.clear();
+  for (const std::string_view n : names)
+    if (const size_t c = find(n);
+        c != std::string_view::npos && std::find(order_.begin(), order_.end(), c) == order_.end())
+      order_.push_back(c);
+  for (size_t c = 0; c < names_.size(); ++c)
+    if (std::find(order_.begin(), order_.end(), c) == order_.end()) order_.push_back(c);
+  place_.assign(names_.size(), 0);
+  for (size_t p = 0; p < order_.size(); ++p) place_[order_[p]] = p;
 }
 
 void FlatTable::row(size_t r, std::vector<std::string_view>& cells) const {
@@ -277,7 +292,7 @@ std::string FlatTable::csv() const {
   std::string out;
   for (size_t i = 0; i < names_.size(); ++i) {
     if (i) out.push_back(',');
-    append_csv_cell(out, names_[i]);
+    append_csv_cell(out, name(i));
   }
   out.push_back('\n');
   std::vector<std::string_view> cells;

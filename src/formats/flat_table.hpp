@@ -99,8 +99,16 @@ class FlatTable : public CellRows {
   }
   size_t rows() const override { return row_begin_.size(); }
   size_t columns() const override { return names_.size(); }
-  std::string_view name(size_t column) const override { return names_[column]; }
+  std::string_view name(size_t column) const override {
+    return names_[order_.empty() ? column : order_[column]];
+  }
   void row(size_t r, std::vector<std::string_view>& cells) const override;
+  // The columns named put first, in that order (those the table has), the others after them as
+  // they came: the table as read (name, row) from here on; set no cell after it.
+  void put_first(const std::vector<std::string_view>& names);
+  // The file's line of what stands for the header (a layout without one: its first value's).
+  void set_header_line(size_t file_line) { header_line_ = file_line; }
+  size_t header_line() const override { return header_line_; }
   // The table as CSV text: a header line, then one line per row ("" cells where a row has none).
   std::string csv() const;
   // The file's line of the rows begun from here on (a JSON-lines log's sample: its line), for
@@ -154,6 +162,9 @@ class FlatTable : public CellRows {
   std::vector<size_t> row_keys_, prev_keys_;
   std::function<bool(std::string_view)> unread_;
   std::vector<uint8_t> kept_;
+  // put_first's order: the column at each place, and each column's place (none: as they came).
+  std::vector<size_t> order_, place_;
+  size_t header_line_ = 1;
 };
 
 class CellTable : public CellRows {

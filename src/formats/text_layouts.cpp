@@ -251,32 +251,27 @@ std::optional<std::string_view> memory_total_key(std::string_view key,
 Result<Recording> key_value_blocks(std::string_view text, const std::string& origin,
                                    const GenericCsvOptions& opt) {
   std::deque<std::string> totals;  // the total keys' names (the keys are views of them)
-  struct Gpu {
-    std::string_view time, gpu, name;
-    size_t first = 0;  // its values: values[first, next GPU's first)
-    size_t line = 0;   // the file's line of its first value
-  };
-  std::vector<Gpu> rows;
-  std::vector<std::string_view> keys;
-  std::vector<std::pair<size_t, std::string_view>> values;  // (key, value), GPU after GPU
-  size_t hint = 0;  // the key expected next: blocks list their keys in the same order
-  auto key_index = [&](std::string_view key) {
-    size_t k = hint;
-    if (k >= keys.size() || keys[k] != key) {
-      k = static_cast<size_t>(std::find(keys.begin(), keys.end(), key) - keys.begin());
-      if (k == keys.size()) keys.push_back(key);
-    }
-    hint = k + 1;
-    return k;
-  };
+  // A row per GPU of a block, its cells set as its lines come (a flat table: the keys are found
+  // as they come, and a row holds the keys it has, 8 bytes each), its line the GPU's line or
+  // the block's first value's.
+  log_reader::FlatTable flat;
+  if (opt.map.empty()) flat.unread_columns(csv::never_read);
   text::LineReader lines(text);
   std::string_view line, time;
-  bool in_block = false;
+  bool in_block = false, row_of_block = false, gpu_lines = false;
+  auto begin_row = [&](size_t line_no) {
+    if (flat.rows() == 0) flat.set_header_line(line_no);  // (no header line in the file)
+    flat.at_line(line_no);
+    flat.begin_row();
+    flat.set_view("time", time);
+    row_of_block = true;
+  };
   while (lines.next(line)) {
     if (text::is_blank(line)) continue;
     if (const auto t = block_time(line)) {
       time = *t;
       in_block = true;
+      row_of_block = false;
       continue;
     }
     if (!in_block) continue;
@@ -288,11 +283,13 @@ Result<Recording> key_value_blocks(std::string_view text, const std::string& ori
     // "GPU 0: NVIDIA ...": another GPU of the block.
     if (key.size() > 3 && text::istarts_with(key, "gpu") &&
         text::parse_int(text::trim(key.substr(3)))) {
-      rows.push_back({time, text::trim(key.substr(3)), value, values.size(), lines.line_number()});
+      begin_row(lines.line_number());
+      flat.set_view("gpu", text::trim(key.substr(3)));
+      flat.set_view("name", value);
+      gpu_lines = true;
       continue;
     }
-    if (rows.empty() || rows.back().time.data() != time.data())
-      rows.push_back({time, "", "", values.size(), lines.line_number()});
+    if (!row_of_block) begin_row(lines.line_number());
     // "1234MB / 24576MB": the first of the pair; of memory, the second is the total ("GPU
     // Memory: 0.0MB / 6144.0MB (0.0%)" -> "GPU Memory" and "GPU Memory total").
     std::string_view v = value;
@@ -301,35 +298,19 @@ Result<Recording> key_value_blocks(std::string_view text, const std::string& ori
       if (const auto total = memory_total_key(key, totals)) {
         std::string_view t = text::trim(value.substr(slash + 3));
         t = text::trim(t.substr(0, t.find(" (")));
-        values.emplace_back(key_index(*total), t);
+        flat.set_view(*total, t);
       }
     }
-    values.emplace_back(key_index(key), v);
+    flat.set_view(key, v);
   }
-  if (rows.empty())
+  if (flat.rows() == 0)
     return usage_error(fmt::format("{}: no \"=== time ===\" block with values", origin));
   // Blocks without "GPU N: NAME" lines are of one GPU: no GPU and name columns then.
-  const bool gpu_lines =
-      std::any_of(rows.begin(), rows.end(), [](const Gpu& r) { return !r.gpu.empty(); });
-  const size_t lead = gpu_lines ? 3 : 1;
-  CellTable flat;
-  std::vector<std::string_view> cells{"time", "gpu", "name"};
-  cells.resize(lead);
-  for (const auto k : keys) cells.push_back(k);
-  flat.set_header(cells, rows.front().line);  // (no header line in the file: the first value's)
-  for (size_t i = 0; i < rows.size(); ++i) {
-    const Gpu& r = rows[i];
-    cells.assign(lead + keys.size(), {});
-    cells[0] = r.time;
-    if (gpu_lines) {
-      cells[1] = r.gpu;
-      cells[2] = r.name;
-    }
-    const size_t end = i + 1 < rows.size() ? rows[i + 1].first : values.size();
-    for (size_t j = r.first; j < end; ++j) cells[lead + values[j].first] = values[j].second;
-    flat.add_row(cells, r.line);
-  }
-  return read_flat(flat, origin, opt, "key-value blocks");
+  flat.put_first(gpu_lines ? std::vector<std::string_view>{"time", "gpu", "name"}
+                           : std::vector<std::string_view>{"time"});
+  auto rec = read_generic_csv(flat, origin, opt);
+  if (rec.ok()) rec->source = fmt::format("key-value blocks: {}", origin);
+  return rec;
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -538,6 +519,25 @@ std::optional<size_t> ws_header(std::string_view text) {
   return std::nullopt;
 }
 
+// A whitespace table's rows, kept as lines and split when read (a table of cells held 16 bytes a
+// cell, more than the text): the header again where it is repeated, for the reader to count.
+class WsRows : public log_reader::LineRows {
+ public:
+  explicit WsRows(std::string header) : header_(std::move(header)) {}
+
+ protected:
+  void split(size_t, std::string_view line, std::vector<std::string_view>& cells) const override {
+    if (text::trim(line) == header_)
+      split_header(line, cells);
+    else
+      split_row(line, cells, last_date_);  // (a cache: the same cells in any order of rows)
+  }
+
+ private:
+  std::string header_;
+  mutable std::string last_date_;
+};
+
 Result<Recording> ws_table(std::string_view text, const std::string& origin,
                            const GenericCsvOptions& opt) {
   const auto at = ws_header(text);
@@ -548,22 +548,16 @@ Result<Recording> ws_table(std::string_view text, const std::string& origin,
       std::count(text.begin(), text.begin() + static_cast<std::ptrdiff_t>(*at), '\n'));
   std::string_view line;
   std::vector<std::string_view> cells;
-  std::string last_date;
-  CellTable flat;
   lines.next(line);
   split_header(line, cells);
-  const std::string header_line(text::trim(line));
-  flat.set_header(cells, before + lines.line_number());
-  while (lines.next(line)) {
-    if (text::is_blank(line) || is_rule(line)) continue;
-    if (text::trim(line) == header_line) {  // the header again: kept for the reader to count
-      split_header(line, cells);
-    } else {
-      split_row(line, cells, last_date);
-    }
-    flat.add_row(cells, before + lines.line_number());
-  }
-  return read_flat(flat, origin, opt, "whitespace table");
+  WsRows rows{std::string(text::trim(line))};
+  rows.add_header(std::vector<std::string>(cells.begin(), cells.end()),
+                  before + lines.line_number());
+  while (lines.next(line))
+    if (!text::is_blank(line) && !is_rule(line)) rows.add_row(line, before + lines.line_number());
+  auto rec = read_generic_csv(rows, origin, opt);
+  if (rec.ok()) rec->source = fmt::format("whitespace table: {}", origin);
+  return rec;
 }
 
 }  // namespace

@@ -137,6 +137,31 @@ TEST(FlatTable, UnreadColumnsKeepTheirNamesNotTheirCells) {
   }
 }
 
+// put_first: the columns named first in that order (a name the table lacks passed over), the
+// others after them as they came, the cells under their names.
+TEST(FlatTable, PutFirstOrdersTheColumnsNotTheCells) {
+  log_reader::FlatTable t;
+  t.begin_row();
+  t.set_view("load", "1");
+  t.set_view("time", "t0");
+  t.begin_row();
+  t.set_view("temp", "40");
+  t.set_view("gpu", "3");
+  t.set_view("time", "t1");
+  t.put_first({"time", "gpu", "name"});
+  ASSERT_EQ(t.columns(), 4u);
+  EXPECT_EQ(t.name(0), "time");
+  EXPECT_EQ(t.name(1), "gpu");
+  EXPECT_EQ(t.name(2), "load");
+  EXPECT_EQ(t.name(3), "temp");
+  std::vector<std::string_view> cells;
+  t.row(0, cells);
+  EXPECT_EQ(cells, (std::vector<std::string_view>{"t0", "", "1", ""}));
+  t.row(1, cells);
+  EXPECT_EQ(cells, (std::vector<std::string_view>{"t1", "3", "", "40"}));
+  EXPECT_EQ(t.csv(), "time,gpu,load,temp\nt0,,1,\nt1,3,,40\n");
+}
+
 // Cells an 8-byte cell cannot place (before the row's first cell, 64 KiB or longer, a column past
 // 65,534, no text at all) are kept whole, and read back as the others.
 TEST(FlatTable, CellsFarFromTheirRowReadBack) {
