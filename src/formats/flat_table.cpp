@@ -194,10 +194,12 @@ void CellTable::row(size_t r, std::vector<std::string_view>& cells) const {
   const Row& row = rows_[r];
   const auto first = cells_.begin() + static_cast<std::ptrdiff_t>(row.first);
   cells.assign(first, first + static_cast<std::ptrdiff_t>(row.count));
-  // (Cells are views of the text, row after row: the pages behind the row may go again, as they
-  // did when the rows were first read. A copy lies outside the text: passed over.)
-  for (const std::string_view c : cells)
-    if (!c.empty()) text::passed(c.data());
+  // (Where the rows follow the text, the pages behind a row may go again, as they did when the
+  // rows were first read; a copy lies outside the text: passed over. Rows gathered from all over
+  // the text, a DCGM dump's, would bring back pages just handed back, again and again.)
+  if (rows_follow_text_)
+    for (const std::string_view c : cells)
+      if (!c.empty()) text::passed(c.data());
 }
 
 size_t LineRows::add_header(std::vector<std::string> names, size_t file_line) {

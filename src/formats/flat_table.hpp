@@ -186,6 +186,9 @@ class CellTable : public CellRows {
   size_t line(size_t r) const override { return rows_[r].line; }
   // The header line's number, known only once the first row is (gpustat).
   void set_header_line(size_t file_line) { header_line_ = file_line; }
+  // The rows are in the text's order (each row's cells after the row before's): reading them
+  // hands back the text behind them.
+  void rows_follow_the_text() { rows_follow_text_ = true; }
 
  private:
   struct Row {
@@ -196,6 +199,7 @@ class CellTable : public CellRows {
   std::vector<std::string_view> cells_;  // every row's cells, row after row
   std::vector<Row> rows_;
   CellCopies owned_;
+  bool rows_follow_text_ = false;
 };
 
 // A tool's rows kept as the lines they are, each split when the reader asks for it (a table of

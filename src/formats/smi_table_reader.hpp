@@ -82,7 +82,9 @@ enum class Expect : uint8_t { kRow1, kRow2, kRow3 };
 class Reader {
  public:
   Reader(std::string_view text, const std::string& origin, const SmiTableOptions& opt)
-      : text_(text), origin_(origin), opt_(opt) {}
+      : text_(text), origin_(origin), opt_(opt) {
+    table_.rows_follow_the_text();  // (a snapshot's rows after the one before's)
+  }
 
   Result<Recording> run();
 

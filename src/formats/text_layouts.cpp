@@ -371,6 +371,7 @@ Result<Recording> gpustat(std::string_view raw, const std::string& origin,
   std::string plain;
   const std::string_view text = strip_ansi(raw, plain);
   CellTable flat;
+  flat.rows_follow_the_text();
   flat.set_header({"time", "gpu", "name", "temperature.gpu", "utilization.gpu", "power.draw [W]",
                    "enforced.power.limit [W]", "memory.used [MiB]", "memory.total [MiB]"},
                   0);  // (no header line in the file: the first snapshot's, below)
