@@ -3,6 +3,7 @@
 #include <unistd.h>
 
 #include <csignal>
+#include <cstdio>
 #include <cstdlib>
 #include <thread>
 
@@ -159,6 +160,11 @@ LoadOptions load_options(const InputFlags& f, const std::string& input) {
                  "then Ctrl-D\n");
   }
   return o;
+}
+
+void print_json(const std::string& dumped) {
+  std::fwrite(dumped.data(), 1, dumped.size(), stdout);
+  std::fputc('\n', stdout);
 }
 
 }  // namespace gpudoctor::cli
