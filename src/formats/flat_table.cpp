@@ -40,17 +40,34 @@ void FlatTable::begin_row() {
   if (!row_keys_.empty()) prev_keys_.swap(row_keys_), row_keys_.clear();
   if (line_ == 0) return;
   // (A mark of a row begun and dropped is this row's place: taken back first.)
-  if (!line_marks_.empty() && line_marks_.back().first >= r) line_marks_.pop_back();
-  if (line_marks_.empty() || line_marks_.back().second + (r - line_marks_.back().first) != line_)
-    line_marks_.emplace_back(r, line_);
+  if (!line_marks_.empty() && line_marks_.back().row >= r) line_marks_.pop_back();
+  if (!line_marks_.empty()) {
+    LineMark& m = line_marks_.back();
+    if (m.line + (r - m.row) * m.step == line_) return;
+    if (r - m.row == 1 && line_ >= m.line) {  // a mark's second row sets its step
+      m.step = line_ - m.line;
+      return;
+    }
+  }
+  line_marks_.push_back({r, line_, 1});
 }
 
 size_t FlatTable::line(size_t r) const {
-  const auto after = std::upper_bound(line_marks_.begin(), line_marks_.end(), r,
-                                      [](size_t row, const auto& m) { return row < m.first; });
-  if (after == line_marks_.begin()) return CellRows::line(r);
-  const auto& [first, line] = *std::prev(after);
-  return line + (r - first);
+  if (line_marks_.empty() || r < line_marks_.front().row) return CellRows::line(r);
+  // The mark found last time, or the next (rows are read in order), else searched for.
+  size_t k = mark_hint_.load(std::memory_order_relaxed);
+  auto covers = [&](size_t i) {
+    return i < line_marks_.size() && line_marks_[i].row <= r &&
+           (i + 1 == line_marks_.size() || r < line_marks_[i + 1].row);
+  };
+  if (!covers(k) && !covers(++k)) {
+    const auto after = std::upper_bound(line_marks_.begin(), line_marks_.end(), r,
+                                        [](size_t row, const LineMark& m) { return row < m.row; });
+    k = static_cast<size_t>(after - line_marks_.begin()) - 1;
+  }
+  mark_hint_.store(k, std::memory_order_relaxed);
+  const LineMark& m = line_marks_[k];
+  return m.line + (r - m.row) * m.step;
 }
 
 size_t FlatTable::find(std::string_view column) const {

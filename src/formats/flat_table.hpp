@@ -152,11 +152,15 @@ class FlatTable : public CellRows {
   std::vector<const char*> row_base_;
   std::vector<FarCell> far_;
   CellCopies owned_;  // the cells set copies
-  // Rows' file lines where at_line gave them: (row, line) where a row's line is not the one before
-  // it plus one (a blank line, an object over several lines, several rows of one line), so a log
-  // of one sample a line keeps one mark.
+  // Rows' file lines where at_line gave them: a mark where a row's line does not follow the
+  // rows' before it at their step (its second row sets it: 1 for a sample a line, 0 for rows of
+  // one line, a block's lines for blocks), so a regular log keeps one mark.
+  struct LineMark {
+    size_t row, line, step;
+  };
   size_t line_ = 0;
-  std::vector<std::pair<size_t, size_t>> line_marks_;
+  std::vector<LineMark> line_marks_;
+  mutable std::atomic<size_t> mark_hint_{0};  // the mark line() found last (any value works)
   // The columns the current row and the row before it set, in the order set (where the next
   // row's names are looked for first), and which columns' cells are kept.
   std::vector<size_t> row_keys_, prev_keys_;
