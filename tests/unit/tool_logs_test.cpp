@@ -55,6 +55,20 @@ uint64_t bit(std::string_view code) {
   return 0;
 }
 
+// Every field's column present in both or neither, the values the same to the bit.
+void expect_same_columns(const GpuSeries& x, const GpuSeries& y) {
+  for (size_t f = 0; f < kFieldCount; ++f) {
+    const auto a = x.column(static_cast<Field>(f));
+    const auto b = y.column(static_cast<Field>(f));
+    ASSERT_EQ(bool(a), bool(b)) << f;
+    if (a) {
+      EXPECT_TRUE(std::equal(a->begin(), a->end(), b->begin(), b->end(), [](double u, double v) {
+        return same_bits(u, v);
+      })) << f;
+    }
+  }
+}
+
 TEST(ToolLogs, GpuzSensorLogInLatin1) {
   const Recording rec = load_ok("gpuz_sensor_log.txt");
   ASSERT_EQ(rec.gpus.size(), 1u) << all_notes(rec);
@@ -319,16 +333,7 @@ TEST(ToolLogs, MsiAfterburnerIsReadAsItIs) {
     EXPECT_EQ(raw->gpus[0].size(), 4u);
     EXPECT_EQ(raw->gpus[0].info.name, "NVIDIA GeForce RTX 3080");
     EXPECT_EQ(raw->gpus[0].time_s, dec->gpus[0].time_s);
-    for (size_t f = 0; f < kFieldCount; ++f) {
-      const auto a = raw->gpus[0].column(static_cast<Field>(f));
-      const auto b = dec->gpus[0].column(static_cast<Field>(f));
-      ASSERT_EQ(bool(a), bool(b)) << f;
-      if (a) {
-        EXPECT_TRUE(std::equal(a->begin(), a->end(), b->begin(), b->end(), [](double x, double y) {
-          return same_bits(x, y);
-        })) << f;
-      }
-    }
+    expect_same_columns(raw->gpus[0], dec->gpus[0]);
     EXPECT_EQ(at(raw->gpus[0], Field::kTemp, 2), 68);
   }
   // UTF-8 in its head (4 KiB: lines of no kind Afterburner writes fill it), not further on:
@@ -708,16 +713,7 @@ TEST(Encodings, Windows1252CsvIsDecodedAsItIsRead) {
   ASSERT_EQ(raw->gpus.size(), 1u);
   EXPECT_EQ(raw->gpus[0].info.name, "RTX\u2122 A6000");
   EXPECT_EQ(raw->gpus[0].size(), 2000u);
-  for (size_t f = 0; f < kFieldCount; ++f) {
-    const auto a = raw->gpus[0].column(static_cast<Field>(f));
-    const auto b = dec->gpus[0].column(static_cast<Field>(f));
-    ASSERT_EQ(bool(a), bool(b)) << f;
-    if (a) {
-      EXPECT_TRUE(std::equal(a->begin(), a->end(), b->begin(), b->end(), [](double x, double y) {
-        return same_bits(x, y);
-      })) << f;
-    }
-  }
+  expect_same_columns(raw->gpus[0], dec->gpus[0]);
   // UTF-8 whose first 4 KiB end inside "°" (its first byte the head's last): no note, the name as
   // written.
   std::string utf8 = "timestamp, index, name, utilization.gpu [%]\n";
