@@ -301,7 +301,12 @@ Result<Recording> key_value_blocks(std::string_view text, const std::string& ori
         flat.set_view(*total, t);
       }
     }
-    flat.set_view(key, v);
+    // A key named as a column of the block's own ("time: 12.5") is a column of its own, after
+    // the block's (the reader reads the first of two of a kind, and says so), not the block's.
+    if (key == "time" || key == "gpu" || key == "name")
+      flat.set_view(fmt::format("{} (a key of the block)", key), v);
+    else
+      flat.set_view(key, v);
   }
   if (flat.rows() == 0)
     return usage_error(fmt::format("{}: no \"=== time ===\" block with values", origin));

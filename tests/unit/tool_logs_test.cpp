@@ -363,6 +363,25 @@ TEST(ToolLogs, GputilKeyValueBlocks) {
   EXPECT_EQ(rec.gpus[0].time_s[2], 10);
 }
 
+// A block's key named as one of the columns the blocks make (its time, a GPU's number and name)
+// is a column of its own after those: the block's time and the GPU lines' names stand.
+TEST(ToolLogs, KeyValueBlocksKeysNamedAsTheirOwnColumns) {
+  std::string text;
+  for (int b = 0; b < 30; ++b)
+    text += fmt::format(
+        "=== 2026-12-01 12:{:02d}:{:02d} ===\nGPU 0: NVIDIA A100-SXM4-80GB\n  GPU Load: {}%\n"
+        "  time: 12.5\n  name: not the GPU's\n  gpu: 7\n",
+        b * 5 / 60, b * 5 % 60, 50 + b);
+  const auto r = load_text(text, "blocks.log", {});
+  ASSERT_TRUE(r.ok()) << r.error().message;
+  ASSERT_EQ(r->gpus.size(), 1u) << all_notes(*r);
+  EXPECT_EQ(r->gpus[0].info.name, "NVIDIA A100-SXM4-80GB");
+  EXPECT_EQ(r->gpus[0].info.index, 0u);
+  ASSERT_EQ(r->gpus[0].size(), 30u);
+  EXPECT_EQ(r->gpus[0].time_s[3], 15);
+  EXPECT_EQ(at(r->gpus[0], Field::kUtilGpu, 3), 53);
+}
+
 TEST(ToolLogs, GpustatSnapshots) {
   const Recording rec = load_ok("gpustat.txt");
   ASSERT_EQ(rec.gpus.size(), 2u) << all_notes(rec);
