@@ -23,10 +23,6 @@ int report(const Error& e);
 
 // Installs SIGINT/SIGTERM handlers that set the stop flag (a second Ctrl-C exits at once).
 void install_stop_handlers();
-
-// A JSON document on standard output, indented by 2, then a line end: its text written as it is,
-// not copied into a formatting buffer first (a long run's diagnosis is megabytes of JSON).
-void print_json(const std::string& dumped);
 bool stop_requested();
 // Sleeps until `until` or until a stop is requested; returns false when stopped.
 bool sleep_until(std::chrono::steady_clock::time_point until);
@@ -63,6 +59,10 @@ LoadOptions load_options(const InputFlags& f);
 // The same for reading `input`: for `-` (standard input), Ctrl-C stops the reading and what
 // arrived is read (the stop handlers are installed).
 LoadOptions load_options(const InputFlags& f, const std::string& input);
+
+// A JSON document on standard output, indented by 2, then a line end: its text written as it is,
+// not copied into a formatting buffer first (a long run's diagnosis is megabytes of JSON).
+void print_json(const std::string& dumped);
 
 struct Command {
   CLI::App* app;

@@ -35,7 +35,7 @@ std::string_view first_line(std::string_view head) {
 }
 
 // Reads the flattened table, naming the layout in the recording's source.
-Result<Recording> read_flat(const CellTable& table, const std::string& origin,
+Result<Recording> read_flat(const log_reader::CellRows& table, const std::string& origin,
                             const GenericCsvOptions& opt, std::string_view layout) {
   auto rec = read_generic_csv(table, origin, opt);
   if (rec.ok()) rec->source = fmt::format("{}: {}", layout, origin);
@@ -211,9 +211,7 @@ Result<Recording> afterburner(std::string_view text, const std::string& origin,
   }
   GenericCsvOptions o = opt;
   o.read_as = text::ReadAs::kUtf8;  // (the rows give UTF-8 cells)
-  auto rec = read_generic_csv(*rows, origin, o);
-  if (rec.ok()) rec->source = fmt::format("msi afterburner: {}", origin);
-  return rec;
+  return read_flat(*rows, origin, o, "msi afterburner");
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -313,9 +311,7 @@ Result<Recording> key_value_blocks(std::string_view text, const std::string& ori
   // Blocks without "GPU N: NAME" lines are of one GPU: no GPU and name columns then.
   flat.put_first(gpu_lines ? std::vector<std::string_view>{"time", "gpu", "name"}
                            : std::vector<std::string_view>{"time"});
-  auto rec = read_generic_csv(flat, origin, opt);
-  if (rec.ok()) rec->source = fmt::format("key-value blocks: {}", origin);
-  return rec;
+  return read_flat(flat, origin, opt, "key-value blocks");
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -561,9 +557,7 @@ Result<Recording> ws_table(std::string_view text, const std::string& origin,
                   before + lines.line_number());
   while (lines.next(line))
     if (!text::is_blank(line) && !is_rule(line)) rows.add_row(line, before + lines.line_number());
-  auto rec = read_generic_csv(rows, origin, opt);
-  if (rec.ok()) rec->source = fmt::format("whitespace table: {}", origin);
-  return rec;
+  return read_flat(rows, origin, opt, "whitespace table");
 }
 
 }  // namespace
