@@ -23,8 +23,6 @@ namespace {
 
 using text::iequals;
 
-using log_reader::CellTable;
-
 // The first line that is not blank.
 std::string_view first_line(std::string_view head) {
   text::LineReader lines(head);
@@ -32,14 +30,6 @@ std::string_view first_line(std::string_view head) {
   while (lines.next(line))
     if (!text::is_blank(line)) return text::trim(line);
   return {};
-}
-
-// Reads the flattened table, naming the layout in the recording's source.
-Result<Recording> read_flat(const log_reader::CellRows& table, const std::string& origin,
-                            const GenericCsvOptions& opt, std::string_view layout) {
-  auto rec = read_generic_csv(table, origin, opt);
-  if (rec.ok()) rec->source = fmt::format("{}: {}", layout, origin);
-  return rec;
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -211,7 +201,7 @@ Result<Recording> afterburner(std::string_view text, const std::string& origin,
   }
   GenericCsvOptions o = opt;
   o.read_as = text::ReadAs::kUtf8;  // (the rows give UTF-8 cells)
-  return read_flat(*rows, origin, o, "msi afterburner");
+  return read_layout_rows(*rows, origin, o, "msi afterburner");
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -311,128 +301,7 @@ Result<Recording> key_value_blocks(std::string_view text, const std::string& ori
   // Blocks without "GPU N: NAME" lines are of one GPU: no GPU and name columns then.
   flat.put_first(gpu_lines ? std::vector<std::string_view>{"time", "gpu", "name"}
                            : std::vector<std::string_view>{"time"});
-  return read_flat(flat, origin, opt, "key-value blocks");
-}
-
-// ---------------------------------------------------------------------------------------------
-// gpustat
-
-// Text without ANSI colour codes ("\x1b[1m"): s itself when it has none, else a copy in buf.
-std::string_view strip_ansi(std::string_view s, std::string& buf) {
-  size_t esc = s.find('\x1b');
-  if (esc == std::string_view::npos) return s;
-  buf.clear();
-  buf.reserve(s.size());
-  size_t from = 0;
-  while (esc != std::string_view::npos) {
-    buf.append(s.substr(from, esc - from));
-    size_t i = esc + 1;
-    if (i < s.size() && s[i] == '[') {
-      ++i;
-      while (i < s.size() && !(s[i] >= '@' && s[i] <= '~')) ++i;
-      if (i < s.size()) ++i;
-    } else {
-      buf.push_back('\x1b');  // (not a colour code: kept)
-    }
-    from = i;
-    esc = s.find('\x1b', from);
-  }
-  buf.append(s.substr(std::min(from, s.size())));
-  return buf;
-}
-
-// "host  Tue Dec  1 10:00:00 2026  535.104.05": "2026-12-01 10:00:00".
-std::optional<std::string> gpustat_time(std::string_view line) {
-  static constexpr std::string_view kMonths[] = {"jan", "feb", "mar", "apr", "may", "jun",
-                                                 "jul", "aug", "sep", "oct", "nov", "dec"};
-  std::vector<std::string_view> t;
-  text::split_ws(line, t);
-  for (size_t i = 0; i + 3 < t.size(); ++i) {
-    for (size_t m = 0; m < 12; ++m) {
-      if (!iequals(t[i], kMonths[m])) continue;
-      const auto day = text::parse_int(t[i + 1]);
-      const auto year = text::parse_int(t[i + 3]);
-      if (!day || !year || *day < 1 || *day > 31 || *year < 1970 || *year > 9999 ||
-          !csv::parse_time_of_day(t[i + 2]))
-        continue;
-      return fmt::format("{:04d}-{:02d}-{:02d} {}", *year, m + 1, *day, t[i + 2]);
-    }
-  }
-  return std::nullopt;
-}
-
-bool gpustat_gpu_line(std::string_view l) {
-  l = text::trim(l);
-  return l.size() > 4 && l.front() == '[' && l.find(']') != std::string_view::npos &&
-         l.find('|') != std::string_view::npos;
-}
-
-Result<Recording> gpustat(std::string_view raw, const std::string& origin,
-                          const GenericCsvOptions& opt) {
-  std::string plain;
-  const std::string_view text = strip_ansi(raw, plain);
-  CellTable flat;
-  flat.rows_follow_the_text();
-  flat.set_header({"time", "gpu", "name", "temperature.gpu", "utilization.gpu", "power.draw [W]",
-                   "enforced.power.limit [W]", "memory.used [MiB]", "memory.total [MiB]"},
-                  0);  // (no header line in the file: the first snapshot's, below)
-  text::LineReader lines(text);
-  std::string_view line;
-  std::optional<std::string> time;
-  std::string_view owned_time;  // the table's copy of *time
-  size_t rows = 0;
-  std::vector<std::string_view> parts, fields;
-  while (lines.next(line)) {
-    if (text::is_blank(line)) continue;
-    if (!gpustat_gpu_line(line)) {
-      if (auto t = gpustat_time(line)) {
-        time = std::move(t);
-        owned_time = {};
-      }
-      continue;
-    }
-    if (!time) continue;
-    const std::string_view l = text::trim(line);
-    const size_t close = l.find(']');
-    const std::string_view gpu = text::trim(l.substr(1, close - 1));
-    text::split_trimmed(l.substr(close + 1), '|', parts);
-    if (parts.size() < 3) continue;
-    std::string_view temp, util, power, limit, used, total;
-    text::split_trimmed(parts[1], ',', fields);
-    for (auto f : fields) {
-      // "0 % (E:   0 %  D:   0 %)": GPU-Util followed by the codecs' (--show-codec).
-      if (const size_t codec = f.find(" ("); codec != std::string_view::npos)
-        f = text::trim(f.substr(0, codec));
-      if (f.ends_with("C")) {
-        temp = f.substr(0, f.find_first_not_of("0123456789.- "));
-      } else if (f.ends_with("%")) {
-        // "temp, util %", or with --show-fan "temp, fan %, util %": the last is GPU-Util.
-        util = text::trim(f.substr(0, f.size() - 1));
-      } else if (f.ends_with("W")) {
-        const size_t slash = f.find('/');
-        power = text::trim(f.substr(0, slash));
-        if (slash != std::string_view::npos)
-          limit = text::trim(f.substr(slash + 1, f.size() - slash - 2));
-      }
-    }
-    const std::string_view mem = parts[2];
-    if (const size_t slash = mem.find('/'); slash != std::string_view::npos) {
-      used = text::trim(mem.substr(0, slash));
-      total = text::trim(mem.substr(slash + 1));
-      if (total.ends_with("MB")) total = text::trim(total.substr(0, total.size() - 2));
-    }
-    if (rows == 0) flat.set_header_line(lines.line_number());
-    if (owned_time.data() == nullptr) owned_time = flat.own(*time);  // (one copy a snapshot)
-    flat.add_row({owned_time, gpu, parts[0], temp, util, power, limit, used, total},
-                 lines.line_number());
-    ++rows;
-  }
-  if (rows == 0)
-    return usage_error(
-        fmt::format("{}: no gpustat snapshot (a host line with the time, then "
-                    "\"[0] NAME | ...\" lines)",
-                    origin));
-  return read_flat(flat, origin, opt, "gpustat");
+  return read_layout_rows(flat, origin, opt, "key-value blocks");
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -557,10 +426,17 @@ Result<Recording> ws_table(std::string_view text, const std::string& origin,
                   before + lines.line_number());
   while (lines.next(line))
     if (!text::is_blank(line) && !is_rule(line)) rows.add_row(line, before + lines.line_number());
-  return read_flat(rows, origin, opt, "whitespace table");
+  return read_layout_rows(rows, origin, opt, "whitespace table");
 }
 
 }  // namespace
+
+Result<Recording> read_layout_rows(const log_reader::CellRows& rows, const std::string& origin,
+                                   const GenericCsvOptions& opt, std::string_view layout) {
+  auto rec = read_generic_csv(rows, origin, opt);
+  if (rec.ok()) rec->source = fmt::format("{}: {}", layout, origin);
+  return rec;
+}
 
 bool looks_like_afterburner(std::string_view head) {
   const std::string_view l = first_line(text::strip_bom(head));
@@ -570,23 +446,6 @@ bool looks_like_afterburner(std::string_view head) {
 bool looks_like_key_value_blocks(std::string_view head) {
   const std::string_view l = first_line(text::strip_bom(head));
   return block_time(l).has_value() && head.find(':', l.size()) != std::string_view::npos;
-}
-
-bool looks_like_gpustat(std::string_view head) {
-  return log_reader::guarded_check([&] {
-    std::string plain;
-    const std::string_view text = strip_ansi(text::strip_bom(head), plain);
-    text::LineReader lines(text);
-    std::string_view line;
-    bool timed = false;
-    while (lines.next(line)) {
-      if (text::is_blank(line)) continue;
-      if (gpustat_gpu_line(line)) return timed;
-      timed = gpustat_time(line).has_value();
-      if (!timed) return false;
-    }
-    return false;
-  });
 }
 
 bool looks_like_ws_table(std::string_view head) {
@@ -610,12 +469,6 @@ Result<Recording> read_key_value_blocks(std::string_view text, const std::string
   return log_reader::guarded_read(origin, "key: value blocks", [&] {
     return key_value_blocks(text::strip_bom(text), origin, opt);
   });
-}
-
-Result<Recording> read_gpustat(std::string_view text, const std::string& origin,
-                               const GenericCsvOptions& opt) {
-  return log_reader::guarded_read(origin, "gpustat log",
-                                  [&] { return gpustat(text::strip_bom(text), origin, opt); });
 }
 
 }  // namespace gpudoctor

@@ -23,6 +23,7 @@
 #include "formats/load.hpp"
 #include "report/formats_doc.hpp"
 #include "test_helpers.hpp"
+#include "text/text.hpp"
 
 namespace gpudoctor {
 namespace {
@@ -395,6 +396,48 @@ TEST(ToolLogs, GpustatSnapshots) {
   EXPECT_EQ(at(g, Field::kMemUsed, 0), 40000);
   EXPECT_EQ(at(rec.gpus[1], Field::kUtilGpu, 0), 0);
   EXPECT_EQ(rec.start_unix_ms, 1796119200000);
+}
+
+// gpustat --color's codes are not the values; a GPU line before the first host line has no time
+// and one without its memory part is no row; each row keeps its snapshot's time and its own line.
+TEST(ToolLogs, GpustatColoursAndStrayLines) {
+  const std::string plain = read_file(tool_log("gpustat.txt"));
+  std::string coloured;
+  text::LineReader lines(plain);
+  std::string_view line;
+  while (lines.next(line)) {
+    std::string l(line);
+    if (const size_t bar = l.find(" | "); bar != std::string::npos) {
+      l.insert(bar, "\x1b[0m");
+      l.insert(0, "\x1b[1m\x1b[36m");
+    } else {
+      l.insert(0, "\x1b[1m");
+      l.append("\x1b[0m");
+    }
+    coloured.append(l).push_back('\n');
+  }
+  LoadOptions opt;
+  opt.input_format = "gpustat";
+  const auto a = load_text(plain, "g.txt", opt);
+  const auto b = load_text(coloured, "g.txt", opt);
+  ASSERT_TRUE(a.ok() && b.ok());
+  ASSERT_EQ(b->gpus.size(), 2u);
+  expect_same_columns(a->gpus[0], b->gpus[0]);
+  expect_same_columns(a->gpus[1], b->gpus[1]);
+  EXPECT_EQ(b->gpus[0].info.name, "NVIDIA A100-SXM4-80GB");
+
+  std::string stray = "[0] NVIDIA A100 | 45°C,  98 %,  250 / 400 W | 1 / 81920 MB |\n";  // no time
+  stray += plain;
+  const size_t second = stray.find("node-07", stray.find("node-07") + 1);
+  stray.insert(second, "[1] NVIDIA A100-SXM4-80GB | 31°C,  0 %,  61 / 400 W\n\n");  // cut
+  stray += "[0] NVIDIA A100-SXM4-80GB | 48°C,   90 %,  253 / 400 W | 40000 / 81920 MB |\n";
+  const auto c = load_text(stray, "s.txt", opt);
+  ASSERT_TRUE(c.ok()) << c.error().message;
+  EXPECT_EQ(c->gpus[0].size(), 3u);
+  EXPECT_EQ(c->gpus[1].size(), 3u);
+  // The last line is a row of the last snapshot (10:00:04, 4 s in), on the file's line 13.
+  EXPECT_TRUE(has_note(*c, "s.txt:13: time 4 s is not after the GPU's previous row (4 s)"))
+      << all_notes(*c);
 }
 
 TEST(ToolLogs, WhitespaceTableWithTitleAndRules) {
