@@ -8,6 +8,7 @@
 #include <iterator>
 #include <limits>
 #include <optional>
+#include <stdexcept>
 #include <string>
 #include <string_view>
 #include <unordered_map>
@@ -231,22 +232,84 @@ constexpr size_t kGpuColumn = 0, kTimeColumn = 1;
 constexpr std::array<std::string_view, 6> kIdentColumn = {
     "", "name", "serial", "uuid", "pci_bus_id", "driver_version"};  // by Ident
 
-// One value of the dump, before the values are merged into samples.
+// One value of the dump, in its GPU's samples once merged: 20 bytes in 32-bit pieces (the values
+// are most of what the framing holds). The value itself is found again where it begins: to the
+// next comma, or to the line's end when the value is the last column.
 struct Entry {
-  int64_t ts_us;
-  std::string_view value;
-  uint32_t line;    // the file's line (past 2^32 lines: the last), also the order in the file
+  uint32_t ts_lo, ts_hi;  // microseconds since 1970
+  uint32_t at_lo;         // where the value begins in the text (48 bits)
+  uint16_t at_hi;
   uint16_t column;  // in the table
+  uint32_t line;    // the file's line (past 2^32 lines: the last), also the order in the file
+
+  Entry(int64_t ts, uint64_t at, size_t file_line, uint16_t col)
+      : ts_lo(static_cast<uint32_t>(ts)),
+        ts_hi(static_cast<uint32_t>(static_cast<uint64_t>(ts) >> 32)),
+        at_lo(static_cast<uint32_t>(at)),
+        at_hi(static_cast<uint16_t>(at >> 32)),
+        column(col),
+        line(static_cast<uint32_t>(std::min<size_t>(file_line, UINT32_MAX))) {}
+  Entry() = default;  // (uninitialised: a block of them is not written until used)
+  int64_t ts_us() const {
+    return static_cast<int64_t>((static_cast<uint64_t>(ts_hi) << 32) | ts_lo);
+  }
+  uint64_t at() const { return (static_cast<uint64_t>(at_hi) << 32) | at_lo; }
 };
+static_assert(sizeof(Entry) == 20);
 
 struct DumpGpu {
   unsigned index = 0;
   std::string_view id;                                        // the GPUId cell as written
   std::array<std::string_view, kIdentColumn.size()> ident{};  // the first value of each
-  std::vector<Entry> entries;
+  // Its values, in time order once merged, and how they merge into samples: the sampling
+  // interval's half and how many samples. Each sample's first value (a sample: the values up to
+  // the next sample's) is found when the table's reader first asks for a row of the GPU.
+  // Mutable: made, and let go as the reader passes them (done_before), while the table is read.
+  mutable log_reader::StableBlocks<Entry> entries;
+  int64_t tolerance_us = 0;
+  size_t sample_count = 0;
+  mutable log_reader::StableBlocks<size_t> samples;
 };
 
-class LongFraming {
+// How a GPU's values (in time order) merge into samples: a value joins the current sample when it
+// was taken within `tolerance` of the sample's first value and its field is not in the sample yet;
+// a value repeated in a sample (same field and time) is left to its first. at_sample(i) for each
+// sample's first value.
+struct SampleWalk {
+  size_t samples = 0, repeats = 0;
+  int64_t spread = 0;  // the widest span of a sample's times
+};
+template <class AtSample>
+SampleWalk walk_samples(const log_reader::StableBlocks<Entry>& E, size_t columns, int64_t tolerance,
+                        AtSample at_sample) {
+  SampleWalk w;
+  std::vector<int64_t> in_sample_ts(columns, -1);  // -1: not in the current sample
+  int64_t first_ts = 0;
+  for (size_t i = 0; i < E.size(); ++i) {
+    const Entry& e = E[i];
+    const int64_t ts = e.ts_us();
+    const bool seen = w.samples != 0 && in_sample_ts[e.column] >= 0;
+    if (seen && in_sample_ts[e.column] == ts) {
+      ++w.repeats;
+      continue;
+    }
+    if (w.samples == 0 || seen || ts - first_ts > tolerance) {
+      ++w.samples;
+      at_sample(i);
+      first_ts = ts;
+      std::fill(in_sample_ts.begin(), in_sample_ts.end(), -1);
+    } else {
+      w.spread = std::max(w.spread, ts - first_ts);
+    }
+    in_sample_ts[e.column] = ts;
+  }
+  return w;
+}
+
+// The framing, and the table it makes: a row per GPU and sample, the GPUs in index order. A row
+// is made of its sample's entries when read (a table of cells held 16 bytes for each of the
+// dump's fields per row, most of them empty: each field is sampled at its own times).
+class LongFraming : public log_reader::CellRows {
  public:
   LongFraming(std::string_view body, const std::string& origin) : body_(body), origin_(origin) {
     table_names_ = {"gpu", "timestamp_us"};
@@ -254,16 +317,29 @@ class LongFraming {
     ident_column_.fill(0);
   }
 
-  // The table, or the framing's error when it holds no rows to read.
+  // Reads the dump into the table, or says why it holds no rows to read.
   std::optional<Error> run();
-  const log_reader::CellTable& table() const { return table_; }
   void add_notes(Recording& rec) const;
+
+  size_t columns() const override { return table_names_.size(); }
+  std::string_view name(size_t column) const override { return table_names_[column]; }
+  size_t rows() const override { return rows_; }
+  void row(size_t r, std::vector<std::string_view>& cells) const override;
+  size_t header_line() const override { return header_line_no_; }
+  size_t line(size_t r) const override;
+  void done_before(size_t r) const override;
 
  private:
   void read_line(std::string_view t, size_t line_no, bool last_unterminated);
   DumpGpu* gpu(unsigned index, std::string_view id, size_t line_no);
   uint16_t column(const Target& tg);
-  void add_rows(DumpGpu& g);
+  void merge(DumpGpu& g);
+  // Row r's GPU and sample, the GPU's samples found.
+  std::pair<const DumpGpu*, size_t> sample_of(size_t r) const;
+  std::string_view value(const Entry& e) const {
+    const std::string_view rest = body_.substr(e.at());
+    return text::trim(rest.substr(0, rest.find(value_last_ ? '\n' : ',')));
+  }
   template <class... Args>
   void problem(Problem& p, size_t line_no, fmt::format_string<Args...> f, Args&&... args) {
     log_reader::count_problem(p, origin_, line_no, f, std::forward<Args>(args)...);
@@ -287,7 +363,13 @@ class LongFraming {
   std::vector<bool> pstate_column_;   // per column: the P-state (32 is NVML's "unknown")
   std::vector<unsigned> no_samples_;  // GPUs with identity values only
   std::string_view driver_;
-  log_reader::CellTable table_;
+  bool value_last_ = false;  // the value is the line's last column (it may hold commas)
+  size_t rows_ = 0;
+  std::vector<size_t> gpu_rows_;             // per GPU with samples: its first row, in order
+  std::vector<const DumpGpu*> gpu_of_rows_;  // and the GPU
+  mutable size_t gpu_hint_ = 0;              // the GPU sample_of found last
+  mutable size_t gpus_done_ = 0;             // GPUs whose values are let go
+  mutable char time_[24];                    // the row's time, as text
   log_reader::UniqueNames unread_;
   Problem before_header_, wrong_count_, truncated_, bad_gpu_, bad_time_, too_many_gpus_;
 };
@@ -306,7 +388,7 @@ DumpGpu* LongFraming::gpu(unsigned index, std::string_view id, size_t line_no) {
     problem(too_many_gpus_, line_no, "GPU {}", index);
     return nullptr;
   }
-  gpus_.push_back({index, id, {}, {}});
+  gpus_.push_back({index, id, {}, {}, 0, 0, {}});
   slots_.emplace(index, n);
   last_slot_ = n;
   return &gpus_.back();
@@ -382,86 +464,118 @@ void LongFraming::read_line(std::string_view t, size_t line_no, bool last_unterm
     column(tg);
     return;
   }
+  if (body_.size() >> 48 != 0) throw std::length_error("a DCGM dump of 256 TiB or more");
   g->entries.push_back(
-      {*ts, value, static_cast<uint32_t>(std::min<size_t>(line_no, UINT32_MAX)), column(tg)});
+      {*ts, static_cast<uint64_t>(value.data() - body_.data()), line_no, column(tg)});
 }
 
-// Merges a GPU's values into rows of the table: in time order, a value joins the current sample
-// when it was taken within half the sampling interval of the sample's first value and its field is
-// not in the sample yet. DCGM stamps each field when it read it, so one round's fields differ by a
-// little.
-void LongFraming::add_rows(DumpGpu& g) {
+// Sorts a GPU's values in time order and finds how they merge into samples, the rows of the table
+// (walk_samples). DCGM stamps each field when it read it, so one round's fields differ by a
+// little: values within half the sampling interval are one sample.
+void LongFraming::merge(DumpGpu& g) {
   auto& E = g.entries;
   const auto before = [](const Entry& a, const Entry& b) {
-    return a.ts_us != b.ts_us ? a.ts_us < b.ts_us : a.line < b.line;
+    return a.ts_us() != b.ts_us() ? a.ts_us() < b.ts_us() : a.line < b.line;
   };
   if (!std::is_sorted(E.begin(), E.end(), before)) std::sort(E.begin(), E.end(), before);
   const size_t ncols = table_names_.size();
-  // The sampling interval: the median gap between successive values of one field.
+  // The sampling interval: the median gap between successive values of one field (gaps held in 32
+  // bits, those of 71 minutes or more apart: they are the largest).
   std::vector<int64_t> last(ncols, -1);
-  std::vector<int64_t> gaps;
+  std::vector<uint32_t> gaps;
+  std::vector<int64_t> long_gaps;
+  gaps.reserve(E.size());  // (its pages written only as used; no doubling to copy)
   for (const Entry& e : E) {
-    if (last[e.column] >= 0 && e.ts_us > last[e.column]) gaps.push_back(e.ts_us - last[e.column]);
-    last[e.column] = e.ts_us;
+    const int64_t ts = e.ts_us();
+    if (const int64_t was = last[e.column]; was >= 0 && ts > was) {
+      if (ts - was <= UINT32_MAX)
+        gaps.push_back(static_cast<uint32_t>(ts - was));
+      else
+        long_gaps.push_back(ts - was);
+    }
+    last[e.column] = ts;
   }
   int64_t tol = 500000;  // one round only: half of DCGM's usual 1 s
-  if (!gaps.empty()) {
-    auto mid = gaps.begin() + static_cast<std::ptrdiff_t>(gaps.size() / 2);
-    std::nth_element(gaps.begin(), mid, gaps.end());
+  if (const size_t k = (gaps.size() + long_gaps.size()) / 2; k < gaps.size()) {
+    std::nth_element(gaps.begin(), gaps.begin() + static_cast<std::ptrdiff_t>(k), gaps.end());
+    tol = gaps[k] / 2;
+  } else if (!long_gaps.empty()) {
+    const auto mid = long_gaps.begin() + static_cast<std::ptrdiff_t>(k - gaps.size());
+    std::nth_element(long_gaps.begin(), mid, long_gaps.end());
     tol = *mid / 2;
   }
+  gaps = {};
+  g.tolerance_us = tol;
+  const SampleWalk w = walk_samples(E, ncols, tol, [](size_t) {});
+  g.sample_count = w.samples;
+  duplicates_ += w.repeats;
+  if (w.spread > 0) {
+    max_spread_us_ = std::max(max_spread_us_, w.spread);
+    max_window_us_ = std::max(max_window_us_, tol);
+  }
+}
+
+std::pair<const DumpGpu*, size_t> LongFraming::sample_of(size_t r) const {
+  auto covers = [&](size_t i) {
+    return i < gpu_rows_.size() && gpu_rows_[i] <= r &&
+           (i + 1 == gpu_rows_.size() || r < gpu_rows_[i + 1]);
+  };
+  size_t k = gpu_hint_;
+  if (!covers(k) && !covers(++k)) {  // (rows are read in order: this GPU or the next)
+    const auto after = std::upper_bound(gpu_rows_.begin(), gpu_rows_.end(), r);
+    k = static_cast<size_t>(after - gpu_rows_.begin()) - 1;
+  }
+  gpu_hint_ = k;
+  const DumpGpu* g = gpu_of_rows_[k];
+  if (g->samples.size() == 0)
+    walk_samples(g->entries, table_names_.size(), g->tolerance_us,
+                 [&](size_t i) { g->samples.push_back(i); });
+  return {g, r - gpu_rows_[k]};
+}
+
+void LongFraming::done_before(size_t r) const {
+  if (r >= rows_) return;
+  const auto [g, s] = sample_of(r);
+  for (; gpu_of_rows_[gpus_done_] != g; ++gpus_done_) {
+    gpu_of_rows_[gpus_done_]->entries.release_before(SIZE_MAX);
+    gpu_of_rows_[gpus_done_]->samples.release_before(SIZE_MAX);
+  }
+  g->entries.release_before(g->samples[s]);
+  g->samples.release_before(s);
+}
+
+size_t LongFraming::line(size_t r) const {
+  const auto [g, s] = sample_of(r);
+  return g->entries[g->samples[s]].line;
+}
+
+void LongFraming::row(size_t r, std::vector<std::string_view>& cells) const {
+  const auto [g, s] = sample_of(r);
+  cells.assign(table_names_.size(), {});
   // The identity cells every row of the GPU repeats.
-  std::vector<std::string_view> row(ncols);
-  auto start_row = [&] {
-    std::fill(row.begin(), row.end(), std::string_view{});
-    row[kGpuColumn] = g.id;
-    for (size_t i = 1; i < kIdentColumn.size(); ++i)
-      if (ident_column_[i] != 0)
-        row[ident_column_[i]] = i == static_cast<size_t>(Ident::kDriver) ? driver_ : g.ident[i];
-  };
-  std::vector<int64_t> in_sample_ts(ncols, -1);  // -1: not in the current sample
-  int64_t first_ts = 0;
-  size_t first_line = 0;
-  bool open = false;
-  int64_t spread = 0;
-  auto close = [&] {
-    if (open) table_.add_row(row, first_line);
-  };
-  for (const Entry& e : E) {
-    const bool seen = open && in_sample_ts[e.column] >= 0;
-    if (seen && in_sample_ts[e.column] == e.ts_us) {
-      ++duplicates_;
-      continue;
-    }
-    if (!open || seen || e.ts_us - first_ts > tol) {
-      close();
-      open = true;
-      first_ts = e.ts_us;
-      first_line = e.line;
-      start_row();
-      row[kTimeColumn] = table_.own(fmt::to_string(e.ts_us));
-      std::fill(in_sample_ts.begin(), in_sample_ts.end(), -1);
-    } else {
-      spread = std::max(spread, e.ts_us - first_ts);
-    }
-    in_sample_ts[e.column] = e.ts_us;
+  cells[kGpuColumn] = g->id;
+  for (size_t i = 1; i < kIdentColumn.size(); ++i)
+    if (ident_column_[i] != 0)
+      cells[ident_column_[i]] = i == static_cast<size_t>(Ident::kDriver) ? driver_ : g->ident[i];
+  const size_t begin = g->samples[s];
+  const size_t end = s + 1 < g->samples.size() ? g->samples[s + 1] : g->entries.size();
+  const Entry& first = g->entries[begin];
+  const auto t = fmt::format_to_n(time_, sizeof time_, "{}", first.ts_us());
+  cells[kTimeColumn] = std::string_view(time_, t.size);
+  // (The samples follow the text, most often: the text behind the first may go.)
+  text::passed(body_.data() + first.at());
+  for (size_t i = end; i-- > begin;) {  // (a repeated value: its first is read)
+    const Entry& e = g->entries[i];
     // DCGM's blank sentinels are no value (the catalogue's reader would take them for numbers),
     // and neither is a P-state beyond P15 (NVML's "unknown" is 32).
-    std::string_view v = e.value;
+    std::string_view v = value(e);
     if (const auto b = dcgm::blank(v)) {
       v = *b;
     } else if (pstate_column_[e.column]) {
       if (const auto p = text::parse_int(v); p && (*p < 0 || *p > 15)) v = "N/A";
     }
-    row[e.column] = v;
+    cells[e.column] = v;
   }
-  close();
-  if (spread > 0) {
-    max_spread_us_ = std::max(max_spread_us_, spread);
-    max_window_us_ = std::max(max_window_us_, tol);
-  }
-  E.clear();
-  E.shrink_to_fit();
 }
 
 std::optional<Error> LongFraming::run() {
@@ -479,6 +593,7 @@ std::optional<Error> LongFraming::run() {
       text::split_trimmed(t, ',', cells_);
       H_ = long_header(cells_);
       if (H_.valid()) {
+        value_last_ = static_cast<size_t>(H_.value) + 1 == H_.cols;
         header_line_ = t;
         header_line_no_ = line_no;
       } else {
@@ -503,21 +618,18 @@ std::optional<Error> LongFraming::run() {
   std::stable_sort(gpus_.begin(), gpus_.end(),
                    [](const DumpGpu& a, const DumpGpu& b) { return a.index < b.index; });
   for (const DumpGpu& g : gpus_)
-    if (g.entries.empty()) no_samples_.push_back(g.index);
+    if (g.entries.size() == 0) no_samples_.push_back(g.index);
   if (no_samples_.size() == gpus_.size())
     return usage_error(
         fmt::format("{}: no values of fields gpudoctor reads (fields in the file: {})", origin_,
                     log_reader::join_names(unread_.list, 10)));
-  std::vector<std::string_view> names(table_names_.begin(), table_names_.end());
-  table_.set_header(names, header_line_no_);
-  // About one row per round of the fields the dump names.
-  size_t entries = 0;
-  for (const DumpGpu& g : gpus_) entries += g.entries.size();
-  const size_t fields = static_cast<size_t>(
-      std::count_if(field_column_.begin(), field_column_.end(), [](uint16_t c) { return c != 0; }));
-  table_.reserve(entries / std::max<size_t>(fields, 1) + gpus_.size(), names.size());
-  for (DumpGpu& g : gpus_)
-    if (!g.entries.empty()) add_rows(g);
+  for (DumpGpu& g : gpus_) {
+    if (g.entries.size() == 0) continue;
+    merge(g);
+    gpu_rows_.push_back(rows_);
+    gpu_of_rows_.push_back(&g);
+    rows_ += g.sample_count;
+  }
   return std::nullopt;
 }
 
@@ -555,7 +667,7 @@ Result<Recording> read_long(std::string_view text, const std::string& origin,
   LongFraming framing(body, origin);
   if (auto e = framing.run()) return std::move(*e);
   auto rec = read_tool_table(
-      framing.table(), origin,
+      framing, origin,
       {"DCGM field dump", "N/A or DCGM blanks", "dcgm dump", opt.power_limit_w, &opt.map});
   if (rec.ok()) framing.add_notes(*rec);
   return rec;

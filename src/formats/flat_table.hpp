@@ -10,11 +10,14 @@
 // written out as CSV to be parsed again. Not thread-safe; one table per reader call.
 #pragma once
 
+#include <algorithm>
 #include <atomic>
+#include <compare>
 #include <cstddef>
 #include <cstdint>
 #include <deque>
 #include <functional>
+#include <iterator>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -41,11 +44,14 @@ class CellRows {
   virtual bool is_header(size_t /*r*/) const { return false; }
   // The last row was cut short (the file ends inside it): counted as such, not read.
   virtual bool last_row_cut() const { return false; }
+  // The reader will not ask for the rows before r again: a table may let what holds them go.
+  virtual void done_before(size_t /*r*/) const {}
 };
 
 // A list that grows in blocks that never move: a vector's doublings would copy every element,
 // and for a moment hold them all twice (a table of a large log's rows is most of the memory its
-// reading takes).
+// reading takes). Its elements may be sorted in place (random-access iterators), and the blocks
+// wholly before an element let go once read (not to be read again).
 template <class T>
 class StableBlocks {
  public:
@@ -57,11 +63,48 @@ class StableBlocks {
     if ((n_ >> kShift) == blocks_.size()) blocks_.emplace_back(new T[kBlock]);
     (*this)[n_++] = x;
   }
+  // Frees the blocks that hold only elements before i.
+  void release_before(size_t i) {
+    for (size_t b = released_; b < (i >> kShift) && b < blocks_.size(); ++b) blocks_[b].reset();
+    released_ = std::max(released_, i >> kShift);
+  }
+
+  class iterator {
+   public:
+    using iterator_category = std::random_access_iterator_tag;
+    using value_type = T;
+    using difference_type = std::ptrdiff_t;
+    using pointer = T*;
+    using reference = T&;
+    iterator() = default;
+    iterator(StableBlocks* b, size_t i) : b_(b), i_(static_cast<difference_type>(i)) {}
+    T& operator*() const { return (*b_)[static_cast<size_t>(i_)]; }
+    T* operator->() const { return &**this; }
+    T& operator[](difference_type d) const { return *(*this + d); }
+    iterator& operator++() { return ++i_, *this; }
+    iterator& operator--() { return --i_, *this; }
+    iterator operator++(int) { return {b_, static_cast<size_t>(i_++)}; }
+    iterator operator--(int) { return {b_, static_cast<size_t>(i_--)}; }
+    iterator& operator+=(difference_type d) { return i_ += d, *this; }
+    iterator& operator-=(difference_type d) { return i_ -= d, *this; }
+    friend iterator operator+(iterator a, difference_type d) { return a += d; }
+    friend iterator operator+(difference_type d, iterator a) { return a += d; }
+    friend iterator operator-(iterator a, difference_type d) { return a -= d; }
+    friend difference_type operator-(const iterator& a, const iterator& b) { return a.i_ - b.i_; }
+    friend bool operator==(const iterator& a, const iterator& b) { return a.i_ == b.i_; }
+    friend auto operator<=>(const iterator& a, const iterator& b) { return a.i_ <=> b.i_; }
+
+   private:
+    StableBlocks* b_ = nullptr;
+    difference_type i_ = 0;
+  };
+  iterator begin() { return {this, 0}; }
+  iterator end() { return {this, n_}; }
 
  private:
   static constexpr size_t kShift = 16, kBlock = size_t{1} << kShift, kMask = kBlock - 1;
   std::vector<std::unique_ptr<T[]>> blocks_;
-  size_t n_ = 0;
+  size_t n_ = 0, released_ = 0;
 };
 
 // Copies of cells, one after another in blocks that are never reallocated (a string each would be

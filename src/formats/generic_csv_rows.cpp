@@ -592,6 +592,7 @@ size_t Reader::read_span(std::string_view rows, size_t line_before, bool last) {
       if (table_row >= table_->rows()) break;
       const size_t r = table_row++;
       table_read_ = table_row;
+      table_->done_before(r);
       table_->row(r, cells_);
       line_no = table_->line(r);
       if (table_->is_header(r)) {  // the rows below are read by it

@@ -1,5 +1,6 @@
 #include "formats/dcgm.hpp"
 
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -16,6 +17,7 @@
 #include "formats/dmon.hpp"
 #include "formats/smi_csv.hpp"
 #include "test_helpers.hpp"
+#include "text/text.hpp"
 
 namespace gpudoctor {
 namespace {
@@ -525,6 +527,60 @@ TEST(DcgmLong, RowsOfOneTimestampMergeInAnyOrder) {
   EXPECT_FALSE(has_note(rec, "merged")) << all_notes(rec);  // same timestamps: nothing to say
   EXPECT_EQ(col(g0, Field::kPowerLimitDefault), std::vector<double>(3, 400));
   EXPECT_TRUE(has_note(rec, "power limit 400 W from --power-limit")) << all_notes(rec);
+}
+
+// A dump of more values than a block holds (65,536), in file order, backwards (sorted when
+// merged), and with its columns in another order (the value not last): the same samples.
+TEST(DcgmLong, LargeDumpsReadTheSameInAnyLineOrColumnOrder) {
+  constexpr int kRounds = 40000;
+  std::vector<std::string> lines;
+  for (int k = 0; k < kRounds; ++k)
+    for (int g = 0; g < 2; ++g) {
+      const long long ts = 1710000000000000LL + k * 1000000LL + g * 100;
+      lines.push_back(fmt::format("{},{},DCGM_FI_DEV_POWER_USAGE,{}.25", g, ts, 100 + k % 300));
+      lines.push_back(fmt::format("{},{},DCGM_FI_DEV_GPU_UTIL,{}", g, ts + 300, k % 101));
+    }
+  std::string forward(kLongHeader), backward(kLongHeader);
+  std::string moved = "TimeStampUs,Values,GPUId,Field\n";
+  for (const auto& l : lines) forward += l + "\n";
+  for (auto it = lines.rbegin(); it != lines.rend(); ++it) backward += *it + "\n";
+  for (const auto& l : lines) {
+    std::vector<std::string_view> c;
+    text::split_trimmed(l, ',', c);
+    moved += fmt::format("{},{},{},{}\n", c[1], c[3], c[0], c[2]);
+  }
+  const Recording a = long_ok(forward), b = long_ok(backward), m = long_ok(moved);
+  ASSERT_EQ(a.gpus.size(), 2u);
+  ASSERT_EQ(b.gpus.size(), 2u);
+  ASSERT_EQ(m.gpus.size(), 2u);
+  for (size_t g = 0; g < 2; ++g) {
+    ASSERT_EQ(a.gpus[g].size(), static_cast<size_t>(kRounds));
+    for (const Recording* other : {&b, &m}) {
+      EXPECT_EQ(other->gpus[g].time_s, a.gpus[g].time_s);
+      EXPECT_EQ(col(other->gpus[g], Field::kPower), col(a.gpus[g], Field::kPower));
+      EXPECT_EQ(col(other->gpus[g], Field::kUtilGpu), col(a.gpus[g], Field::kUtilGpu));
+    }
+  }
+  EXPECT_EQ(col(a.gpus[1], Field::kPower)[kRounds - 1], 100 + (kRounds - 1) % 300 + 0.25);
+  EXPECT_EQ(col(a.gpus[0], Field::kUtilGpu)[kRounds - 1], (kRounds - 1) % 101);
+}
+
+// Rounds two hours apart (gaps past what 32 bits of microseconds hold): their fields, seconds
+// apart, are one sample each.
+TEST(DcgmLong, RoundsHoursApartMergeTheirFields) {
+  std::string text(kLongHeader);
+  for (int k = 0; k < 5; ++k) {
+    const long long ts = 1710000000000000LL + k * 7200000000LL;
+    text += fmt::format("0,{},DCGM_FI_DEV_POWER_USAGE,{}\n", ts, 200 + k);
+    text += fmt::format("0,{},DCGM_FI_DEV_GPU_UTIL,{}\n", ts + 10000000, 90 + k);
+  }
+  DcgmOptions opt;
+  opt.power_limit_w = 400;
+  const Recording rec = long_ok(text, opt);
+  ASSERT_EQ(rec.gpus.size(), 1u);
+  EXPECT_EQ(col(rec.gpus[0], Field::kUtilGpu), (std::vector<double>{90, 91, 92, 93, 94}));
+  EXPECT_EQ(col(rec.gpus[0], Field::kPower), (std::vector<double>{200, 201, 202, 203, 204}));
+  EXPECT_TRUE(has_note(rec, "up to 10000 ms apart merged")) << all_notes(rec);
 }
 
 TEST(DcgmLong, EveryBlankKindIsMissing) {

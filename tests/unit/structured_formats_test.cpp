@@ -4,7 +4,9 @@
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <cstdio>
 #include <fstream>
 #include <iterator>
@@ -98,6 +100,23 @@ TEST(FlatTable, ManyRowsAcrossBlocks) {
 // Columns no reader reads keep their names and no cells: a row of only such cells is a row still,
 // a name set twice keeps its last value, and a row's names are found where the row before set
 // them, an unread one between them or not.
+// Blocks of 65,536: sorted in place across them; those wholly behind an element let go, the rest
+// kept as they were.
+TEST(StableBlocks, SortsAcrossBlocksAndLetsThoseBehindGo) {
+  log_reader::StableBlocks<uint32_t> b;
+  constexpr uint32_t n = 200000;
+  for (uint32_t i = 0; i < n; ++i) b.push_back((i * 7919u) % n);  // (7919 is prime: each once)
+  std::sort(b.begin(), b.end());
+  ASSERT_EQ(b.end() - b.begin(), static_cast<std::ptrdiff_t>(n));
+  for (uint32_t i = 0; i < n; ++i) ASSERT_EQ(b[i], i);
+  b.release_before(150000);  // blocks 0 and 1 (to 131,071) go
+  for (uint32_t i = 131072; i < n; ++i) ASSERT_EQ(b[i], i);
+  b.release_before(1000);  // (behind what is gone: nothing more)
+  b.push_back(n);
+  EXPECT_EQ(b[n], n);
+  EXPECT_EQ(b.size(), n + 1);
+}
+
 TEST(FlatTable, UnreadColumnsKeepTheirNamesNotTheirCells) {
   for (const bool unread : {false, true}) {
     SCOPED_TRACE(unread ? "unread x*" : "every cell kept");
