@@ -33,9 +33,8 @@ std::string_view CellCopies::own(std::string_view cell) {
 }
 
 void FlatTable::begin_row() {
-  const size_t r = row_begin_.size();
-  row_begin_.push_back(cells_.size());
-  row_base_.push_back(nullptr);
+  const size_t r = rows_.size();
+  rows_.push_back({cells_.size(), nullptr});
   // (A row dropped set nothing: the keys of the row before it stay the previous ones.)
   if (!row_keys_.empty()) prev_keys_.swap(row_keys_), row_keys_.clear();
   if (line_ == 0) return;
@@ -97,12 +96,12 @@ size_t FlatTable::column_of(std::string_view column) {
 }
 
 void FlatTable::set_view(std::string_view column, std::string_view cell) {
-  if (row_begin_.empty()) begin_row();
+  if (rows_.size() == 0) begin_row();
   place(column_of(column), cell, false);
 }
 
 void FlatTable::set(std::string_view column, std::string_view cell) {
-  if (row_begin_.empty()) begin_row();
+  if (rows_.size() == 0) begin_row();
   const size_t c = column_of(column);
   place(c, kept_[c] ? owned_.own(cell) : cell, true);
 }
@@ -115,7 +114,7 @@ FlatTable::Cell FlatTable::cell_of(size_t row, size_t column, std::string_view t
   // The row's place is where its first cell read in place begins (a copy lies in the table's own
   // blocks, far from the text); its other cells are within 2 GiB of it, before or after, most
   // often (a reader may set them in another order than the text's: sorted keys).
-  const char*& base = row_base_[row];
+  const char*& base = rows_[row].base;
   if (base == nullptr && !copy && text.data() != nullptr) base = text.data();
   if (base != nullptr && text.data() != nullptr && text.size() <= UINT16_MAX && column < kFar) {
     const intptr_t d = offset_of(base, text.data());
@@ -129,7 +128,7 @@ FlatTable::Cell FlatTable::cell_of(size_t row, size_t column, std::string_view t
 }
 
 bool FlatTable::place(size_t col, std::string_view cell, bool copy) {
-  const size_t row = row_begin_.size() - 1;
+  const size_t row = rows_.size() - 1;
   if (last_set_[col].first == row) {
     if (kept_[col]) cells_[last_set_[col].second] = cell_of(row, col, cell, copy);
     return false;
@@ -141,26 +140,29 @@ bool FlatTable::place(size_t col, std::string_view cell, bool copy) {
 }
 
 void FlatTable::drop_empty_row() {
-  if (!row_begin_.empty() && row_keys_.empty()) {
-    row_begin_.pop_back();
-    row_base_.pop_back();
-  }
+  if (rows_.size() != 0 && row_keys_.empty()) rows_.pop_back();
 }
 
 void FlatTable::cells_of(size_t r, std::vector<std::string_view>& cells) const {
   cells.assign(names_.size(), {});
-  const size_t end = r + 1 < row_begin_.size() ? row_begin_[r + 1] : cells_.size();
-  const char* base = row_base_[r];
+  const size_t end = r + 1 < rows_.size() ? rows_[r + 1].first : cells_.size();
+  const char* base = rows_[r].base;
   auto at = [&](size_t column) -> std::string_view& {
     return cells[place_.empty() ? column : place_[column]];
   };
-  for (size_t i = row_begin_[r]; i < end; ++i) {
+  for (size_t i = rows_[r].first; i < end; ++i) {
     const Cell& c = cells_[i];
     if (c.column == kFar)
       at(far_[c.at].column) = far_[c.at].text;
     else
       at(c.column) = std::string_view(at_offset(base, static_cast<int32_t>(c.at)), c.size);
   }
+}
+
+void FlatTable::done_before(size_t r) const {
+  if (r >= rows_.size()) return;
+  cells_.release_before(rows_[r].first);
+  rows_.release_before(r);
 }
 
 void FlatTable::put_first(const std::vector<std::string_view>& names) {
@@ -178,7 +180,7 @@ void FlatTable::put_first(const std::vector<std::string_view>& names) {
 void FlatTable::row(size_t r, std::vector<std::string_view>& cells) const {
   // (Cells are views of the text, row after row: the pages behind the row may go again, as they
   // did when the rows were first read.)
-  if (row_base_[r] != nullptr) text::passed(row_base_[r]);
+  if (rows_[r].base != nullptr) text::passed(rows_[r].base);
   cells_of(r, cells);
   for (std::string_view& c : cells) c = text::trim(c);
 }

@@ -44,6 +44,8 @@ class CellRows {
   virtual bool is_header(size_t /*r*/) const { return false; }
   // The last row was cut short (the file ends inside it): counted as such, not read.
   virtual bool last_row_cut() const { return false; }
+  // Some row is a header row (is_header): the columns change mid-table.
+  virtual bool has_header_rows() const { return false; }
   // The reader will not ask for the rows before r again: a table may let what holds them go.
   virtual void done_before(size_t /*r*/) const {}
 };
@@ -63,6 +65,7 @@ class StableBlocks {
     if ((n_ >> kShift) == blocks_.size()) blocks_.emplace_back(new T[kBlock]);
     (*this)[n_++] = x;
   }
+  void pop_back() { --n_; }
   // Frees the blocks that hold only elements before i.
   void release_before(size_t i) {
     for (size_t b = released_; b < (i >> kShift) && b < blocks_.size(); ++b) blocks_[b].reset();
@@ -140,12 +143,13 @@ class FlatTable : public CellRows {
   void unread_columns(std::function<bool(std::string_view name)> unread) {
     unread_ = std::move(unread);
   }
-  size_t rows() const override { return row_begin_.size(); }
+  size_t rows() const override { return rows_.size(); }
   size_t columns() const override { return names_.size(); }
   std::string_view name(size_t column) const override {
     return names_[order_.empty() ? column : order_[column]];
   }
   void row(size_t r, std::vector<std::string_view>& cells) const override;
+  void done_before(size_t r) const override;
   // The columns named put first, in that order (those the table has), the others after them as
   // they came: the table as read (name, row) from here on; set no cell after it.
   void put_first(const std::vector<std::string_view>& names);
@@ -188,11 +192,15 @@ class FlatTable : public CellRows {
   bool place(size_t column, std::string_view cell, bool copy);
   // Row r's cells as set (untrimmed).
   void cells_of(size_t r, std::vector<std::string_view>& cells) const;
-  // Every row's cells, row after row, in the order they were set; row_begin_[r]: row r's first,
-  // row_base_[r] its place: where its first cell read in place (not a copy) begins, or none.
-  StableBlocks<Cell> cells_;
-  std::vector<size_t> row_begin_;
-  std::vector<const char*> row_base_;
+  // Every row's cells, row after row, in the order they were set, and where each row's begin:
+  // its first cell, and its place (where its first cell read in place, not a copy, begins, or
+  // none). Mutable: let go as the reader passes them (done_before).
+  struct RowStart {  // (no initialisers: a block of them is not written until used)
+    size_t first;
+    const char* base;
+  };
+  mutable StableBlocks<Cell> cells_;
+  mutable StableBlocks<RowStart> rows_;
   std::vector<FarCell> far_;
   CellCopies owned_;  // the cells set copies
   // Rows' file lines where at_line gave them: a mark where a row's line does not follow the
@@ -276,6 +284,7 @@ class LineRows : public CellRows {
     return run.first_line + (r - run.first_row);
   }
   bool is_header(size_t r) const override { return run_of(r).is_header; }
+  bool has_header_rows() const override { return headers_.size() > 1; }
   bool last_row_cut() const override { return last_row_cut_; }
 
  protected:

@@ -139,6 +139,9 @@ class Reader {
   // header that changes the columns or at a line with a quote (chunk_->stopped).
   size_t read_span(std::string_view rows, size_t line_before, bool last);
   void after_rows();
+  // No pass over the rows can follow this one, whatever its rows hold, but one that after_rows()
+  // makes when no GPU has two rows: a table may let the rows read go (CellRows::done_before).
+  bool no_pass_after_this() const;
   // The rows of a large text read by several threads, in chunks cut at line ends and merged in
   // order (generic_csv_chunks.cpp): the same result as one pass. False, nothing read, when the
   // text is read in one pass instead (one thread, a small text, quotes, no GPU or time column).

@@ -585,6 +585,7 @@ size_t Reader::read_span(std::string_view rows, size_t line_before, bool last) {
   const bool cut_at_end = last && text::ends_inside_a_line(body_);
   size_t line_no = 0, table_row = 0;
   std::string_view raw;
+  const bool table_lets_go = table_ && no_pass_after_this();
   while (true) {
     Records::Next next = Records::Next::kRecord;
     bool footer = false, header_again = false, cut_row = false;
@@ -592,7 +593,8 @@ size_t Reader::read_span(std::string_view rows, size_t line_before, bool last) {
       if (table_row >= table_->rows()) break;
       const size_t r = table_row++;
       table_read_ = table_row;
-      table_->done_before(r);
+      // (A GPU column that numbers rows, read again without it: none has two rows.)
+      if (table_lets_go && rows_read_ > gpus_.size()) table_->done_before(r);
       table_->row(r, cells_);
       line_no = table_->line(r);
       if (table_->is_header(r)) {  // the rows below are read by it
@@ -769,6 +771,20 @@ size_t Reader::read_span(std::string_view rows, size_t line_before, bool last) {
   }
   invalid_utf8_ = invalid_utf8_ || records.invalid_utf8();
   return records.line();
+}
+
+bool Reader::no_pass_after_this() const {
+  // The passes that may follow (finish_reading, after_rows): a time column whose values may be
+  // training epochs; neither a GPU column nor a column per GPU (sampling rounds); a header row
+  // that changes the columns; a GPU column that numbers rows (no GPU with two rows: the caller's
+  // to see).
+  if (table_ && table_->has_header_rows()) return false;
+  if (key_col_ < 0 && !wide_) return false;
+  if (time_col_ >= 0) {
+    const Column& tc = cols_[static_cast<size_t>(time_col_)];
+    if (tc.m.rule == Rule::kEpochOnly && !tc.mapped) return false;
+  }
+  return true;
 }
 
 void Reader::after_rows() {

@@ -153,6 +153,8 @@ class WithColumns : public log_reader::CellRows {
   }
   size_t header_line() const override { return base_.header_line(); }
   size_t line(size_t r) const override { return base_.line(r); }
+  bool has_header_rows() const override { return base_.has_header_rows(); }
+  void done_before(size_t r) const override { base_.done_before(r); }
 
  private:
   const log_reader::CellRows& base_;

@@ -583,6 +583,20 @@ TEST(DcgmLong, RoundsHoursApartMergeTheirFields) {
   EXPECT_TRUE(has_note(rec, "up to 10000 ms apart merged")) << all_notes(rec);
 }
 
+// A GPU column whose values never repeat numbers rows: the reader reads the table again without
+// it, so the first pass must leave every row to be read again.
+TEST(DcgmLong, AGpuColumnThatNumbersRowsIsReadAgain) {
+  std::string text(kLongHeader);
+  for (int g = 0; g < 10; ++g)
+    text += fmt::format("{},{},DCGM_FI_DEV_GPU_UTIL,{}\n", g, 1710000000000000LL + g * 1000000LL,
+                        50 + g);
+  const Recording rec = long_ok(text);
+  ASSERT_EQ(rec.gpus.size(), 1u) << all_notes(rec);
+  EXPECT_EQ(col(rec.gpus[0], Field::kUtilGpu),
+            (std::vector<double>{50, 51, 52, 53, 54, 55, 56, 57, 58, 59}));
+  EXPECT_TRUE(has_note(rec, "it numbers rows, not GPUs")) << all_notes(rec);
+}
+
 TEST(DcgmLong, EveryBlankKindIsMissing) {
   std::string text(kLongHeader);
   const char* const blanks[] = {

@@ -97,6 +97,30 @@ TEST(FlatTable, ManyRowsAcrossBlocks) {
   EXPECT_EQ(cells[1], "49999");
 }
 
+// Read once in order, telling the table each row is done with: the rows ahead stay as they were
+// (their cells and places in blocks let go behind), and a row dropped empty is no row.
+TEST(FlatTable, RowsBehindTheReaderGo) {
+  log_reader::FlatTable t;
+  std::vector<std::string> numbers;
+  for (int r = 0; r < 150000; ++r) numbers.push_back(std::to_string(r));
+  for (int r = 0; r < 150000; ++r) {
+    t.begin_row();
+    t.set_view("a", numbers[static_cast<size_t>(r)]);
+    t.set_view("b", numbers[static_cast<size_t>(149999 - r)]);
+    t.begin_row();
+    t.drop_empty_row();
+  }
+  ASSERT_EQ(t.rows(), 150000u);
+  std::vector<std::string_view> cells;
+  for (size_t r = 0; r < 150000; ++r) {
+    t.done_before(r);
+    t.row(r, cells);
+    ASSERT_EQ(cells.size(), 2u);
+    ASSERT_EQ(cells[0], numbers[r]);
+    ASSERT_EQ(cells[1], numbers[149999 - r]);
+  }
+}
+
 // Columns no reader reads keep their names and no cells: a row of only such cells is a row still,
 // a name set twice keeps its last value, and a row's names are found where the row before set
 // them, an unread one between them or not.
