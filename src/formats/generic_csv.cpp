@@ -81,7 +81,7 @@ Result<Recording> Reader::finish_reading() {
   // No GPU column, but rows in rounds (one per GPU, close in time): read again by position.
   if (key_col_ < 0 && !wide_ && time_col_ >= 0 && positions_.empty()) {
     uint32_t gpus = 1;
-    auto positions = log_reader::positions_in_rounds(row_times_, gpus);
+    auto positions = log_reader::positions_in_rounds(row_times(), gpus);
     row_times_ = {};
     if (gpus > 1) {
       positions_ = std::move(positions);

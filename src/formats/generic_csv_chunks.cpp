@@ -144,6 +144,29 @@ bool Reader::merge(Reader& part, size_t line_base) {
   }
   if (gpus_.size() + added > log_reader::kMaxGpus || part.too_many_gpus_.count > 0) return false;
 
+  // A log without a GPU column: every timed row's time, for the rounds (finish_reading). Both
+  // parts' times in the series of one GPU: in it still once merged; else kept, the part's after.
+  auto key = [](const GpuState& g) {
+    return std::pair<std::string_view, std::string_view>(g.host, g.id);
+  };
+  const size_t none = std::string_view::npos;
+  const bool one_series = times_in_series_ && part.times_in_series_ &&
+                          (times_slot_ == none || part.times_slot_ == none ||
+                           key(gpus_[times_slot_]) == key(part.gpus_[part.times_slot_]));
+  std::string times_key;  // the part's GPU whose series holds the times, where ours has none yet
+  if (one_series && times_slot_ == none && part.times_slot_ != none) {
+    const GpuState& pg = part.gpus_[part.times_slot_];
+    times_key = pg.host + '\0' + pg.id;
+  }
+  if (!one_series) {
+    const std::vector<double>& theirs = part.row_times();
+    if (times_in_series_) {
+      row_times_ = row_times();
+      times_in_series_ = false;
+    }
+    row_times_.insert(row_times_.end(), theirs.begin(), theirs.end());
+  }
+
   for (GpuState& pg : part.gpus_) {
     lookup_.assign(pg.host);
     lookup_ += '\0';
@@ -179,8 +202,7 @@ bool Reader::merge(Reader& part, size_t line_base) {
     add_problem(*into, *from, origin_, line_base);
   data_lines_ += part.data_lines_;
   rows_read_ += part.rows_read_;
-  // A log without a GPU column: every row's time, for the rounds (finish_reading).
-  row_times_.insert(row_times_.end(), part.row_times_.begin(), part.row_times_.end());
+  if (!times_key.empty()) times_slot_ = slots_.at(times_key);
   timed_rows_ += part.timed_rows_;
   header_repeats_ += part.header_repeats_;
   any_unzoned_ = any_unzoned_ || part.any_unzoned_;

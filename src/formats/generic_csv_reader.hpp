@@ -139,6 +139,10 @@ class Reader {
   // header that changes the columns or at a line with a quote (chunk_->stopped).
   size_t read_span(std::string_view rows, size_t line_before, bool last);
   void after_rows();
+  // The timed rows' times (a log without a GPU column); and the row of time t not read into the
+  // series that holds the times so far: they are kept from here on.
+  const std::vector<double>& row_times() const;
+  void time_not_in_series(double t);
   // No pass over the rows can follow this one, whatever its rows hold, but one that after_rows()
   // makes when no GPU has two rows: a table may let the rows read go (CellRows::done_before).
   bool no_pass_after_this() const;
@@ -289,14 +293,19 @@ class Reader {
   std::array<Stats, kFieldCount> stats_{};
   std::vector<std::pair<std::string, const UnitToken*>> cell_units_;  // per column: the last unit
   std::array<bool, kFieldCount> field_in_log_{};
-  // Logs without a GPU column: each timed row's time in seconds (the first pass), then each
-  // one's position in its sampling round when rounds show (formats/sampling_rounds), by timed row.
+  // Logs without a GPU column: each timed row's time in seconds since the first (the first pass),
+  // then each one's position in its sampling round when rounds show (formats/sampling_rounds), by
+  // timed row. While every timed row is a row of one GPU's series (times_slot_; npos: none yet),
+  // its times are that series' and none is kept twice (times_in_series_; row_times() gives
+  // them).
   // The header changed mid-file (nvidia-smi restarted with other columns): the first one, to
   // read the rows again from the top, how often and the line of the first change.
   std::vector<std::string> first_header_;
   std::string first_header_raw_;
   size_t header_changes_ = 0, header_change_line_ = 0;
   std::vector<double> row_times_;
+  bool times_in_series_ = true;
+  size_t times_slot_ = std::string_view::npos;
   std::vector<uint32_t> positions_;
   std::optional<ChunkState> chunk_;  // set: this reader reads one chunk of a text for another
   // How far the rows read so far reach, for rows_ahead(): into body_, or a table's rows read.

@@ -562,6 +562,9 @@ void Reader::reset_rows() {
   first_ms_ = tod_offset_ms_ = tod_last_ms_ = 0;
   round_ = 0;
   timed_rows_ = 0;
+  row_times_ = {};
+  times_in_series_ = true;
+  times_slot_ = std::string_view::npos;
   header_changes_ = 0;
   data_lines_ = rows_read_ = header_repeats_ = 0;
   wrong_count_ = malformed_ = bad_time_ = bad_gpu_ = not_increasing_ = bad_cell_ = too_many_gpus_ =
@@ -719,6 +722,7 @@ size_t Reader::read_span(std::string_view rows, size_t line_before, bool last) {
     }
 
     std::string_view id;
+    bool time_kept = true;  // (a row's time for the rounds: kept, or in the series if read)
     if (key_col_ >= 0) {
       id = cells_[static_cast<size_t>(key_col_)];
       if (classify_marker(id) != Cell::kBad) {
@@ -729,10 +733,10 @@ size_t Reader::read_span(std::string_view rows, size_t line_before, bool last) {
     } else if (timed) {
       const size_t k = timed_rows_++;
       if (positions_.empty()) {
-        // (Room as a column's: a guess from the text read, not doublings that copy.)
-        if (row_times_.size() == row_times_.capacity())
-          reserve_guess(row_times_, rows_ahead(k, k + 1));
-        row_times_.push_back(ms / 1000.0);
+        if (times_in_series_)
+          time_kept = false;
+        else
+          time_not_in_series((ms - first_ms_) / 1000.0);
       } else {
         // A round longer than most (the GPU count is the rounds' usual size): its extra rows
         // belong to no GPU known.
@@ -747,6 +751,7 @@ size_t Reader::read_span(std::string_view rows, size_t line_before, bool last) {
     }
     const size_t slot = slot_for(host, id, -1);
     if (slot == std::string_view::npos) {
+      if (!time_kept) time_not_in_series((ms - first_ms_) / 1000.0);
       problem(too_many_gpus_, line_no, "GPU \"{}\"", id);
       continue;
     }
@@ -761,9 +766,14 @@ size_t Reader::read_span(std::string_view rows, size_t line_before, bool last) {
       t = static_cast<double>(round_);
     }
     if (!g.series.time_s.empty() && !(t > g.last_t)) {
+      if (!time_kept) time_not_in_series(t);
       problem(not_increasing_, line_no, "time {} s is not after the GPU's previous row ({} s)", t,
               g.last_t);
       continue;
+    }
+    if (!time_kept) {  // (the row is read: its time is its series')
+      if (times_slot_ == std::string_view::npos) times_slot_ = slot;
+      if (times_slot_ != slot) time_not_in_series(t);
     }
     g.last_t = t;
     read_cells(g, t, -1, cells_, line_no);
@@ -771,6 +781,23 @@ size_t Reader::read_span(std::string_view rows, size_t line_before, bool last) {
   }
   invalid_utf8_ = invalid_utf8_ || records.invalid_utf8();
   return records.line();
+}
+
+const std::vector<double>& Reader::row_times() const {
+  static const std::vector<double> kNone;
+  if (!times_in_series_) return row_times_;
+  return times_slot_ == std::string_view::npos ? kNone : gpus_[times_slot_].series.time_s;
+}
+
+void Reader::time_not_in_series(double t) {
+  if (times_in_series_) {
+    row_times_ = row_times();
+    times_in_series_ = false;
+  }
+  // (Room as a column's: a guess from the text read, not doublings that copy.)
+  if (row_times_.size() == row_times_.capacity())
+    reserve_guess(row_times_, rows_ahead(row_times_.size(), row_times_.size() + 1));
+  row_times_.push_back(t);
 }
 
 bool Reader::no_pass_after_this() const {

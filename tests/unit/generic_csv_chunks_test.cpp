@@ -174,6 +174,40 @@ TEST(CsvChunks, PlainLogIsMergedChunkByChunk) {
   EXPECT_GT(expect_same(s, "plain"), 50U);
 }
 
+// Logs without a GPU column: the rows' times, for the sampling rounds, are one GPU's series while
+// every row is read into it, and kept apart from the first that is not (a row of a round, at the
+// time of the row before; a row of another host); chunks of either kind merge to the one pass.
+TEST(CsvChunks, RowTimesWithoutAGpuColumn) {
+  auto log = [](size_t regular, size_t rounds, bool hosts) {
+    std::string s = hosts ? "timestamp,hostname,utilization.gpu [%],power.draw [W]\n"
+                          : "timestamp,utilization.gpu [%],power.draw [W]\n";
+    size_t t = 1764583200;
+    auto row = [&](size_t k, double at, size_t g) {
+      s += fmt::format("{:.3f},", at);
+      if (hosts) s += fmt::format("node{},", g);
+      s += fmt::format("{},{}.5\n", (k * 13 + g) % 101, 100 + (k * 7 + g) % 300);
+    };
+    for (size_t k = 0; k < regular; ++k) row(k, static_cast<double>(t++), 0);
+    for (size_t k = 0; k < rounds; ++k, ++t)
+      for (size_t g = 0; g < 2; ++g)
+        row(k, static_cast<double>(t) + 0.001 * static_cast<double>(g), g);
+    return s;
+  };
+  for (const auto& [regular, rounds] :
+       std::vector<std::pair<size_t, size_t>>{{3000, 0}, {0, 1500}, {1500, 750}, {2800, 100}}) {
+    for (const bool hosts : {false, true}) {
+      const std::string what =
+          fmt::format("{} rows, then {} rounds{}", regular, rounds, hosts ? ", by host" : "");
+      expect_same(log(regular, rounds, hosts), what);
+    }
+  }
+  // In rounds throughout: two GPUs, told apart by their place in each round.
+  const auto r = read(log(0, 1500, false), 3, 997, nullptr);
+  ASSERT_TRUE(r.ok()) << r.error().message;
+  ASSERT_EQ(r->gpus.size(), 2U);
+  EXPECT_EQ(r->gpus[1].size(), 1500U);
+}
+
 // Inside work already spread (a fleet worker's log) the default is one pass: no threads of the
 // reader's own; threads asked for are still used.
 TEST(CsvChunks, InsideSpreadWorkOnePass) {
