@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
-#include <optional>
+#include <iterator>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -47,11 +47,12 @@ std::string_view strip_ansi(std::string_view s, std::string& buf) {
   return buf;
 }
 
-// "host  Tue Dec  1 10:00:00 2026  535.104.05": "2026-12-01 10:00:00".
-std::optional<std::string> gpustat_time(std::string_view line) {
+// Whether a line is a host line with the time: "host  Tue Dec  1 10:00:00 2026  535.104.05"; the
+// time into *out where given, "2026-12-01 10:00:00". words: room for the line's words.
+bool gpustat_time(std::string_view line, std::vector<std::string_view>& t,
+                  std::string* out = nullptr) {
   static constexpr std::string_view kMonths[] = {"jan", "feb", "mar", "apr", "may", "jun",
                                                  "jul", "aug", "sep", "oct", "nov", "dec"};
-  std::vector<std::string_view> t;
   text::split_ws(line, t);
   for (size_t i = 0; i + 3 < t.size(); ++i) {
     for (size_t m = 0; m < 12; ++m) {
@@ -61,10 +62,15 @@ std::optional<std::string> gpustat_time(std::string_view line) {
       if (!day || !year || *day < 1 || *day > 31 || *year < 1970 || *year > 9999 ||
           !csv::parse_time_of_day(t[i + 2]))
         continue;
-      return fmt::format("{:04d}-{:02d}-{:02d} {}", *year, m + 1, *day, t[i + 2]);
+      if (out != nullptr) {
+        out->clear();
+        fmt::format_to(std::back_inserter(*out), "{:04d}-{:02d}-{:02d} {}", *year, m + 1, *day,
+                       t[i + 2]);
+      }
+      return true;
     }
   }
-  return std::nullopt;
+  return false;
 }
 
 bool gpustat_gpu_line(std::string_view l) {
@@ -162,7 +168,8 @@ void GpustatRows::row(size_t r, std::vector<std::string_view>& cells) const {
   const size_t s = snapshot_of(r);
   if (s != time_of_) {
     const Snapshot& snap = snapshots_[s];
-    time_ = gpustat_time(strip_ansi({snap.host, snap.host_size}, plain_)).value_or("");
+    if (!gpustat_time(strip_ansi({snap.host, snap.host_size}, plain_), parts_, &time_))
+      time_.clear();
     time_of_ = s;
   }
   const Row& x = rows_[r];
@@ -204,6 +211,7 @@ Result<Recording> gpustat(std::string_view text, const std::string& origin,
   text::LineReader lines(text);
   std::string_view line;
   std::string plain;
+  std::vector<std::string_view> words;
   // A host line with a time not yet followed by a GPU line: its snapshot starts at that line.
   std::string_view host;
   size_t host_line = 0;
@@ -211,7 +219,7 @@ Result<Recording> gpustat(std::string_view text, const std::string& origin,
     if (text::is_blank(line)) continue;
     const std::string_view l = strip_ansi(line, plain);
     if (!whole_gpu_line(l)) {
-      if (!gpustat_gpu_line(l) && gpustat_time(l)) {
+      if (!gpustat_gpu_line(l) && gpustat_time(l, words)) {
         host = line;
         host_line = lines.line_number();
       }
@@ -238,6 +246,7 @@ Result<Recording> gpustat(std::string_view text, const std::string& origin,
 bool looks_like_gpustat(std::string_view head) {
   return log_reader::guarded_check([&] {
     std::string plain;
+    std::vector<std::string_view> words;
     text::LineReader lines(text::strip_bom(head));
     std::string_view line;
     bool timed = false;
@@ -245,7 +254,7 @@ bool looks_like_gpustat(std::string_view head) {
       if (text::is_blank(line)) continue;
       line = strip_ansi(line, plain);
       if (gpustat_gpu_line(line)) return timed;
-      timed = gpustat_time(line).has_value();
+      timed = gpustat_time(line, words);
       if (!timed) return false;
     }
     return false;

@@ -202,10 +202,14 @@ struct Masks16 {
 
 }  // namespace
 
-void split(std::string_view line, char sep, std::vector<std::string_view>& out) {
+namespace {
+
+// A line cut at every sep into out, each cell as `cell` makes it (as is, or trimmed): sixteen bytes
+// at a time (log cells are a few bytes, shorter than a call to memchr is worth), each separator a
+// cut, lowest address first.
+template <class Cell>
+void split_into(std::string_view line, char sep, std::vector<std::string_view>& out, Cell cell) {
   out.clear();
-  // Sixteen bytes at a time (log cells are a few bytes, shorter than a call to memchr is worth),
-  // each separator a cut, lowest address first.
   const char* const b = line.data();
   const size_t n = line.size();
   size_t start = 0, i = 0;
@@ -214,22 +218,28 @@ void split(std::string_view line, char sep, std::vector<std::string_view>& out) 
     unsigned hits = masks.only_a(b + i);
     while (hits != 0) {
       const size_t at = i + static_cast<size_t>(std::countr_zero(hits));
-      out.push_back(line.substr(start, at - start));
+      out.push_back(cell(line.substr(start, at - start)));
       start = at + 1;
       hits &= hits - 1;
     }
   }
   for (; i < n; ++i) {
     if (b[i] != sep) continue;
-    out.push_back(line.substr(start, i - start));
+    out.push_back(cell(line.substr(start, i - start)));
     start = i + 1;
   }
-  out.push_back(line.substr(start));
+  out.push_back(cell(line.substr(start)));
+}
+
+}  // namespace
+
+void split(std::string_view line, char sep, std::vector<std::string_view>& out) {
+  split_into(line, sep, out, [](std::string_view c) { return c; });
 }
 
 void split_trimmed(std::string_view line, char sep, std::vector<std::string_view>& out) {
-  split(line, sep, out);
-  for (auto& c : out) c = trim(c);
+  // (Each cell trimmed as it is cut, while its bytes are at hand.)
+  split_into(line, sep, out, [](std::string_view c) { return trim(c); });
 }
 
 size_t split_line_trimmed(std::string_view text, char sep, char stop,
