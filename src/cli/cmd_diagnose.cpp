@@ -181,7 +181,7 @@ int diagnose_runs(std::vector<PromRun> runs, PromGroupBy by, const Opts& opts,
         {"schema_version", 1},       {"source", "prometheus " + opts.prometheus},
         {"selector", opts.selector}, {"grouped_by", prom_group_by_code(by)},
         {"summary", summary},        {"runs", std::move(j_runs)}};
-    print_json(j.dump(2));
+    print_json(j);
   }
   std::fflush(stdout);
   return failed ? kExitFindings : kExitOk;
@@ -317,7 +317,7 @@ int diagnose_folder(const Opts& opts, const DiagnosisConfig& config,
     const nlohmann::json j = {{"schema_version", 1}, {"source", "folder " + opts.input},
                               {"selector", ""},      {"grouped_by", "file"},
                               {"summary", summary},  {"runs", std::move(j_runs)}};
-    print_json(j.dump(2));
+    print_json(j);
   } else {
     size_t w = 4;
     for (const auto& r : rows) w = std::max(w, r.file.size());
@@ -416,7 +416,7 @@ Command add_diagnose_command(CLI::App& root) {
               config = c.value();
             }
             if (opts->print_config) {
-              print_json(config_to_json(config).dump(2));
+              print_json(config_to_json(config));
               return kExitOk;
             }
             Recording rec;
@@ -482,9 +482,9 @@ Command add_diagnose_command(CLI::App& root) {
             auto cmp = compare_baseline(*opts, rec, d);
             if (!cmp) return report(cmp.error());
             if (opts->format == "json") {
-              auto j = diagnosis_json(d);
+              auto j = diagnosis_json(d, FindingsJson::kPlace);
               if (cmp.value()) j["baseline"] = comparison_json(*cmp.value());
-              print_json(j.dump(2));
+              print_json(d, std::move(j));
             } else {
               print_diagnosis(*opts, d, cmp.value());
             }

@@ -100,7 +100,7 @@ Command add_baseline_command(CLI::App& root) {
                 return report(failure(opts->input + ": no GPU did steady work: nothing to save"));
               auto path = save_baseline(b);
               if (!path) return report(path.error());
-              print_json(baseline_json(b).dump(2));
+              print_json(baseline_json(b));
               fmt::print(stderr, "gpudoctor: baseline \"{}\" saved to {}\n", b.name, path.value());
               return kExitOk;
             }
@@ -111,7 +111,7 @@ Command add_baseline_command(CLI::App& root) {
             if (show->parsed()) {
               auto b = load_baseline(opts->name);
               if (!b) return report(b.error());
-              print_json(baseline_json(b.value()).dump(2));
+              print_json(baseline_json(b.value()));
               return kExitOk;
             }
             return kExitUsage;

@@ -11,6 +11,8 @@
 
 #include "core/duration.hpp"
 #include "formats/load.hpp"
+#include "report/diagnosis_report.hpp"
+#include "report/json_stream.hpp"
 
 namespace gpudoctor::cli {
 namespace {
@@ -162,9 +164,17 @@ LoadOptions load_options(const InputFlags& f, const std::string& input) {
   return o;
 }
 
-void print_json(const std::string& dumped) {
-  std::fwrite(dumped.data(), 1, dumped.size(), stdout);
-  std::fputc('\n', stdout);
+void print_json(const nlohmann::json& j) {
+  write_json(stdout, j);
+}
+
+void print_json(const nlohmann::ordered_json& j) {
+  write_json(stdout, j);
+}
+
+void print_json(const Diagnosis& d, nlohmann::ordered_json j) {
+  write_json(stdout, j, "findings", d.findings.size(),
+             [&](size_t i) { return finding_json(d.findings[i]); });
 }
 
 }  // namespace gpudoctor::cli

@@ -7,7 +7,9 @@
 #include <string>
 
 #include <CLI/CLI.hpp>
+#include <nlohmann/json.hpp>
 
+#include "analysis/diagnosis.hpp"
 #include "core/result.hpp"
 #include "formats/load.hpp"
 #include "sources/source.hpp"
@@ -60,9 +62,13 @@ LoadOptions load_options(const InputFlags& f);
 // arrived is read (the stop handlers are installed).
 LoadOptions load_options(const InputFlags& f, const std::string& input);
 
-// A JSON document on standard output, indented by 2, then a line end: its text written as it is,
-// not copied into a formatting buffer first (a long run's diagnosis is megabytes of JSON).
-void print_json(const std::string& dumped);
+// A JSON document on standard output, indented by 2, then a line end: written as it is serialised,
+// not built as text first (a long run's diagnosis is megabytes of JSON). Bytes that are not UTF-8
+// in its strings (a name read from a log) are written as U+FFFD, as the other JSON outputs do.
+void print_json(const nlohmann::json& j);
+void print_json(const nlohmann::ordered_json& j);
+// A diagnosis' JSON, its findings written one at a time (report/json_stream).
+void print_json(const Diagnosis& d, nlohmann::ordered_json j);
 
 struct Command {
   CLI::App* app;

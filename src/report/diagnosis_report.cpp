@@ -126,7 +126,31 @@ std::vector<std::string> limitations_in_order(const Diagnosis& d) {
 
 }  // namespace
 
-nlohmann::ordered_json diagnosis_json(const Diagnosis& d) {
+nlohmann::ordered_json finding_json(const Finding& f) {
+  const auto& info = cause_info(f.cause);
+  nlohmann::ordered_json o;
+  o["cause"] = std::string(info.code);
+  o["title"] = std::string(info.title);
+  o["gpus"] = f.gpus;
+  o["severity"] = std::string(severity_code(f.severity));
+  o["confidence"] = f.confidence;
+  o["start_s"] = std::round(f.start_s * 10) / 10;
+  o["end_s"] = std::round(f.end_s * 10) / 10;
+  o["summary"] = f.summary;
+  o["evidence"] = f.evidence;
+  o["fixes"] = f.fixes;
+  o["lost_gpu_hours"] = opt(f.lost_gpu_hours);
+  o["share"] = f.share;
+  o["alternatives"] = nlohmann::ordered_json::array();
+  for (const auto& a : f.alternatives)
+    o["alternatives"].push_back({{"cause", std::string(cause_code(a.cause))},
+                                 {"confidence", a.confidence},
+                                 {"tell_apart", a.tell_apart}});
+  if (!f.owners.empty()) o["owners"] = f.owners;
+  return o;
+}
+
+nlohmann::ordered_json diagnosis_json(const Diagnosis& d, FindingsJson findings) {
   nlohmann::ordered_json j;
   j["schema_version"] = kDiagnosisSchemaVersion;
   j["verdict"] = d.verdict ? nlohmann::ordered_json(std::string(cause_code(*d.verdict)))
@@ -166,29 +190,8 @@ nlohmann::ordered_json diagnosis_json(const Diagnosis& d) {
     j["gpus"].push_back(std::move(o));
   }
   j["findings"] = nlohmann::ordered_json::array();
-  for (const auto& f : d.findings) {
-    const auto& info = cause_info(f.cause);
-    nlohmann::ordered_json o;
-    o["cause"] = std::string(info.code);
-    o["title"] = std::string(info.title);
-    o["gpus"] = f.gpus;
-    o["severity"] = std::string(severity_code(f.severity));
-    o["confidence"] = f.confidence;
-    o["start_s"] = std::round(f.start_s * 10) / 10;
-    o["end_s"] = std::round(f.end_s * 10) / 10;
-    o["summary"] = f.summary;
-    o["evidence"] = f.evidence;
-    o["fixes"] = f.fixes;
-    o["lost_gpu_hours"] = opt(f.lost_gpu_hours);
-    o["share"] = f.share;
-    o["alternatives"] = nlohmann::ordered_json::array();
-    for (const auto& a : f.alternatives)
-      o["alternatives"].push_back({{"cause", std::string(cause_code(a.cause))},
-                                   {"confidence", a.confidence},
-                                   {"tell_apart", a.tell_apart}});
-    if (!f.owners.empty()) o["owners"] = f.owners;
-    j["findings"].push_back(std::move(o));
-  }
+  if (findings == FindingsJson::kIn)
+    for (const auto& f : d.findings) j["findings"].push_back(finding_json(f));
   j["limitations"] = d.limitations;
   j["input_notes"] = d.input_notes;
   j["workload"] = {

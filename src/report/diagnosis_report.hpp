@@ -14,7 +14,12 @@ namespace gpudoctor {
 
 inline constexpr int kDiagnosisSchemaVersion = 1;
 
-nlohmann::ordered_json diagnosis_json(const Diagnosis& d);
+// The diagnosis as JSON; kPlace: its findings left out, their array held empty in its place, for
+// a writer that writes them one at a time (finding_json; report/json_stream).
+enum class FindingsJson { kIn, kPlace };
+nlohmann::ordered_json diagnosis_json(const Diagnosis& d,
+                                      FindingsJson findings = FindingsJson::kIn);
+nlohmann::ordered_json finding_json(const Finding& f);
 
 enum class TextDetail {
   kBrief,    // the verdict, one line per GPU, the findings with their first fix (the demo)

@@ -5,11 +5,13 @@
 #include <cstdlib>
 #include <fstream>
 #include <functional>
+#include <string>
 
 #include <gtest/gtest.h>
 
 #include "analysis/diagnosis.hpp"
 #include "report/diagnosis_report.hpp"
+#include "report/json_stream.hpp"
 
 namespace gpudoctor {
 namespace {
@@ -139,6 +141,53 @@ TEST(Diagnosis, DutyCycleIsDataStarvationWithItsPeriod) {
     EXPECT_GE(p.end_s - p.start_s, 590);
   }
   EXPECT_EQ(steady, 1);
+}
+
+// The JSON written finding by finding (diagnose --format json) is the document's dump, byte for
+// byte: with findings, with none, with a key after them; other documents written whole the same.
+TEST(Diagnosis, JsonWrittenFindingByFindingIsTheDump) {
+  auto written = [](auto&& write) {
+    std::FILE* f = std::tmpfile();
+    write(f);
+    std::fflush(f);
+    std::string out(static_cast<size_t>(std::ftell(f)), '\0');
+    std::rewind(f);
+    const size_t n = std::fread(out.data(), 1, out.size(), f);
+    std::fclose(f);
+    out.resize(n);
+    return out;
+  };
+  const auto starved = diagnose(one(make_gpu(0, 3600, 1, [](size_t i) {
+    Row r;
+    const bool busy = i % 4 < 2 || (i > 1200 && i < 2400);
+    r.util = busy ? 100 : 0, r.power = busy ? 330 : 90;
+    return r;
+  })));
+  const auto healthy = diagnose(one(make_gpu(0, 600, 1, [](size_t i) {
+    Row r;
+    r.util = 100, r.power = 380 + static_cast<double>(i % 3);
+    return r;
+  })));
+  ASSERT_GE(starved.findings.size(), 2U);
+  ASSERT_TRUE(healthy.findings.empty());
+  for (const Diagnosis* d : {&starved, &healthy})
+    for (const bool baseline : {false, true}) {
+      nlohmann::ordered_json whole = diagnosis_json(*d);
+      nlohmann::ordered_json place = diagnosis_json(*d, FindingsJson::kPlace);
+      EXPECT_TRUE(place["findings"].empty());
+      if (baseline) whole["baseline"] = place["baseline"] = {{"runs", 3}, {"note", "ü \"x\""}};
+      const std::string streamed = written([&](std::FILE* f) {
+        write_json(f, place, "findings", d->findings.size(),
+                   [&](size_t i) { return finding_json(d->findings[i]); });
+      });
+      EXPECT_EQ(streamed, whole.dump(2) + "\n") << d->findings.size() << " findings";
+    }
+  // Written whole: a plain document; bytes that are not UTF-8 as U+FFFD, not an exception.
+  nlohmann::json plain = {{"a", {1, 2.5, nullptr}}, {"b", nlohmann::json::object()}, {"c", "é"}};
+  EXPECT_EQ(written([&](std::FILE* f) { write_json(f, plain); }), plain.dump(2) + "\n");
+  nlohmann::ordered_json bad = {{"name", std::string("GPU\xff")}};
+  EXPECT_EQ(written([&](std::FILE* f) { write_json(f, bad); }),
+            "{\n  \"name\": \"GPU\xef\xbf\xbd\"\n}\n");
 }
 
 TEST(Diagnosis, StragglerMakesTheOthersWait) {
