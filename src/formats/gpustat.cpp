@@ -178,6 +178,7 @@ void GpustatRows::row(size_t r, std::vector<std::string_view>& cells) const {
   const size_t close = l.find(']');
   const std::string_view gpu = l.substr(1, close - 1);
   text::split_trimmed(l.substr(close + 1), '|', parts_);
+  if (parts_.size() < 3) parts_.resize(3);  // (a line of 4 GiB or more: read as its first 4 GiB)
   std::string_view temp, util, power, limit, used, total;
   text::split_trimmed(parts_[1], ',', fields_);
   for (auto f : fields_) {
