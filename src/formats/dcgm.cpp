@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <array>
+#include <atomic>
 #include <cmath>
 #include <cstdint>
 #include <exception>
@@ -367,7 +368,7 @@ class LongFraming : public log_reader::CellRows {
   size_t rows_ = 0;
   std::vector<size_t> gpu_rows_;             // per GPU with samples: its first row, in order
   std::vector<const DumpGpu*> gpu_of_rows_;  // and the GPU
-  mutable size_t gpu_hint_ = 0;              // the GPU sample_of found last
+  mutable std::atomic<size_t> gpu_hint_{0};  // the GPU sample_of found last
   mutable size_t gpus_done_ = 0;             // GPUs whose values are let go
   mutable char time_[24];                    // the row's time, as text
   log_reader::UniqueNames unread_;
@@ -516,16 +517,7 @@ void LongFraming::merge(DumpGpu& g) {
 }
 
 std::pair<const DumpGpu*, size_t> LongFraming::sample_of(size_t r) const {
-  auto covers = [&](size_t i) {
-    return i < gpu_rows_.size() && gpu_rows_[i] <= r &&
-           (i + 1 == gpu_rows_.size() || r < gpu_rows_[i + 1]);
-  };
-  size_t k = gpu_hint_;
-  if (!covers(k) && !covers(++k)) {  // (rows are read in order: this GPU or the next)
-    const auto after = std::upper_bound(gpu_rows_.begin(), gpu_rows_.end(), r);
-    k = static_cast<size_t>(after - gpu_rows_.begin()) - 1;
-  }
-  gpu_hint_ = k;
+  const size_t k = log_reader::run_holding(gpu_rows_, r, gpu_hint_, [](size_t row) { return row; });
   const DumpGpu* g = gpu_of_rows_[k];
   if (g->samples.size() == 0)
     walk_samples(g->entries, table_names_.size(), g->tolerance_us,

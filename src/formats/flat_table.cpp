@@ -53,19 +53,8 @@ void FlatTable::begin_row() {
 
 size_t FlatTable::line(size_t r) const {
   if (line_marks_.empty() || r < line_marks_.front().row) return CellRows::line(r);
-  // The mark found last time, or the next (rows are read in order), else searched for.
-  size_t k = mark_hint_.load(std::memory_order_relaxed);
-  auto covers = [&](size_t i) {
-    return i < line_marks_.size() && line_marks_[i].row <= r &&
-           (i + 1 == line_marks_.size() || r < line_marks_[i + 1].row);
-  };
-  if (!covers(k) && !covers(++k)) {
-    const auto after = std::upper_bound(line_marks_.begin(), line_marks_.end(), r,
-                                        [](size_t row, const LineMark& m) { return row < m.row; });
-    k = static_cast<size_t>(after - line_marks_.begin()) - 1;
-  }
-  mark_hint_.store(k, std::memory_order_relaxed);
-  const LineMark& m = line_marks_[k];
+  const LineMark& m =
+      line_marks_[run_holding(line_marks_, r, mark_hint_, [](const LineMark& x) { return x.row; })];
   return m.line + (r - m.row) * m.step;
 }
 
@@ -251,18 +240,7 @@ void LineRows::add_row(std::string_view line, size_t file_line, int gpu, int dro
 }
 
 const LineRows::Run& LineRows::run_of(size_t r) const {
-  // The last run that starts at or before r: the one asked for last time, or the next (rows are
-  // read in order), else searched for.
-  for (size_t k = run_hint_.load(std::memory_order_relaxed), end = std::min(k + 2, runs_.size());
-       k < end; ++k)
-    if (runs_[k].first_row <= r && (k + 1 == runs_.size() || r < runs_[k + 1].first_row)) {
-      run_hint_.store(k, std::memory_order_relaxed);
-      return runs_[k];
-    }
-  const auto it = std::upper_bound(runs_.begin(), runs_.end(), r,
-                                   [](size_t row, const Run& run) { return row < run.first_row; });
-  run_hint_.store(static_cast<size_t>(it - 1 - runs_.begin()), std::memory_order_relaxed);
-  return *(it - 1);
+  return runs_[run_holding(runs_, r, run_hint_, [](const Run& x) { return x.first_row; })];
 }
 
 void LineRows::split(size_t /*header*/, std::string_view line,

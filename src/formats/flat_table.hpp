@@ -110,6 +110,24 @@ class StableBlocks {
   size_t n_ = 0, released_ = 0;
 };
 
+// Which of `runs` (each starting at a row, start(run), in ascending order; the first at or before
+// r) holds row r: the one found last time (`hint`: any value works) or the next, as rows are read
+// in order, else searched for.
+template <class T, class Start>
+size_t run_holding(const std::vector<T>& runs, size_t r, std::atomic<size_t>& hint, Start start) {
+  const size_t n = runs.size();
+  for (size_t k = hint.load(std::memory_order_relaxed), end = std::min(k + 2, n); k < end; ++k)
+    if (start(runs[k]) <= r && (k + 1 == n || r < start(runs[k + 1]))) {
+      hint.store(k, std::memory_order_relaxed);
+      return k;
+    }
+  const auto it = std::upper_bound(runs.begin(), runs.end(), r,
+                                   [&](size_t row, const T& x) { return row < start(x); });
+  const size_t k = static_cast<size_t>(it - runs.begin()) - 1;
+  hint.store(k, std::memory_order_relaxed);
+  return k;
+}
+
 // Copies of cells, one after another in blocks that are never reallocated (a string each would be
 // 32 bytes and an allocation for a cell of 16 bytes or more; a row's copies lie near each other, as
 // its cells in a text do).

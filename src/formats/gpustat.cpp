@@ -1,6 +1,7 @@
 // gpustat's text snapshots (`gpustat` in a loop, or `gpustat -i`): a host line with the time, then
 // one line per GPU. See formats/text_layouts.hpp.
 #include <algorithm>
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <iterator>
@@ -79,11 +80,10 @@ bool gpustat_gpu_line(std::string_view l) {
          l.find('|') != std::string_view::npos;
 }
 
-// A GPU line with its three parts: "[0] NAME | temp, util, power | memory | processes" (at least
-// two bars after the index).
-bool whole_gpu_line(std::string_view l) {
-  if (!gpustat_gpu_line(l)) return false;
-  l = text::trim(l);
+// A GPU line (gpustat_gpu_line) with its three parts: "[0] NAME | temp, util, power | memory |
+// processes" (at least two bars after the index).
+bool has_three_parts(std::string_view gpu_line) {
+  const std::string_view l = text::trim(gpu_line);
   const std::string_view after = l.substr(l.find(']') + 1);
   return std::count(after.begin(), after.end(), '|') >= 2;
 }
@@ -144,24 +144,15 @@ class GpustatRows : public log_reader::CellRows {
   size_t header_line_ = 0;
   // What reading a row holds: the snapshot found last and its time, the line without colours,
   // its parts.
-  mutable size_t hint_ = 0, time_of_ = SIZE_MAX;
+  mutable std::atomic<size_t> hint_{0};
+  mutable size_t time_of_ = SIZE_MAX;
   mutable std::string time_, plain_;
   mutable std::vector<std::string_view> parts_, fields_;
 };
 
 size_t GpustatRows::snapshot_of(size_t r) const {
-  auto covers = [&](size_t i) {
-    return i < snapshots_.size() && snapshots_[i].first_row <= r &&
-           (i + 1 == snapshots_.size() || r < snapshots_[i + 1].first_row);
-  };
-  size_t k = hint_;
-  if (!covers(k) && !covers(++k)) {  // (rows are read in order: this snapshot or the next)
-    const auto after =
-        std::upper_bound(snapshots_.begin(), snapshots_.end(), r,
-                         [](size_t row, const Snapshot& s) { return row < s.first_row; });
-    k = static_cast<size_t>(after - snapshots_.begin()) - 1;
-  }
-  return hint_ = k;
+  return log_reader::run_holding(snapshots_, r, hint_,
+                                 [](const Snapshot& s) { return s.first_row; });
 }
 
 void GpustatRows::row(size_t r, std::vector<std::string_view>& cells) const {
@@ -219,13 +210,14 @@ Result<Recording> gpustat(std::string_view text, const std::string& origin,
   while (lines.next(line)) {
     if (text::is_blank(line)) continue;
     const std::string_view l = strip_ansi(line, plain);
-    if (!whole_gpu_line(l)) {
-      if (!gpustat_gpu_line(l) && gpustat_time(l, words)) {
+    if (!gpustat_gpu_line(l)) {
+      if (gpustat_time(l, words)) {
         host = line;
         host_line = lines.line_number();
       }
       continue;
     }
+    if (!has_three_parts(l)) continue;
     if (host_line == 0 && rows.rows() == 0) continue;  // (no time yet)
     if (rows.rows() == 0) rows.set_header_line(lines.line_number());
     if (host_line != 0) {
