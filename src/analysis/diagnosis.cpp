@@ -315,33 +315,31 @@ bool drop_marked(GpuSeries& g, const std::vector<uint8_t>& drop) {
   return true;
 }
 
-// The input as the detectors read it: the rows the quality scan marked left out, the
-// instantaneous power standing in for a missing average; `said` tells what was changed (the first
-// limitations). rec is nullopt when the input needs no change.
+// The input as the detectors read it: the rows the quality scan marked left out, in a copy of the
+// GPUs that had any (the others read as they are); `said` tells what was changed and what the
+// detectors read in place of a missing reading (the first limitations).
 struct Cleaned {
-  std::optional<Recording> rec;
-  std::vector<uint8_t> changed;  // per GPU: its series in rec differs from the input's
+  std::vector<std::optional<GpuSeries>> series;  // per GPU: its rows left out, or nullopt (none)
   std::vector<std::string> said;
+  // GPU g's series as the detectors read it.
+  const GpuSeries& of(const Recording& input, size_t g) const {
+    return series[g] ? *series[g] : input.gpus[g];
+  }
 };
 Cleaned clean_input(const Recording& input, const QualityScan& quality) {
   Cleaned out;
+  out.series.resize(input.gpus.size());
+  if (quality.any_drop)
+    for (size_t g = 0; g < input.gpus.size(); ++g)
+      if (std::find(quality.drop[g].begin(), quality.drop[g].end(), 1) != quality.drop[g].end()) {
+        out.series[g].emplace(input.gpus[g]);
+        drop_marked(*out.series[g], quality.drop[g]);
+      }
   // A log with only the instantaneous power reading (DCGM's power_usage_instant) has power all
-  // the same: the diagnosis reads it as the power draw.
+  // the same: the diagnosis reads it as the power draw (power_draw).
   const bool instant_power = std::any_of(
       input.gpus.begin(), input.gpus.end(),
       [](const GpuSeries& s) { return !s.has(Field::kPower) && s.has(Field::kPowerInstant); });
-  if (quality.any_drop || instant_power) {
-    out.rec.emplace(input);
-    out.changed.assign(out.rec->gpus.size(), 0);
-    for (size_t g = 0; g < out.rec->gpus.size(); ++g) {
-      auto& c = out.rec->gpus[g];
-      if (!c.has(Field::kPower) && c.has(Field::kPowerInstant)) {
-        c.columns[index_of(Field::kPower)] = c.columns[index_of(Field::kPowerInstant)];
-        out.changed[g] = 1;
-      }
-      if (drop_marked(c, quality.drop[g])) out.changed[g] = 1;
-    }
-  }
   if (instant_power)
     out.said.push_back(
         "power draw from the instantaneous reading (the input has no averaged power): noisier, "
@@ -377,10 +375,10 @@ std::vector<WindowBlock> window_blocks(const Context& ctx) {
 // Each GPU's derived series, phases and windows, and what other GPUs' detectors read of it (its
 // peer windows), before any detector runs; each GPU on its own (from its power limit, made
 // already). A window's features are made where it is judged (judge_windows).
-void prepare_gpus(Context& ctx, std::vector<PowerLimitEvidence>& limits) {
+void prepare_gpus(Context& ctx, const Cleaned& cleaned, std::vector<PowerLimitEvidence>& limits) {
   ctx.gpus.resize(ctx.rec.gpus.size());
   parallel_for(ctx.gpus.size(), 0, [&](size_t g) {
-    ctx.gpus[g] = prepare(ctx.rec.gpus[g], ctx.cfg, std::move(limits[g]));
+    ctx.gpus[g] = prepare(cleaned.of(ctx.rec, g), ctx.cfg, std::move(limits[g]));
     segment(ctx.gpus[g], ctx.cfg);
     // What the other GPUs' windows read of this one (a lone GPU has no peers to read it).
     if (ctx.gpus.size() > 1) {
@@ -688,17 +686,17 @@ void judge_run(Diagnosis& out, const Context& ctx, const Judgement& jd, double o
 void say_limits(Diagnosis& out, const Context& ctx, const Judgement& jd,
                 std::vector<std::string> cleaning) {
   const auto& cfg = ctx.cfg;
-  auto any_has = [&](Field f) {
-    return std::any_of(ctx.rec.gpus.begin(), ctx.rec.gpus.end(),
-                       [&](const GpuSeries& s) { return s.has(f); });
+  // (Each GPU's series as the detectors read it.)
+  auto any_gpu = [&](auto&& f) {
+    return std::any_of(ctx.gpus.begin(), ctx.gpus.end(), [&](const GpuData& d) { return f(*d.s); });
   };
+  auto any_has = [&](Field f) { return any_gpu([&](const GpuSeries& s) { return s.has(f); }); };
   auto& lim = out.limitations;
   for (auto& f : cleaning) lim.push_back(std::move(f));
-  if (ctx.rec.gpus.empty() || out.duration_s <= 0 ||
-      std::all_of(ctx.rec.gpus.begin(), ctx.rec.gpus.end(),
-                  [](const GpuSeries& s) { return s.size() < 2; }))
+  if (ctx.gpus.empty() || out.duration_s <= 0 ||
+      !any_gpu([](const GpuSeries& s) { return s.size() >= 2; }))
     lim.push_back("fewer than two samples per GPU: nothing over time can be judged");
-  if (!any_has(Field::kPower))
+  if (!any_gpu([](const GpuSeries& s) { return bool(power_draw(s)); }))
     lim.push_back(
         "no power draw in this input: efficiency and the power-based causes (busy but idle, "
         "power cap, launch overhead, communication wait, memory bound) cannot be judged; "
@@ -722,12 +720,11 @@ void say_limits(Diagnosis& out, const Context& ctx, const Judgement& jd,
     lim.push_back(
         "no clock event reasons: thermal and clock limits are judged from temperature and clocks "
         "alone");
-  if (std::none_of(ctx.rec.gpus.begin(), ctx.rec.gpus.end(),
-                   [](const GpuSeries& s) { return s.processes_recorded || !s.processes.empty(); }))
+  if (!any_gpu([](const GpuSeries& s) { return s.processes_recorded || !s.processes.empty(); }))
     lim.push_back(
         "no process list in this input: contention (several processes on one GPU) "
         "cannot be checked");
-  if (ctx.rec.gpus.size() > 1 && !any_has(Field::kPcieTx) && !any_has(Field::kGpmPcieTx) &&
+  if (ctx.gpus.size() > 1 && !any_has(Field::kPcieTx) && !any_has(Field::kGpmPcieTx) &&
       !any_has(Field::kGpmNvlinkTx))
     lim.push_back(
         "no PCIe or NVLink throughput: GPUs waiting on each other are recognised only "
@@ -738,7 +735,7 @@ void say_limits(Diagnosis& out, const Context& ctx, const Judgement& jd,
     const std::string who = fmt::format("GPU {}", s.info.index);
     if (const std::string note = limit_note(d); !note.empty())
       out.input_notes.push_back(fmt::format("{}: {}", who, note));
-    if (!known(d.default_limit_w) && !d.power_ratio_known && s.has(Field::kPower))
+    if (!known(d.default_limit_w) && !d.power_ratio_known && d.power)
       lim.push_back(fmt::format(
           "{}: no power limit in the input and none known for {}: efficiency cannot be computed, "
           "so the causes judged by it (healthy, busy but idle, a lowered cap) are not asserted; "
@@ -760,11 +757,11 @@ void say_limits(Diagnosis& out, const Context& ctx, const Judgement& jd,
     if (!out.gpus[g].verdict && s.size() >= 2 &&
         jd.steady_samples[g] >= static_cast<size_t>(cfg.min_samples))
       lim.push_back(
-          s.has(Field::kPower) && !known(d.default_limit_w) && !d.power_ratio_known
+          d.power && !known(d.default_limit_w) && !d.power_ratio_known
               ? fmt::format("{}: busy, but with no power limit its power draw cannot say how hard "
                             "it worked: give --gpu-name MODEL or --power-limit W",
                             who)
-          : !s.has(Field::kPower) && !s.has(Field::kGpmSmUtil)
+          : !d.power && !s.has(Field::kGpmSmUtil)
               ? fmt::format("{}: busy, but the input has neither power nor SM activity to tell "
                             "real work from busy-but-idle",
                             who)
@@ -804,22 +801,21 @@ Diagnosis diagnose(const Recording& input, const DiagnosisConfig& cfg, JudgedSam
   });
   QualityScan quality = combine_quality(std::move(scans));
   Cleaned cleaned = clean_input(input, quality);
-  const Recording& rec = cleaned.rec ? *cleaned.rec : input;
-  if (cleaned.rec)
+  if (quality.any_drop)
     parallel_for(gpus, 0, [&](size_t g) {
-      if (cleaned.changed[g]) limits[g] = resolve_power_limit(rec.gpus[g], cfg);
+      if (cleaned.series[g]) limits[g] = resolve_power_limit(*cleaned.series[g], cfg);
     });
   Diagnosis out;
-  out.source = rec.source;
+  out.source = input.source;
   out.reference_efficiency = cfg.reference_efficiency;
-  out.start_unix_ms = rec.start_unix_ms;
-  out.input_notes = rec.notes;
-  Context ctx{rec, cfg, {}, detect_workload(rec)};
+  out.start_unix_ms = input.start_unix_ms;
+  out.input_notes = input.notes;
+  Context ctx{input, cfg, {}, detect_workload(input)};
   out.workload = ctx.workload;
   out.data_quality = std::move(quality.issues);
-  prepare_gpus(ctx, limits);
-  for (const auto& s : rec.gpus)
-    if (!s.time_s.empty()) out.duration_s = std::max(out.duration_s, s.time_s.back());
+  prepare_gpus(ctx, cleaned, limits);
+  for (const auto& d : ctx.gpus)
+    if (!d.s->time_s.empty()) out.duration_s = std::max(out.duration_s, d.s->time_s.back());
 
   const Judgement jd = judge_windows(ctx);
   const double observed_h = observed_hours(ctx);
@@ -851,7 +847,7 @@ Diagnosis diagnose(const Recording& input, const DiagnosisConfig& cfg, JudgedSam
   }
   judge_run(out, ctx, jd, observed_h);
   say_limits(out, ctx, jd, std::move(cleaned.said));
-  add_trace_findings(out, rec, trace_thresholds(cfg));
+  add_trace_findings(out, input, trace_thresholds(cfg));
   return out;
 }
 

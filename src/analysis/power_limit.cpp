@@ -118,10 +118,14 @@ std::vector<double> power_levels_w(std::vector<double> v, double min_share) {
   return levels;
 }
 
+ColumnView power_draw(const GpuSeries& s) {
+  return s.has(Field::kPower) ? s.column(Field::kPower) : s.column(Field::kPowerInstant);
+}
+
 PowerLimitEvidence resolve_power_limit(const GpuSeries& s, const DiagnosisConfig& cfg) {
   PowerLimitEvidence e;
   const size_t n = s.size();
-  const auto power = s.column(Field::kPower);
+  const auto power = power_draw(s);
   const auto percent = s.column(Field::kPowerPercent);
   auto util = s.column(Field::kUtilGpu);
   if (!util) util = s.column(Field::kGpmGraphicsUtil);

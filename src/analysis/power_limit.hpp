@@ -48,6 +48,11 @@ struct PowerLimitEvidence {
   RatioColumn power_ratio;
 };
 
+// The power draw (W) the diagnosis reads: the averaged reading, or where the input has only the
+// instantaneous one (DCGM's power_usage_instant), that (noisier: the limitations say so); none
+// (false) when neither.
+ColumnView power_draw(const GpuSeries& s);
+
 PowerLimitEvidence resolve_power_limit(const GpuSeries& s, const DiagnosisConfig& cfg);
 
 // The level a busy GPU's power sits flat at, from the samples given (watts, any order): the top

@@ -84,7 +84,8 @@ GpuData prepare(const GpuSeries& s, const DiagnosisConfig& cfg, PowerLimitEviden
   d.util = s.column(Field::kUtilGpu);
   if (!d.util) d.util = s.column(Field::kGpmGraphicsUtil);
   const ColumnView util = d.util;
-  const auto power = s.column(Field::kPower);
+  d.power = power_draw(s);
+  const ColumnView power = d.power;
   d.sm = s.column(Field::kGpmSmUtil);
   const ColumnView sm = d.sm;
   const auto pstate = s.column(Field::kPstate);

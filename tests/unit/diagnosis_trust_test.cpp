@@ -305,9 +305,9 @@ TEST(DiagnosisTrust, NoSignOfActivityIsNotIdle) {
 }
 
 // A GPU whose log has only the instantaneous power reading, no name and no limit: its power
-// limit is the plateau of that reading, as it is where the same values are the power draw (the
-// limit is read beside the quality scan, from the input as it came: where cleaning changes a
-// GPU's series, it is read again from the cleaned one).
+// limit is the plateau of that reading, as it is where the same values are the power draw, and
+// the whole diagnosis is the one the power draw gives (the detectors read the reading in its place,
+// power_draw; no copy of the input is made), but for the limitation that says so.
 TEST(DiagnosisTrust, InstantPowerAloneGivesTheLimitThePowerDrawWould) {
   auto make = [](Field power_field) {
     GpuSeries g;
@@ -332,6 +332,14 @@ TEST(DiagnosisTrust, InstantPowerAloneGivesTheLimitThePowerDrawWould) {
   EXPECT_EQ(instant.gpus[0].power_limit_source, drawn.gpus[0].power_limit_source);
   EXPECT_EQ(instant.gpus[0].efficiency, drawn.gpus[0].efficiency);
   EXPECT_EQ(code(instant.verdict), code(drawn.verdict));
+  auto json = diagnosis_json(instant), drawn_json = diagnosis_json(drawn);
+  EXPECT_EQ(json["gpus"], drawn_json["gpus"]);
+  EXPECT_EQ(json["findings"], drawn_json["findings"]);
+  auto& said = json["limitations"];
+  ASSERT_FALSE(said.empty());
+  EXPECT_NE(said[0].get<std::string>().find("instantaneous reading"), std::string::npos);
+  said.erase(said.begin());
+  EXPECT_EQ(said, drawn_json["limitations"]);
 }
 
 // Data quality: a hung logger's frozen rows are left out and said; gaps are said.

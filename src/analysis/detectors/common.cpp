@@ -174,7 +174,7 @@ Features Context::features(size_t g, size_t i0, size_t i1) const {
       f.flat_fraction = static_cast<double>(flat) / static_cast<double>(n);
     }
   }
-  if (const auto p = d.col(Field::kPower)) f.power_w = mean_of(p, i0, i1);
+  if (const ColumnView p = d.power) f.power_w = mean_of(p, i0, i1);
   {
     // The power ratio and the efficiency (which reads it) in one pass: each sample's ratio read
     // once.
@@ -282,7 +282,7 @@ Features Context::features(size_t g, size_t i0, size_t i1) const {
   // Period of the duty cycle: util where it varies, else power.
   {
     ColumnView src = util;
-    if (!src || !(f.dip_fraction > 0)) src = d.col(Field::kPower);
+    if (!src || !(f.dip_fraction > 0)) src = d.power;
     if (src) {
       std::vector<double> x;
       x.reserve(f.n);

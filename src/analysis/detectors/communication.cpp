@@ -27,8 +27,8 @@ struct Peer {
 // Pearson correlation of two GPUs' power over [t0, t1), pairing each sample of a with the
 // nearest-in-time sample of b.
 double power_correlation(const Context& ctx, size_t a, size_t b, double t0, double t1) {
-  const auto pa = ctx.gpus[a].col(Field::kPower);
-  const auto pb = ctx.gpus[b].col(Field::kPower);
+  const auto pa = ctx.gpus[a].power;
+  const auto pb = ctx.gpus[b].power;
   if (!pa || !pb) return kNaN;
   const auto [a0, a1] = ctx.range(a, t0, t1);
   const auto [b0, b1] = ctx.range(b, t0, t1);

@@ -137,6 +137,8 @@ struct GpuData {
   // GPU-Util, or where the input has none the graphics engine's active time (DCGM GRACT), the
   // same kind of measure; nullptr when neither.
   ColumnView util;
+  // The power draw, W (power_draw: the averaged reading, else the instantaneous one).
+  ColumnView power;
   double clock_max_mhz = kNaN, slowdown_temp_c = kNaN, mem_total_mib = kNaN;
   ColumnView sm;                // SM activity, % (efficiency's other factor)
   std::vector<uint8_t> active;  // per sample
@@ -203,6 +205,8 @@ struct GpuData {
 };
 
 struct Context {
+  // The input as read; each GPU's series as the detectors read it is gpus[g].s (a copy with the
+  // rows the data-quality scan marked left out, where it marked any).
   const Recording& rec;
   const DiagnosisConfig& cfg;
   std::vector<GpuData> gpus;
