@@ -216,8 +216,8 @@ size_t LineRows::add_header(std::vector<std::string> names, size_t file_line) {
   if (h == 0) {
     header_line_ = file_line;
   } else {
-    runs_.push_back({lines_.size(), file_line, nullptr, static_cast<uint32_t>(h), -1, -1, true});
-    lines_.push_back({0, 0});
+    runs_.push_back({lines_.size(), file_line, static_cast<uint32_t>(h), -1, -1, true});
+    push_line({});
   }
   return h;
 }
@@ -226,17 +226,32 @@ void LineRows::add_row(std::string_view line, size_t file_line, int gpu, int dro
   const auto header = static_cast<uint32_t>(headers_.size() - 1);
   const auto g = static_cast<int16_t>(gpu), d = static_cast<int16_t>(drop);
   const size_t r = lines_.size();
-  const char* p = line.data() != nullptr ? line.data() : "";
-  intptr_t at = runs_.empty() ? -1 : offset_of(runs_.back().base, p);
   if (runs_.empty() || runs_.back().is_header || runs_.back().header != header ||
       runs_.back().gpu != g || runs_.back().drop != d ||
-      runs_.back().first_line + (r - runs_.back().first_row) != file_line || at < 0 ||
-      at > intptr_t{UINT32_MAX}) {
-    runs_.push_back({r, file_line, p, header, g, d, false});
-    at = 0;
+      runs_.back().first_line + (r - runs_.back().first_row) != file_line)
+    runs_.push_back({r, file_line, header, g, d, false});
+  push_line(line);
+}
+
+void LineRows::push_line(std::string_view text) {
+  const size_t r = lines_.size();
+  const char* p = text.data() != nullptr ? text.data() : "";
+  if (r % kGroup == 0) marks_.push_back(p);
+  const intptr_t off = offset_of(marks_.back(), p);
+  if (off >= 0 && off < kFar && text.size() < kFar) {
+    lines_.push_back({static_cast<uint16_t>(off), static_cast<uint16_t>(text.size())});
+  } else {
+    lines_.push_back({kFar, kFar});
+    far_.emplace_back(r, std::string_view(p, text.size()));
   }
-  lines_.push_back({static_cast<uint32_t>(at),
-                    static_cast<uint32_t>(std::min<size_t>(line.size(), UINT32_MAX))});
+}
+
+std::string_view LineRows::text_of(size_t r) const {
+  const Line x = lines_[r];
+  if (x.off != kFar) return {at_offset(marks_[r / kGroup], x.off), x.size};
+  const auto it =
+      std::partition_point(far_.begin(), far_.end(), [r](const auto& f) { return f.first < r; });
+  return it->second;
 }
 
 const LineRows::Run& LineRows::run_of(size_t r) const {
@@ -249,16 +264,15 @@ void LineRows::split(size_t /*header*/, std::string_view line,
 }
 
 void LineRows::row(size_t r, std::vector<std::string_view>& cells) const {
-  const Line& x = lines_[r];
   const Run& run = run_of(r);
   cells.clear();
   if (run.is_header) {
     for (const auto& n : headers_[run.header]) cells.emplace_back(n);
     return;
   }
-  const char* p = at_offset(run.base, x.at);
-  text::passed(p);  // the rows are read in order: the lines behind may go
-  split(run.header, {p, x.size}, cells);
+  const std::string_view text = text_of(r);
+  text::passed(text.data());  // the rows are read in order: the lines behind may go
+  split(run.header, text, cells);
   if (run.gpu >= 0 && static_cast<size_t>(run.gpu) < cells.size()) {
     std::string_view& g = cells[static_cast<size_t>(run.gpu)];
     if (const auto i = text::parse_int(g); !i || *i < 0 || *i > 1000000) g = {};

@@ -312,25 +312,31 @@ class LineRows : public CellRows {
                      std::vector<std::string_view>& cells) const;
 
  private:
-  // Where row r is read from: the runs of rows under one header, on consecutive lines of the file,
-  // that share their GPU cell and dropped cell, and lie within 4 GiB of the run's first line (most
-  // of a log is one run). A row is kept as its line's place in its run's text and its length only
-  // (8 bytes: a table of a large log's rows is most of what its reading holds besides the
-  // columns).
+  // How row r is read: the runs of rows under one header, on consecutive lines of the file, that
+  // share their GPU cell and dropped cell (most of a log is one run).
   struct Run {
     size_t first_row, first_line;  // its first row and that row's line in the file
-    const char* base;              // where its first row's line begins
     uint32_t header;               // the header it is read under (a header row: the one it names)
     int16_t gpu, drop;
     bool is_header;  // one header row
   };
-  struct Line {     // (no initialisers: a block of them is not written until used)
-    uint32_t at;    // from the run's base
-    uint32_t size;  // (a line of 4 GiB or more is read as its first 4 GiB)
+  // Where row r's text is: kGroup rows share a mark (where the first of them begins), and a row is
+  // kept as its place after its mark and its length, 4 bytes (a table of a large log's rows is most
+  // of what its reading holds besides the columns; a log of 54-byte lines had 8 a row). A row
+  // whose place or length does not fit 16 bits is kFar, in far_.
+  static constexpr size_t kGroup = 16;
+  static constexpr uint16_t kFar = UINT16_MAX;
+  struct Line {    // (no initialisers: a block of them is not written until used)
+    uint16_t off;  // from its group's mark
+    uint16_t size;
   };
   const Run& run_of(size_t r) const;
+  void push_line(std::string_view text);
+  std::string_view text_of(size_t r) const;
   std::deque<std::vector<std::string>> headers_;  // a deque: the names never move
   StableBlocks<Line> lines_;
+  std::vector<const char*> marks_;                        // per kGroup rows
+  std::vector<std::pair<size_t, std::string_view>> far_;  // (row, its text), rows in order
   std::vector<Run> runs_;
   mutable std::atomic<size_t> run_hint_{0};  // the run run_of found last (a hint: any value works)
   size_t header_line_ = 0;

@@ -276,6 +276,42 @@ TEST(LineRows, LinesHeadersAndRunsReadBack) {
   EXPECT_EQ(cells, (std::vector<std::string_view>{"0", "49", "91"}));
 }
 
+// A row is kept as its place after its group's mark and its length in 16 bits each: rows whose
+// place or length does not fit (lines of 64 KiB and more, a line far from its group's first, in
+// another buffer) read back as they are too, in any order.
+TEST(LineRows, LongAndFarLinesReadBack) {
+  std::string text;
+  std::vector<std::pair<size_t, size_t>> at;  // each line's place and length in text
+  for (size_t k = 0; k < 200; ++k) {
+    const std::string line =
+        std::to_string(k) + " " + std::string(k % 7 == 3 ? 70000 : k % 5, 'x') + "y";
+    at.emplace_back(text.size(), line.size());
+    text += line + "\n";
+  }
+  const std::string elsewhere = "900 elsewhere";  // a copy, not in the text
+  log_reader::LineRows t;
+  t.add_header({"n", "v"}, 1);
+  for (size_t k = 0; k < at.size(); ++k) {
+    if (k == 40) t.add_row(elsewhere, k + 2);
+    const size_t line = k + 2 + (k >= 40);
+    t.add_row(std::string_view(text).substr(at[k].first, at[k].second), line);
+  }
+  ASSERT_EQ(t.rows(), 201u);
+  std::vector<std::string_view> cells;
+  for (size_t r : {200u, 0u, 40u, 3u, 17u, 41u, 199u, 100u, 10u}) {
+    t.row(r, cells);
+    ASSERT_EQ(cells.size(), 2u) << r;
+    if (r == 40) {
+      EXPECT_EQ(cells[1], "elsewhere");
+      continue;
+    }
+    const size_t k = r - (r > 40);
+    EXPECT_EQ(cells[0], std::to_string(k)) << r;
+    EXPECT_EQ(cells[1], std::string(k % 7 == 3 ? 70000 : k % 5, 'x') + "y") << r;
+    EXPECT_EQ(cells[1].data(), text.data() + at[k].first + cells[0].size() + 1) << r;
+  }
+}
+
 TEST(Wandb, Crc32IsZlibs) {
   EXPECT_EQ(crc32_ieee("123456789"), 0xCBF43926u);
   EXPECT_EQ(crc32_ieee("6789", crc32_ieee("12345")), 0xCBF43926u);
