@@ -63,13 +63,15 @@ GpuQuality scan_gpu_quality(const GpuSeries& s, const DiagnosisConfig& cfg) {
     double last = -std::numeric_limits<double>::infinity();
     size_t count = 0;
     double first = 0;
+    const ColumnView time = s.time_s;
     for (size_t i = 0; i < n; ++i) {
-      if (!(s.time_s[i] > last)) {
-        if (count++ == 0) first = s.time_s[i];
+      const double t = time[i];
+      if (!(t > last)) {
+        if (count++ == 0) first = t;
         drop[i] = 1;
         continue;
       }
-      last = s.time_s[i];
+      last = t;
     }
     if (count)
       out.issues.push_back({"time_backwards", idx, first, first, count,
@@ -120,14 +122,18 @@ GpuQuality scan_gpu_quality(const GpuSeries& s, const DiagnosisConfig& cfg) {
   }
   // Gaps: a time step many intervals long.
   {
-    const double interval = kept.size() < 2 ? std::numeric_limits<double>::quiet_NaN()
-                                            : diag::median_by(kept.size() - 1, [&](size_t j) {
-                                                return s.time_s[kept[j + 1]] - s.time_s[kept[j]];
-                                              });
+    const double interval =
+        kept.size() < 2
+            ? std::numeric_limits<double>::quiet_NaN()
+            : diag::median_by(kept.size() - 1,
+                              diag::TimeSteps(s.time_s.view(), [&](size_t j) { return kept[j]; }));
     if (!std::isnan(interval) && interval > 0) {
       const double gap = std::max(30.0, cfg.gap_intervals * interval);
+      const ColumnView time = s.time_s;
+      double t1 = kept.size() > 0 ? time[kept[0]] : 0;
       for (size_t j = 1; j < kept.size(); ++j) {
-        const double t0 = s.time_s[kept[j - 1]], t1 = s.time_s[kept[j]];
+        const double t0 = t1;
+        t1 = time[kept[j]];
         if (t1 - t0 >= gap)
           out.issues.push_back({"gap", idx, t0, t1, 0,
                                 fmt::format("no sample for {} (the interval is {:.3g} s)",

@@ -4,6 +4,7 @@
 #include <atomic>
 #include <chrono>
 #include <cmath>
+#include <cstring>
 #include <iterator>
 #include <limits>
 #include <map>
@@ -109,43 +110,60 @@ std::string limit_note(const GpuData& d) {
   return "";
 }
 
+// A window judged: the cause its detector found, how sure, and the GPU time it covers and lost.
+// What the detector said besides (Told) is kept apart, at the same place in Judgement::told: the
+// findings alone read it, and let each window's go once its finding is made (a week of windows'
+// evidence is megabytes).
 struct Judged {
   size_t gpu = 0;
   const Window* w = nullptr;
   Cause cause = Cause::kHealthy;
-  Candidate c;
+  double confidence = 0.5;
+  const char* variant = "";  // Candidate::variant
   std::optional<double> lost_h;
   double hours = 0;  // GPU hours the window covers
 };
+struct Told {
+  Evidence evidence;
+  std::vector<Alternative> alternatives;
+};
 
-// GPU seconds sample i of a window lost (nullopt: efficiency unknown).
-std::optional<double> sample_lost_s(const Context& ctx, size_t g, const Window& w, size_t i) {
+// GPU seconds sample i (its share of the time dt) of a window lost (nullopt: efficiency unknown).
+std::optional<double> sample_lost_s(const Context& ctx, size_t g, const Window& w, size_t i,
+                                    double dt) {
   const GpuData& d = ctx.gpus[g];
-  if (w.idle) return d.dt(i);
+  if (w.idle) return dt;
   const double e = d.efficiency(i);
   if (!known(e)) return std::nullopt;
-  return d.dt(i) * std::max(0.0, 1 - e / ctx.cfg.reference_efficiency);
-}
-
-std::optional<double> lost_hours(const Context& ctx, size_t g, const Window& w) {
-  double lost = 0;
-  bool any = false;
-  for (size_t i = w.i0; i < w.i1; ++i)
-    if (const auto l = sample_lost_s(ctx, g, w, i)) lost += *l, any = true;
-  if (!any) return std::nullopt;
-  return lost / 3600;
+  return dt * std::max(0.0, 1 - e / ctx.cfg.reference_efficiency);
 }
 
 // GPU hours a window covers, counted as the observed time is (each sample's dt, gaps capped), so
-// that shares of the GPU time add up to at most one.
+// that shares of the GPU time add up to at most one; and of them, those lost (nullopt: no
+// sample's efficiency known).
+struct WindowHours {
+  double hours = 0;
+  std::optional<double> lost;
+};
 double window_hours(const Context& ctx, size_t g, const Window& w) {
   double s = 0;
-  for (size_t i = w.i0; i < w.i1; ++i) s += ctx.gpus[g].dt(i);
+  ctx.gpus[g].each_dt(w.i0, w.i1, [&](size_t, double, double dt) { s += dt; });
   return s / 3600;
+}
+WindowHours window_time(const Context& ctx, size_t g, const Window& w) {
+  double s = 0, lost = 0;
+  bool any = false;
+  ctx.gpus[g].each_dt(w.i0, w.i1, [&](size_t i, double, double dt) {
+    s += dt;
+    if (const auto l = sample_lost_s(ctx, g, w, i, dt)) lost += *l, any = true;
+  });
+  return {s / 3600, any ? std::optional<double>(lost / 3600) : std::nullopt};
 }
 
 // Duration-weighted mean of numeric evidence; strings and GPU ids take the most common value.
-nlohmann::ordered_json merge_evidence(const std::vector<const Judged*>& parts) {
+// (told: each part's, at its place among the judged windows from `first`.)
+nlohmann::ordered_json merge_evidence(const std::vector<const Judged*>& parts,
+                                      const std::vector<Told>& told, const Judged* first) {
   struct Num {
     double sum = 0, weight = 0;
   };
@@ -155,9 +173,10 @@ nlohmann::ordered_json merge_evidence(const std::vector<const Judged*>& parts) {
   std::map<std::string, nlohmann::ordered_json> mode_values;
   for (const Judged* j : parts) {
     const double wgt = std::max(1e-9, j->w->t1 - j->w->t0);
-    for (const Evidence::Entry& e : j->c.evidence.entries()) {
+    const Evidence& evidence = told[static_cast<size_t>(j - first)].evidence;
+    for (const Evidence::Entry& e : evidence.entries()) {
       const std::string k = e.key;
-      const nlohmann::ordered_json v = j->c.evidence.json(e);
+      const nlohmann::ordered_json v = evidence.json(e);
       if (std::find(order.begin(), order.end(), k) == order.end()) order.push_back(k);
       const bool is_id = k.size() > 4 && k.compare(k.size() - 4, 4, "_gpu") == 0;
       if (v.is_number() && !is_id) {
@@ -237,7 +256,7 @@ nlohmann::ordered_json gpu_metrics(const Context& ctx, size_t g,
   const auto& cfg = ctx.cfg;
   nlohmann::ordered_json m = nlohmann::ordered_json::object();
   double observed = 0, steady_s = 0;
-  for (size_t i = 0; i < d.s->size(); ++i) observed += d.dt(i);
+  d.each_dt(0, d.s->size(), [&](size_t, double, double dt) { observed += dt; });
   for (const Judged* j : steady) steady_s += j->w->t1 - j->w->t0;
   m["samples"] = d.s->size();
   m["interval_s"] = round_to(d.interval_s, 3);
@@ -392,7 +411,7 @@ void prepare_gpus(Context& ctx, const Cleaned& cleaned, std::vector<PowerLimitEv
 double observed_hours(const Context& ctx) {
   double observed_h = 0;
   for (const auto& d : ctx.gpus)
-    for (size_t i = 0; i < d.s->size(); ++i) observed_h += d.dt(i) / 3600;
+    d.each_dt(0, d.s->size(), [&](size_t, double, double dt) { observed_h += dt / 3600; });
   return observed_h;
 }
 
@@ -400,6 +419,7 @@ double observed_hours(const Context& ctx) {
 // the run where the time went.
 struct Judgement {
   std::vector<Judged> judged;
+  std::vector<Told> told;              // each judged window's, at its place
   std::vector<SteadyFigures> figures;  // per GPU: what its steady judged windows' features say
   std::vector<size_t> steady_samples;  // per GPU: samples in steady windows
   std::vector<Tally> per_gpu;
@@ -430,6 +450,7 @@ Judgement judge_windows(const Context& ctx) {
     for (size_t k = k0; k < k1; ++k) first_of[b + 1] += judged_at_all(g, ctx.gpus[g].windows[k]);
   }
   jd.judged.resize(first_of.back());
+  jd.told.resize(first_of.back());
   // Each window's features made here, read by the detectors and summed for its GPU's figures
   // (those of its steady windows judged) per block, then the blocks in order.
   std::vector<SteadyFigures> block_figures(blocks.size());
@@ -443,18 +464,27 @@ Judgement judge_windows(const Context& ctx) {
       static_cast<Window&>(wf) = w;
       wf.k = k;
       wf.f = ctx.features(g, w.i0, w.i1);
-      Judged& j = jd.judged[at++];
+      const size_t place = at++;
       for (const Detector* det : kDetectors) {
         auto c = det->check(ctx, g, wf);
         if (!c) continue;
         c->evidence.trim();
-        j = {g, &w, det->cause, std::move(*c), lost_hours(ctx, g, w), window_hours(ctx, g, w)};
+        const WindowHours h = window_time(ctx, g, w);
+        jd.judged[place] = {g, &w, det->cause, c->confidence, c->variant, h.lost, h.hours};
+        jd.told[place] = {std::move(c->evidence), std::move(c->alternatives)};
         if (!w.idle) block_figures[b].add(wf.f, w.t1 - w.t0);
         break;
       }
     }
   });
-  std::erase_if(jd.judged, [](const Judged& j) { return j.w == nullptr; });
+  size_t kept = 0;
+  for (size_t i = 0; i < jd.judged.size(); ++i) {
+    if (jd.judged[i].w == nullptr) continue;
+    if (kept != i) jd.judged[kept] = jd.judged[i], jd.told[kept] = std::move(jd.told[i]);
+    ++kept;
+  }
+  jd.judged.resize(kept);
+  jd.told.resize(kept);
   jd.figures.resize(ctx.gpus.size());
   for (size_t b = 0; b < blocks.size(); ++b) jd.figures[blocks[b].g].add(block_figures[b]);
   // (Summed here, window after window, as one loop would: the same hours to the last bit.)
@@ -471,18 +501,23 @@ Judgement judge_windows(const Context& ctx) {
   return jd;
 }
 
+// Two variants the same (literals: most often the same one).
+bool same_variant(const char* a, const char* b) {
+  return a == b || std::strcmp(a, b) == 0;
+}
+
 // Per GPU: consecutive windows with the same cause (and variant) become one span.
 struct Span {
   size_t gpu;
   Cause cause;
-  std::string variant;
+  const char* variant;
   double t0, t1;
   std::vector<const Judged*> parts;
 };
 // Across GPUs: spans of the same cause that overlap in time become one finding.
 struct Group {
   Cause cause;
-  std::string variant;
+  const char* variant;
   double t0, t1;
   std::vector<const Span*> spans;
 };
@@ -490,7 +525,7 @@ struct Group {
 // One finding from a group of spans: its GPUs, owners, confidence, evidence, GPU time lost,
 // severity (critical needs confidence), share of the run, summary, alternatives and fixes.
 Finding finding_of(const Context& ctx, const Group& gr, const std::vector<Tally>& per_gpu,
-                   double observed_h) {
+                   double observed_h, const std::vector<Told>& told, const Judged* first) {
   const auto& cfg = ctx.cfg;
   Finding f;
   f.cause = gr.cause;
@@ -506,7 +541,7 @@ Finding finding_of(const Context& ctx, const Group& gr, const std::vector<Tally>
       parts.push_back(j);
       if (j->lost_h) lost += *j->lost_h, lost_known = true;
       hours += j->hours;
-      conf += j->c.confidence * j->hours;
+      conf += j->confidence * j->hours;
       gpu_hours[s->gpu] += j->hours;
     }
   }
@@ -519,7 +554,7 @@ Finding finding_of(const Context& ctx, const Group& gr, const std::vector<Tally>
           std::find(f.owners.begin(), f.owners.end(), owner_label(o.owner)) == f.owners.end())
         f.owners.push_back(owner_label(o.owner));
   f.confidence = hours > 0 ? round_to(conf / hours, 2) : 0;
-  f.evidence = merge_evidence(parts);
+  f.evidence = merge_evidence(parts, told, first);
   if (lost_known) f.lost_gpu_hours = round_to(lost, 3);
   const double lost_share = hours > 0 && lost_known ? lost / hours : 0;
   const bool free_idle = f.cause == Cause::kIdle && ev(f, "held") < 0.5;
@@ -540,7 +575,7 @@ Finding finding_of(const Context& ctx, const Group& gr, const std::vector<Tally>
     };
     std::map<Cause, Alt> alts;
     for (const Judged* j : parts)
-      for (const auto& a : j->c.alternatives) {
+      for (const auto& a : told[static_cast<size_t>(j - first)].alternatives) {
         auto& x = alts[a.cause];
         x.conf_h += a.confidence * j->hours, x.hours += j->hours;
         if (x.tell.empty()) x.tell = a.tell_apart;
@@ -556,24 +591,34 @@ Finding finding_of(const Context& ctx, const Group& gr, const std::vector<Tally>
   return f;
 }
 
-// The findings of a run, the most severe first (then the most GPU time lost).
-std::vector<Finding> findings_of(const Context& ctx, const Judgement& jd, double observed_h) {
+// The findings of a run, the most severe first (then the most GPU time lost). told: what the
+// judged windows' detectors said (Judgement::told), let go window by window as it is read.
+std::vector<Finding> findings_of(const Context& ctx, const Judgement& jd, std::vector<Told> told,
+                                 double observed_h) {
+  const Judged* first = jd.judged.data();
+  auto let_go = [&](const Span& s) {
+    for (const Judged* j : s.parts) told[static_cast<size_t>(j - first)] = Told{};
+  };
   std::vector<Span> spans;
   for (const auto& j : jd.judged) {
     if (!spans.empty() && spans.back().gpu == j.gpu && spans.back().cause == j.cause &&
-        spans.back().variant == j.c.variant) {
+        same_variant(spans.back().variant, j.variant)) {
       spans.back().t1 = j.w->t1;
       spans.back().parts.push_back(&j);
     } else {
-      spans.push_back({j.gpu, j.cause, j.c.variant, j.w->t0, j.w->t1, {&j}});
+      spans.push_back({j.gpu, j.cause, j.variant, j.w->t0, j.w->t1, {&j}});
     }
   }
   std::vector<Group> groups;
   for (const auto& s : spans) {
-    if (s.cause == Cause::kHealthy) continue;
+    if (s.cause == Cause::kHealthy) {
+      let_go(s);
+      continue;
+    }
     Group* into = nullptr;
     for (auto& gr : groups)
-      if (gr.cause == s.cause && gr.variant == s.variant && s.t0 <= gr.t1 && gr.t0 <= s.t1)
+      if (gr.cause == s.cause && same_variant(gr.variant, s.variant) && s.t0 <= gr.t1 &&
+          gr.t0 <= s.t1)
         into = &gr;
     if (!into) {
       groups.push_back({s.cause, s.variant, s.t0, s.t1, {}});
@@ -584,7 +629,10 @@ std::vector<Finding> findings_of(const Context& ctx, const Judgement& jd, double
   }
 
   std::vector<Finding> findings;
-  for (const auto& gr : groups) findings.push_back(finding_of(ctx, gr, jd.per_gpu, observed_h));
+  for (const auto& gr : groups) {
+    findings.push_back(finding_of(ctx, gr, jd.per_gpu, observed_h, told, first));
+    for (const Span* s : gr.spans) let_go(*s);
+  }
   std::stable_sort(findings.begin(), findings.end(), [](const Finding& a, const Finding& b) {
     if (a.severity != b.severity) return a.severity > b.severity;
     return a.lost_gpu_hours.value_or(0) > b.lost_gpu_hours.value_or(0);
@@ -610,13 +658,13 @@ JudgedOfGpu judged_samples(const Context& ctx, size_t g, const Judgement& jd, Ju
   }
   for (const auto& j : jd.judged) {
     if (j.gpu != g) continue;
-    for (size_t i = j.w->i0; i < j.w->i1; ++i) {
+    d.each_dt(j.w->i0, j.w->i1, [&](size_t i, double t, double dt) {
       const GpuDiagnosis::JudgedSample s{
-          d.s->time_s[i], d.dt(i), j.cause,
-          j.cause == Cause::kHealthy ? 0 : sample_lost_s(ctx, g, *j.w, i).value_or(0)};
+          t, dt, j.cause,
+          j.cause == Cause::kHealthy ? 0 : sample_lost_s(ctx, g, *j.w, i, dt).value_or(0)};
       out.time.count(s);
       if (each) out.each.push_back(s);
-    }
+    });
   }
   return out;
 }
@@ -655,7 +703,7 @@ GpuDiagnosis gpu_result(const Context& ctx, size_t g, const Judgement& jd) {
   gd.verdict = best;
   if (best) {
     for (const auto& j : jd.judged)
-      if (j.gpu == g && j.cause == *best) conf += j.c.confidence * j.hours, conf_h += j.hours;
+      if (j.gpu == g && j.cause == *best) conf += j.confidence * j.hours, conf_h += j.hours;
     gd.confidence = conf_h > 0 ? round_to(conf / conf_h, 2) : 0;
   }
   return gd;
@@ -801,6 +849,7 @@ Diagnosis diagnose(const Recording& input, const DiagnosisConfig& cfg, JudgedSam
   });
   QualityScan quality = combine_quality(std::move(scans));
   Cleaned cleaned = clean_input(input, quality);
+  std::vector<std::vector<uint8_t>>().swap(quality.drop);  // (a byte per sample, read)
   if (quality.any_drop)
     parallel_for(gpus, 0, [&](size_t g) {
       if (cleaned.series[g]) limits[g] = resolve_power_limit(*cleaned.series[g], cfg);
@@ -817,7 +866,8 @@ Diagnosis diagnose(const Recording& input, const DiagnosisConfig& cfg, JudgedSam
   for (const auto& d : ctx.gpus)
     if (!d.s->time_s.empty()) out.duration_s = std::max(out.duration_s, d.s->time_s.back());
 
-  const Judgement jd = judge_windows(ctx);
+  Judgement jd = judge_windows(ctx);
+  std::vector<Told> told = std::move(jd.told);
   const double observed_h = observed_hours(ctx);
   out.gpu_hours = round_to(observed_h, 3);
   // The findings beside each GPU's result and its judged samples (they read the judged windows,
@@ -831,7 +881,7 @@ Diagnosis diagnose(const Recording& input, const DiagnosisConfig& cfg, JudgedSam
   // (The findings first: where both throw, theirs is the error, as when they came first.)
   parallel_for(2 * n_gpus + 1, 0, [&](size_t k) {
     if (k == 0) {
-      out.findings = findings_of(ctx, jd, observed_h);
+      out.findings = findings_of(ctx, jd, std::move(told), observed_h);
       return;
     }
     const size_t g = (k - 1) / 2;

@@ -58,8 +58,8 @@ GpuData prepare(const GpuSeries& s, const DiagnosisConfig& cfg, PowerLimitEviden
   d.s = &s;
   const size_t n = s.size();
   if (n > 1) {
-    const auto& t = s.time_s;
-    d.interval_s = std::max(1e-3, median_by(n - 1, [&](size_t i) { return t[i + 1] - t[i]; }));
+    d.interval_s =
+        std::max(1e-3, median_by(n - 1, TimeSteps(s.time_s.view(), [](size_t i) { return i; })));
   }
 
   const auto model = s.info.name.empty() ? std::nullopt : gpu_model_by_name(s.info.name);

@@ -59,4 +59,26 @@ double median_by(size_t n, Value value) {
   return v[n / 2];
 }
 
+// The steps between successive samples' times, t[at(j + 1)] - t[at(j)], as median_by asks for
+// them: j in order, pass after pass. Each time is read once while j follows the one asked last (a
+// column of decimals decodes a time per read).
+template <class At>
+class TimeSteps {
+ public:
+  TimeSteps(ColumnView t, At at) : t_(t), at_(at) {}
+  double operator()(size_t j) {
+    const double from = j == last_ + 1 && last_ != kNone ? next_ : t_[at_(j)];
+    next_ = t_[at_(j + 1)];
+    last_ = j;
+    return next_ - from;
+  }
+
+ private:
+  static constexpr size_t kNone = ~size_t{0};
+  ColumnView t_;
+  At at_;
+  size_t last_ = kNone;
+  double next_ = 0;
+};
+
 }  // namespace gpudoctor::diag

@@ -375,7 +375,8 @@ class FieldColumn {
   // then built out as decimals where its values are. A column of values grows to `grow_to` values
   // where that is more than it holds (the series' times' room: the columns grow with them, once,
   // not by doublings of their own).
-  void push_back(double v, size_t grow_to = 0) {
+  // (Always inlined: a reader appends a value per cell, and a call there costs more than most.)
+  [[gnu::always_inline]] void push_back(double v, size_t grow_to = 0) {
     if (kind_ == Kind::kDecimal16) {  // (the common cases first: a reader's columns)
       int32_t m;
       if (decimal::encode(v, places_, m) && decimal::fits16(m)) [[likely]]
@@ -406,6 +407,10 @@ class FieldColumn {
   // Keeps the values of rows [b, e) (b <= e <= size()).
   void keep_range(size_t b, size_t e);
   void reset() { *this = FieldColumn(); }
+  // Room for n values where it holds one per row (asked for: see reserve_guess).
+  void reserve(size_t n) {
+    if (s_ && kind_ != Kind::kConstant) on_values([n](auto& v) { reserve_guess(v, n); });
+  }
 
  private:
   enum class Kind : uint8_t { kDoubles, kConstant, kDecimal, kDecimal16 };

@@ -54,7 +54,7 @@ void rebase_times(Recording& rec, bool start_known) {
   const double shift_s = static_cast<double>(shift_ms) / 1000.0;
   if (start_known) rec.start_unix_ms += shift_ms;
   for (auto& g : rec.gpus) {
-    for (auto& t : g.time_s) t -= shift_s;
+    g.time_s.shift(-shift_s);
     for (auto& p : g.processes) p.first_s -= shift_s, p.last_s -= shift_s;
     for (auto& o : g.owners) o.first_s -= shift_s, o.last_s -= shift_s;
     if (g.lost_at_s) *g.lost_at_s -= shift_s;
@@ -110,12 +110,7 @@ void append_frame(Recording& rec, const Frame& frame) {
 }
 
 void keep_rows(GpuSeries& g, const std::vector<size_t>& rows) {
-  auto compact = [&](std::vector<double>& v) {
-    size_t kept = 0;
-    for (size_t r : rows) v[kept++] = v[r];
-    v.resize(kept);
-  };
-  compact(g.time_s);
+  g.time_s.keep_rows(rows);
   for (auto& c : g.columns) c.keep_rows(rows);
 }
 
@@ -154,11 +149,7 @@ void trim_recording(Recording& rec, double since_s, double until_s) {
   for (auto& g : rec.gpus) {
     const auto b = std::lower_bound(g.time_s.begin(), g.time_s.end(), since_s) - g.time_s.begin();
     const auto e = std::lower_bound(g.time_s.begin(), g.time_s.end(), until_s) - g.time_s.begin();
-    auto cut = [&](std::vector<double>& v) {
-      v.erase(v.begin() + e, v.end());
-      v.erase(v.begin(), v.begin() + b);
-    };
-    cut(g.time_s);
+    g.time_s.keep_range(static_cast<size_t>(b), static_cast<size_t>(e));
     for (auto& c : g.columns) c.keep_range(static_cast<size_t>(b), static_cast<size_t>(e));
     std::vector<ProcessSpan> kept;
     for (auto& p : g.processes) {

@@ -19,6 +19,7 @@
 #include "core/column.hpp"
 #include "core/device.hpp"
 #include "core/fields.hpp"
+#include "core/time_column.hpp"
 #include "core/trace.hpp"
 
 namespace gpudoctor {
@@ -47,7 +48,7 @@ struct GpuSeries {
   // The host the GPU is in, where one input holds GPUs of several hosts (a Prometheus server);
   // "" otherwise (the Recording's system.hostname says it).
   std::string host;
-  std::vector<double> time_s;  // seconds since Recording::start_unix_ms, increasing
+  TimeColumn time_s;  // seconds since Recording::start_unix_ms, increasing
   // One column per field, present only for fields the input had; same length as time_s.
   using Column = FieldColumn;
   std::array<Column, kFieldCount> columns{};

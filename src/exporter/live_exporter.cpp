@@ -15,7 +15,7 @@ void shift_recording(Recording& rec, double offset_s) {
   const double s = static_cast<double>(ms) / 1000.0;
   rec.start_unix_ms += ms;
   for (auto& g : rec.gpus) {
-    for (auto& t : g.time_s) t -= s;
+    g.time_s.shift(-s);
     for (auto& p : g.processes) p.first_s -= s, p.last_s -= s;
     for (auto& o : g.owners) o.first_s -= s, o.last_s -= s;
     if (g.lost_at_s) *g.lost_at_s -= s;

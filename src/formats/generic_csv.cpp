@@ -81,8 +81,8 @@ Result<Recording> Reader::finish_reading() {
   // No GPU column, but rows in rounds (one per GPU, close in time): read again by position.
   if (key_col_ < 0 && !wide_ && time_col_ >= 0 && positions_.empty()) {
     uint32_t gpus = 1;
-    auto positions = log_reader::positions_in_rounds(row_times(), gpus);
-    row_times_ = {};
+    auto positions = log_reader::positions_in_rounds(row_times().view(), gpus);
+    row_times_.clear();
     if (gpus > 1) {
       positions_ = std::move(positions);
       for (uint32_t i = 0; i < gpus; ++i) position_ids_.push_back(fmt::format("{}", i));

@@ -61,7 +61,7 @@ void add_problem(Problem& into, const Problem& part, const std::string& origin, 
 // `room`: the rows `into` is reserved for when it must grow.
 void append_series(GpuSeries& into, GpuSeries& part, size_t room) {
   const size_t n0 = into.size(), n1 = part.size();
-  if (n0 + n1 > into.time_s.capacity()) reserve_guess(into.time_s, std::max(room, n0 + n1));
+  if (n0 + n1 > into.time_s.capacity()) into.time_s.reserve(std::max(room, n0 + n1));
   room = into.time_s.capacity();
   for (size_t fi = 0; fi < kFieldCount; ++fi) {
     auto& c = into.columns[fi];
@@ -73,7 +73,7 @@ void append_series(GpuSeries& into, GpuSeries& part, size_t room) {
     else
       c.append(ColumnView::constant(&kMissing, n1), room);
   }
-  into.time_s.insert(into.time_s.end(), part.time_s.begin(), part.time_s.end());
+  into.time_s.append(part.time_s, room);
   DeviceInfo& d = into.info;
   const DeviceInfo& s = part.info;
   for (auto [a, b] : {std::pair{&d.name, &s.name}, std::pair{&d.uuid, &s.uuid},
@@ -159,12 +159,12 @@ bool Reader::merge(Reader& part, size_t line_base) {
     times_key = pg.host + '\0' + pg.id;
   }
   if (!one_series) {
-    const std::vector<double>& theirs = part.row_times();
+    const TimeColumn& theirs = part.row_times();
     if (times_in_series_) {
       row_times_ = row_times();
       times_in_series_ = false;
     }
-    row_times_.insert(row_times_.end(), theirs.begin(), theirs.end());
+    row_times_.append(theirs);
   }
 
   for (GpuState& pg : part.gpus_) {

@@ -141,7 +141,7 @@ class Reader {
   void after_rows();
   // The timed rows' times (a log without a GPU column); and the row of time t not read into the
   // series that holds the times so far: they are kept from here on.
-  const std::vector<double>& row_times() const;
+  const TimeColumn& row_times() const;
   void time_not_in_series(double t);
   // No pass over the rows can follow this one, whatever its rows hold, but one that after_rows()
   // makes when no GPU has two rows: a table may let the rows read go (CellRows::done_before).
@@ -303,7 +303,7 @@ class Reader {
   std::vector<std::string> first_header_;
   std::string first_header_raw_;
   size_t header_changes_ = 0, header_change_line_ = 0;
-  std::vector<double> row_times_;
+  TimeColumn row_times_;
   bool times_in_series_ = true;
   size_t times_slot_ = std::string_view::npos;
   std::vector<uint32_t> positions_;

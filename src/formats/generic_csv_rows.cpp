@@ -489,8 +489,8 @@ void Reader::read_cells(GpuState& g, double t, int wide, const std::vector<std::
         break;
     }
   }
-  std::vector<double>& times = g.series.time_s;
-  if (times.size() == times.capacity()) reserve_guess(times, rows_ahead(row_no, row_no + 1));
+  TimeColumn& times = g.series.time_s;
+  if (times.size() == times.capacity()) times.reserve(rows_ahead(row_no, row_no + 1));
   // The row: a value or NaN in each of the GPU's columns (those this row had no cell for
   // included), and row_ NaN again for the next.
   times.push_back(t);
@@ -562,7 +562,7 @@ void Reader::reset_rows() {
   first_ms_ = tod_offset_ms_ = tod_last_ms_ = 0;
   round_ = 0;
   timed_rows_ = 0;
-  row_times_ = {};
+  row_times_.clear();
   times_in_series_ = true;
   times_slot_ = std::string_view::npos;
   header_changes_ = 0;
@@ -783,8 +783,8 @@ size_t Reader::read_span(std::string_view rows, size_t line_before, bool last) {
   return records.line();
 }
 
-const std::vector<double>& Reader::row_times() const {
-  static const std::vector<double> kNone;
+const TimeColumn& Reader::row_times() const {
+  static const TimeColumn kNone;
   if (!times_in_series_) return row_times_;
   return times_slot_ == std::string_view::npos ? kNone : gpus_[times_slot_].series.time_s;
 }
@@ -796,7 +796,7 @@ void Reader::time_not_in_series(double t) {
   }
   // (Room as a column's: a guess from the text read, not doublings that copy.)
   if (row_times_.size() == row_times_.capacity())
-    reserve_guess(row_times_, rows_ahead(row_times_.size(), row_times_.size() + 1));
+    row_times_.reserve(rows_ahead(row_times_.size(), row_times_.size() + 1));
   row_times_.push_back(t);
 }
 

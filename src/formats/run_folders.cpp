@@ -312,7 +312,7 @@ Recording merge_recordings(std::vector<std::pair<std::string, Recording>> parts)
     for (auto& g : rec.gpus) {
       g.info.index = next++;
       if (several_hosts && g.host.empty()) g.host = rec.system.hostname;
-      for (double& t : g.time_s) t += shift;
+      g.time_s.shift(shift);
       for (auto& s : g.processes) s.first_s += shift, s.last_s += shift;
       for (auto& s : g.owners) s.first_s += shift, s.last_s += shift;
       if (g.lost_at_s) *g.lost_at_s += shift;

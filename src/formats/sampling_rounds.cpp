@@ -6,7 +6,7 @@
 
 namespace gpudoctor::log_reader {
 
-std::vector<uint32_t> positions_in_rounds(const std::vector<double>& t, uint32_t& gpus) {
+std::vector<uint32_t> positions_in_rounds(ColumnView t, uint32_t& gpus) {
   gpus = 1;
   if (t.size() < 3) return {};
   auto gap_after = [&](size_t i) { return std::max(t[i + 1] - t[i], 0.0005); };

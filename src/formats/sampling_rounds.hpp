@@ -5,6 +5,8 @@
 #include <cstdint>
 #include <vector>
 
+#include "core/column.hpp"
+
 namespace gpudoctor::log_reader {
 
 // The rows' times in file order (any unit): the sampling rounds are found from the gaps between
@@ -12,6 +14,6 @@ namespace gpudoctor::log_reader {
 // rounds must mostly agree on their size (the last may be cut short). Returns each row's position
 // within its round and sets `gpus` to the round size; none and gpus = 1 when no consistent round
 // structure shows (then every row is one GPU's).
-std::vector<uint32_t> positions_in_rounds(const std::vector<double>& t, uint32_t& gpus);
+std::vector<uint32_t> positions_in_rounds(ColumnView t, uint32_t& gpus);
 
 }  // namespace gpudoctor::log_reader

@@ -57,7 +57,7 @@ std::string num(double v, int digits) {
   return fmt::format("{:.{}f}", v, digits);
 }
 
-void downsample(const std::vector<double>& t, ColumnView v, Line& out, size_t max_points) {
+void downsample(ColumnView t, ColumnView v, Line& out, size_t max_points) {
   const size_t n = std::min(t.size(), v.size());
   const size_t per = std::max<size_t>(1, (n + max_points - 1) / max_points);
   for (size_t i = 0; i < n; i += per) {
@@ -250,7 +250,7 @@ std::string overlay_charts(const Recording& rec, const Diagnosis& d, double t_en
     for (size_t gi = 0; gi < rec.gpus.size(); ++gi) {
       const auto& s = rec.gpus[gi];
       Line l{gpu_label(s), kGpuColors[gi % kGpuColorCount], {}, {}, gi >= kGpuColorCount};
-      if (const auto c = s.column(f)) downsample(s.time_s, *c, l, 500);
+      if (const auto c = s.column(f)) downsample(s.time_s.view(), *c, l, 500);
       ls.push_back(std::move(l));
     }
     return ls;

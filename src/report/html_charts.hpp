@@ -26,7 +26,7 @@ struct Shade {
 };
 
 // Mean per bucket, so a day of 100 ms samples stays a few hundred points.
-void downsample(const std::vector<double>& t, ColumnView v, Line& out, size_t max_points = 600);
+void downsample(ColumnView t, ColumnView v, Line& out, size_t max_points = 600);
 
 struct ChartSize {
   double width = 560, height = 160;

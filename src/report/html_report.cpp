@@ -297,7 +297,7 @@ std::string gpu_charts(const Recording& rec, const Diagnosis& d, double t_end) {
             {f.start_s, f.end_s, html::cause_color(f.cause), std::string(cause_code(f.cause))});
     auto line = [&](Field f, const char* label, const char* color, bool dashed = false) {
       Line l{label, color, {}, {}, dashed};
-      if (const auto c = s.column(f)) downsample(s.time_s, *c, l);
+      if (const auto c = s.column(f)) downsample(s.time_s.view(), *c, l);
       return l;
     };
     h += fmt::format("<h3>GPU {} · {}</h3><div class=\"charts\">", s.info.index, esc(s.info.name));
@@ -330,7 +330,7 @@ std::string gpu_charts(const Recording& rec, const Diagnosis& d, double t_end) {
         const auto sm = s.column(Field::kGpmSmUtil);
         std::vector<double> e(p->size());
         for (size_t i = 0; i < e.size(); ++i) e[i] = (*p)[i] / limit * (sm ? (*sm)[i] / 100 : 1.0);
-        downsample(s.time_s, e, l);
+        downsample(s.time_s.view(), e, l);
       }
       Line ref{"0.6", "#cf222e", {0, t_end}, {0.6, 0.6}, true};
       h += chart("Efficiency", "ratio", t_end, {l, ref}, shades, 1);

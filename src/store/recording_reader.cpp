@@ -133,7 +133,7 @@ class RecordingReader {
       const int64_t rows = sqlite3_column_int64(st.s, 1);
       if (it == by_gpu_.end()) continue;
       if (rows < 0 || rows > (int64_t{1} << 32)) return damaged("bad row count");
-      assign_fresh(rec_.gpus[it->second].time_s, static_cast<size_t>(rows), kMissing);
+      rec_.gpus[it->second].time_s.assign_doubles(static_cast<size_t>(rows), kMissing);
     }
     return kOk;
   }
@@ -216,7 +216,7 @@ class RecordingReader {
       // The file changed under a thread's connection (a recorder writing it merged blocks): the
       // columns again, all on this one, in its view of the file.
       for (auto& g : rec_.gpus) {
-        std::fill(g.time_s.begin(), g.time_s.end(), kMissing);
+        g.time_s.assign_doubles(g.size(), kMissing);
         for (auto& c : g.columns) c.reset();
       }
     }
@@ -290,7 +290,7 @@ class RecordingReader {
       GpuSeries& g = rec_.gpus[c.gpu];
       if (c.field < 0) {
         for (const Block& k : c.blocks) {
-          double* out = g.time_s.data() + k.first;
+          double* out = g.time_s.doubles() + k.first;
           if (!(ok = read(c, k, out))) failed = &k;
           if (!ok) break;
           for (int64_t i = 0; i < k.n; ++i) out[i] /= 1000.0;

@@ -334,6 +334,88 @@ TEST(Recording, ConstantColumnsReadAsEveryValue) {
   EXPECT_EQ(g.column(Field::kMemTotal)[1], 81920);
 }
 
+// A series' times are held as decimals where every time is one (a log's: its seconds to the
+// tenth, its whole milliseconds), 4 or 2 bytes a time, and read back bit for bit; a time no
+// decimal gives back makes the column one of doubles, the times before it kept. Shifting,
+// appending and cutting give what the same steps on a vector of doubles give.
+TEST(TimeColumn, DecimalsUntilATimeIsNone) {
+  auto same = [](const TimeColumn& t, const std::vector<double>& v) {
+    if (t.size() != v.size()) return false;
+    for (size_t i = 0; i < v.size(); ++i)
+      if (!same_bits(t[i], v[i])) return false;
+    return std::equal(t.begin(), t.end(), v.begin(),
+                      [](double a, double b) { return same_bits(a, b); });
+  };
+  TimeColumn t;
+  std::vector<double> v;
+  EXPECT_TRUE(t.empty());
+  for (int i = 0; i < 5000; ++i) {  // 1.5 s apart: tenths, past 16 bits
+    v.push_back(i * 1.5);
+    t.push_back(v.back());
+  }
+  ASSERT_TRUE(same(t, v));
+  EXPECT_EQ(t.value_bytes(), 4u);
+  EXPECT_EQ(t.back(), 7498.5);
+
+  // Milliseconds from the first row, as a reader makes them.
+  TimeColumn ms;
+  std::vector<double> mv;
+  for (int64_t i = 0; i < 3000; ++i) {
+    mv.push_back(static_cast<double>(i * 1001 + i % 7) / 1000.0);
+    ms.push_back(mv.back());
+  }
+  ASSERT_TRUE(same(ms, mv));
+  EXPECT_EQ(ms.value_bytes(), 4u);
+
+  // Shifted by a whole and by a fraction of a second: as each double shifted.
+  for (const double by : {-2.0, 0.25, 1e-7, 0.0}) {
+    TimeColumn shifted = ms;
+    std::vector<double> sv = mv;
+    for (double& x : sv) x += by;
+    shifted.shift(by);
+    EXPECT_TRUE(same(shifted, sv)) << by;
+  }
+
+  // Appended: a column of other places, then one of doubles.
+  TimeColumn more;
+  std::vector<double> joined = v;
+  for (int i = 0; i < 10; ++i) more.push_back(8000 + i * 0.125), joined.push_back(8000 + i * 0.125);
+  t.append(more);
+  ASSERT_TRUE(same(t, joined));
+  EXPECT_EQ(t.value_bytes(), 4u);
+  const double third = 9000 + 1.0 / 3;  // no decimal gives it back
+  t.push_back(third);
+  joined.push_back(third);
+  ASSERT_TRUE(same(t, joined));
+  EXPECT_EQ(t.value_bytes(), 8u);
+
+  // Rows kept: some, then a range.
+  std::vector<size_t> rows;
+  std::vector<double> kept;
+  for (size_t i = 0; i < joined.size(); i += 3) rows.push_back(i), kept.push_back(joined[i]);
+  t.keep_rows(rows);
+  ASSERT_TRUE(same(t, kept));
+  t.keep_range(10, 20);
+  EXPECT_TRUE(same(t, std::vector<double>(kept.begin() + 10, kept.begin() + 20)));
+
+  // Room asked for is room had, before a second time and after.
+  TimeColumn room;
+  room.reserve(1000);
+  room.push_back(0);
+  EXPECT_GE(room.capacity(), 1000u);
+  room.push_back(0.5);
+  EXPECT_GE(room.capacity(), 1000u);
+
+  // The recording reader's: doubles written in place.
+  TimeColumn blocks;
+  blocks.assign_doubles(4, kMissing);
+  double* out = blocks.doubles();
+  ASSERT_NE(out, nullptr);
+  for (int i = 0; i < 4; ++i) out[i] = i * 0.001;
+  EXPECT_TRUE(same(blocks, {0, 0.001, 0.002, 0.003}));
+  EXPECT_EQ(ms.doubles(), nullptr);  // decimals: none to write
+}
+
 // The columns grow to the room their series' times have (the rows a reader guesses are to come),
 // once; a constant column built out takes that room at once; a room the system refuses is a
 // guess dropped, never an error.
@@ -407,7 +489,7 @@ TEST(Recording, BuffersWrittenWholeAreAdvisedHugePages) {
 
   // The recording reader's columns are made so.
   GpuSeries g;
-  g.time_s.assign(1000, 1.0);
+  g.time_s.assign_doubles(1000, 1.0);
   std::vector<double>& power = g.column_for_write(Field::kPower);
   EXPECT_EQ(power.size(), 1000u);
   EXPECT_EQ(power.capacity(), 1000u);

@@ -444,7 +444,9 @@ TEST(Diagnosis, GapsOfHoursAndLateGpusAreHandled) {
   Recording rec;
   // GPU 0: 10 minutes, a 3-hour gap (recorder stopped), 10 minutes.
   auto g0 = make_gpu(0, 1200, 1, [](size_t) { return Row{}; });
-  for (size_t i = 600; i < 1200; ++i) g0.time_s[i] += 3 * 3600;
+  auto t0 = g0.time_s.to_vector();
+  for (size_t i = 600; i < 1200; ++i) t0[i] += 3 * 3600;
+  g0.time_s = t0;
   rec.gpus.push_back(std::move(g0));
   // GPU 1 appears two hours in.
   rec.gpus.push_back(make_gpu(
@@ -458,7 +460,9 @@ TEST(Diagnosis, GapsOfHoursAndLateGpusAreHandled) {
 
 TEST(Diagnosis, TimeGoingBackwardsIsLeftOutAndSaid) {
   auto g = make_gpu(0, 600, 1, [](size_t) { return Row{}; });
-  for (size_t i = 300; i < 310; ++i) g.time_s[i] = 100;  // a clock jump back, then forward again
+  auto t = g.time_s.to_vector();
+  for (size_t i = 300; i < 310; ++i) t[i] = 100;  // a clock jump back, then forward again
+  g.time_s = t;
   const auto d = diagnose(one(std::move(g)));
   EXPECT_EQ(verdict(d), "healthy");
   EXPECT_TRUE(has_limitation(d, "GPU 0: 10 sample(s) whose time did not move forward"));

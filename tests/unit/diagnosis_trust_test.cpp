@@ -397,7 +397,9 @@ TEST(DiagnosisTrust, GapsAreReported) {
   Recording rec;
   auto g = make_gpu(
       0, 600, 1, [](size_t) { return Row{}; }, false);
-  for (size_t i = 300; i < g.time_s.size(); ++i) g.time_s[i] += 3600;
+  auto t = g.time_s.to_vector();
+  for (size_t i = 300; i < t.size(); ++i) t[i] += 3600;
+  g.time_s = t;
   rec.gpus.push_back(std::move(g));
   const auto d = diagnose(rec);
   ASSERT_EQ(d.data_quality.size(), 1u);

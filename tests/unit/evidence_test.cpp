@@ -82,7 +82,7 @@ TEST(SamplingRounds, FindEachRowsPlaceOrNone) {
   gpus = 0;
   EXPECT_TRUE(log_reader::positions_in_rounds(uneven, gpus).empty());
   EXPECT_EQ(gpus, 1u);
-  EXPECT_TRUE(log_reader::positions_in_rounds({0.0, 1.0}, gpus).empty());
+  EXPECT_TRUE(log_reader::positions_in_rounds(std::vector<double>{0.0, 1.0}, gpus).empty());
 }
 
 // Two levels a cap held a GPU at, with sensor noise: each level is the median of the samples

@@ -107,7 +107,7 @@ TEST(PeerFeatures, PeerWindowsAreWhatIsMadeAnewBitForBit) {
       sim::parse_sim_spec("straggler,gpus=3,duration=30m,interval=1s").value(),
       *gpu_model_by_key("h100-sxm"));
   // GPU 2 sampled a quarter second after the others: no window of it has their times.
-  for (double& t : rec.gpus[2].time_s) t += 0.25;
+  rec.gpus[2].time_s.shift(0.25);
   const DiagnosisConfig cfg;
   Context ctx{rec, cfg, {}, detect_workload(rec)};
   for (size_t g = 0; g < rec.gpus.size(); ++g) {

@@ -198,7 +198,7 @@ TEST(Store, ImportRoundTripsEveryFieldAcrossBlocks) {
     EXPECT_EQ(b.info.gpm_supported, a.info.gpm_supported);
     EXPECT_EQ(b.power_limit_source, a.power_limit_source);
     EXPECT_EQ(b.processes_recorded, a.processes_recorded);
-    expect_same_column(a.time_s, b.time_s, "time");
+    expect_same_column(a.time_s.view(), b.time_s.view(), "time");
     for (const auto& fi : all_fields()) {
       ASSERT_EQ(a.has(fi.field), b.has(fi.field)) << fi.id;
       if (a.has(fi.field))
@@ -386,8 +386,8 @@ TEST(Store, ColumnsReadOnSeveralThreadsAreTheOnesReadOnOne) {
   for (size_t i = 0; i < in.gpus.size(); ++i) {
     const GpuSeries& a = one->gpus[i];
     const GpuSeries& b = four->gpus[i];
-    expect_same_column(in.gpus[i].time_s, b.time_s, "time");
-    expect_same_column(a.time_s, b.time_s, "time");
+    expect_same_column(in.gpus[i].time_s.view(), b.time_s.view(), "time");
+    expect_same_column(a.time_s.view(), b.time_s.view(), "time");
     for (const auto& fi : all_fields()) {
       const auto& ca = a.columns[index_of(fi.field)];
       const auto& cb = b.columns[index_of(fi.field)];

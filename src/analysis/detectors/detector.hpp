@@ -156,6 +156,23 @@ struct GpuData {
     const auto& t = s->time_s;
     return i + 1 < t.size() ? std::min(t[i + 1] - t[i], 2 * interval_s) : interval_s;
   }
+  // f(i, time of sample i, dt(i)) for the samples [i0, i1) in order, each time read once (a
+  // column of decimals decodes a time per read).
+  template <class F>
+  void each_dt(size_t i0, size_t i1, F&& f) const {
+    if (i0 >= i1) return;
+    const ColumnView t = s->time_s;
+    const double cap = 2 * interval_s;
+    const size_t last = std::min(i1, t.size() - 1);  // (the last sample's dt: one interval)
+    double next = t[i0];
+    size_t i = i0;
+    for (; i < last; ++i) {
+      const double now = next;
+      next = t[i + 1];
+      f(i, now, std::min(next - now, cap));
+    }
+    if (i < i1) f(i, next, interval_s);
+  }
   // Sample i's efficiency (NaN unknown): its power ratio times its SM activity, either alone where
   // the other is unknown, within [0, 1.5].
   double efficiency(size_t i) const { return efficiency_with(power_ratio[i], i); }
@@ -232,8 +249,8 @@ struct Context {
 struct Candidate {
   double confidence = 0.5;
   // Tells apart kinds of one cause that make separate findings ("held" / "free" idle GPUs, a
-  // straggler / a see-saw).
-  std::string variant;
+  // straggler / a see-saw): a literal.
+  const char* variant = "";
   Evidence evidence;
   std::vector<Alternative> alternatives;  // causes this window cannot rule out
 };
