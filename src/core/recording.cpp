@@ -71,6 +71,8 @@ void append_frame(Recording& rec, const Frame& frame) {
       continue;
     }
     const double prev_t = g.size() ? g.time_s.back() : -1;
+    // (A live window's times stay doubles, as its columns do: read again and again, not kept.)
+    if (g.time_s.empty()) g.time_s = TimeColumn(std::vector<double>{});
     const size_t row = g.append_row(t);
     for (const auto& fi : all_fields()) {
       const Reading& r = s[fi.field];
