@@ -21,7 +21,7 @@ void TimeColumn::shift(double delta) {
   out.reserve(size());
   for (const double t : v_) out.push_back(t + delta);
   out.room_ = room_;
-  *this = std::move(out);
+  *this = std::move(out);  // (the room asked for kept)
 }
 
 void TimeColumn::assign_doubles(size_t n, double value) {

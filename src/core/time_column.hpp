@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <cstddef>
 #include <initializer_list>
+#include <utility>
 #include <vector>
 
 #include "core/column.hpp"
@@ -27,16 +28,18 @@ class TimeColumn {
   // These times, held as the doubles they are (a recording's, a test's).
   TimeColumn(std::vector<double> v) : col_(std::move(v)) { refresh(); }
   TimeColumn(std::initializer_list<double> v) : TimeColumn(std::vector<double>(v)) {}
-  TimeColumn(const TimeColumn& o) : col_(o.col_), room_(o.room_) { refresh(); }
-  TimeColumn(TimeColumn&& o) noexcept : col_(std::move(o.col_)), room_(o.room_) {
+  // (A copy has the room its times take, not the room the original was asked for.)
+  TimeColumn(const TimeColumn& o) : col_(o.col_) { refresh(); }
+  TimeColumn(TimeColumn&& o) noexcept : col_(std::move(o.col_)), room_(std::exchange(o.room_, 0)) {
     refresh(), o.refresh();
   }
   TimeColumn& operator=(const TimeColumn& o) {
-    if (this != &o) col_ = o.col_, room_ = o.room_, refresh();
+    if (this != &o) col_ = o.col_, room_ = 0, refresh();
     return *this;
   }
   TimeColumn& operator=(TimeColumn&& o) noexcept {
-    if (this != &o) col_ = std::move(o.col_), room_ = o.room_, refresh(), o.refresh();
+    if (this != &o)
+      col_ = std::move(o.col_), room_ = std::exchange(o.room_, 0), refresh(), o.refresh();
     return *this;
   }
   ~TimeColumn() = default;
@@ -71,6 +74,7 @@ class TimeColumn {
     if (n <= room_) return;
     room_ = n;
     col_.reserve(n);
+    refresh();  // (the times may have moved)
   }
   // The times it has room for without growing (those asked for by reserve() at least).
   size_t capacity() const { return std::max(room_, col_.capacity()); }

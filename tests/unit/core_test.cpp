@@ -405,6 +405,12 @@ TEST(TimeColumn, DecimalsUntilATimeIsNone) {
   EXPECT_GE(room.capacity(), 1000u);
   room.push_back(0.5);
   EXPECT_GE(room.capacity(), 1000u);
+  room.reserve(100000);  // (the times move: read from where they are now)
+  EXPECT_EQ(room.back(), 0.5);
+  EXPECT_EQ(room.view()[0], 0.0);
+  const TimeColumn copy = room;  // has the room its times take
+  EXPECT_LT(copy.capacity(), 1000u);
+  EXPECT_TRUE(same(copy, {0, 0.5}));
 
   // The recording reader's: doubles written in place.
   TimeColumn blocks;
