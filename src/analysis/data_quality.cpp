@@ -184,8 +184,9 @@ QualityScan combine_quality(std::vector<GpuQuality> gpus) {
   QualityScan q;
   for (auto& g : gpus) {
     q.issues.insert(q.issues.end(), g.issues.begin(), g.issues.end());
-    q.any_drop = q.any_drop || std::find(g.drop.begin(), g.drop.end(), 1) != g.drop.end();
-    q.drop.push_back(std::move(g.drop));
+    const bool any = std::find(g.drop.begin(), g.drop.end(), 1) != g.drop.end();
+    q.any_drop = q.any_drop || any;
+    q.drop.push_back(any ? std::move(g.drop) : std::vector<uint8_t>{});
   }
   return q;
 }

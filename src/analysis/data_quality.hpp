@@ -14,7 +14,8 @@ namespace gpudoctor {
 
 struct QualityScan {
   std::vector<DataQualityIssue> issues;
-  std::vector<std::vector<uint8_t>> drop;  // per GPU, per sample: 1 = leave out
+  // Per GPU, per sample: 1 = leave out; empty for a GPU with none to leave out.
+  std::vector<std::vector<uint8_t>> drop;
   bool any_drop = false;
 };
 

@@ -323,15 +323,12 @@ nlohmann::ordered_json gpu_metrics(const Context& ctx, size_t g,
 }
 
 // Leaves out the samples of a GPU the data-quality scan marked (time going back, frozen rows), so
-// that every series the detectors read runs forward over live readings. False: none was marked
-// (g as it was).
-bool drop_marked(GpuSeries& g, const std::vector<uint8_t>& drop) {
+// that every series the detectors read runs forward over live readings.
+void drop_marked(GpuSeries& g, const std::vector<uint8_t>& drop) {
   std::vector<size_t> keep;
   for (size_t i = 0; i < g.size(); ++i)
     if (!drop[i]) keep.push_back(i);
-  if (keep.size() == g.size()) return false;
   keep_rows(g, keep);
-  return true;
 }
 
 // The input as the detectors read it: the rows the quality scan marked left out, in a copy of the
@@ -350,7 +347,7 @@ Cleaned clean_input(const Recording& input, const QualityScan& quality) {
   out.series.resize(input.gpus.size());
   if (quality.any_drop)
     for (size_t g = 0; g < input.gpus.size(); ++g)
-      if (std::find(quality.drop[g].begin(), quality.drop[g].end(), 1) != quality.drop[g].end()) {
+      if (!quality.drop[g].empty()) {
         out.series[g].emplace(input.gpus[g]);
         drop_marked(*out.series[g], quality.drop[g]);
       }

@@ -91,19 +91,13 @@ class TimeColumn {
   double* doubles() { return v_.decimal() || v_.constant() ? nullptr : col_.values().data(); }
 
   // The same times (==, as two vectors' == says).
-  friend bool operator==(const TimeColumn& a, const TimeColumn& b) { return same(a.v_, b.v_); }
-  friend bool operator==(const TimeColumn& a, const std::vector<double>& b) {
-    return same(a.v_, ColumnView(b));
+  friend bool operator==(const TimeColumn& a, const TimeColumn& b) {
+    return a.size() == b.size() && (a.empty() || a.v_ == b.v_);  // (none: absent or not)
   }
+  friend bool operator==(const TimeColumn& a, const std::vector<double>& b) { return a.v_ == b; }
 
  private:
   void refresh() { v_ = col_.view(); }
-  static bool same(const ColumnView& a, const ColumnView& b) {
-    if (a.size() != b.size()) return false;
-    for (size_t i = 0; i < a.size(); ++i)
-      if (!(a[i] == b[i])) return false;
-    return true;
-  }
 
   FieldColumn col_;
   ColumnView v_;
